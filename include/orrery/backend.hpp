@@ -1,0 +1,83 @@
+// Backend: batched primitives over objects (and, later, pairs). Methods talk only to this
+// interface; CpuBackend (host/cpu) is the reference, CudaBackend (kernels/) the fast path.
+// No CUDA types appear here. Big arrays (P, R) live in backend-owned buffers for the whole
+// fit; per call only O(K D) values (class coordinates, gradients) and scalars cross.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "orrery/types.hpp"
+
+namespace orrery {
+
+// Totals of one PE evaluation over all objects.
+struct PeSweep {
+  double objective = 0.0;       // sum_n J_n (data term + eta_r |r_n|^2), without eta_phi
+  double max_grad_sq = 0.0;     // max_n |dJ/dr_n|^2 after the Newton solves
+  index_t unconverged = 0;      // objects with |dJ/dr_n|^2 >= eps_r
+  index_t newton_steps = 0;     // Newton iterations summed over objects
+  int max_newton_steps = 0;     // largest per-object Newton iteration count
+};
+
+struct PeNewtonOptions {
+  double eps_r = 1e-8;  // per-object convergence: |dJ/dr_n|^2 < eps_r
+  int max_iter = 50;    // per-object Newton iteration cap per sweep
+};
+
+// A PE problem resident on one backend: posteriors P (N x K), log priors (K), object
+// coordinates R (N x D).
+class PeEngine {
+ public:
+  virtual ~PeEngine() = default;
+  virtual index_t num_objects() const = 0;
+  virtual int num_classes() const = 0;
+  virtual int dim() const = 0;
+
+  // Replace R (N x D, host). Used once at the start (and for out-of-sample placement).
+  virtual void set_objects(const MatrixD& R) = 0;
+  // Copy R back to the host (once, at the end of a fit).
+  virtual MatrixD objects() const = 0;
+
+  // Steps 2-5 of the paper for the given Phi (K x D row-major): Newton on every r_n from its
+  // current value until |dJ/dr_n|^2 < eps_r or the cap. If class_grad is non-null it receives
+  // sum_n (P_nk - q_nk)(phi_k - r_n) at the new R (K x D, without the eta_phi term), computed in
+  // a fixed order so that the same input gives the same bits.
+  virtual PeSweep solve_objects(const std::vector<double>& phi, const PeNewtonOptions& opt,
+                                std::vector<double>* class_grad) = 0;
+
+  // Objective sum_n J_n at the current R and the given Phi, without moving R.
+  virtual double objective(const std::vector<double>& phi) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // "cpu (N threads)" or "cuda:0 NVIDIA H100 ..."; goes into reports.
+  virtual std::string name() const = 0;
+  virtual bool is_cuda() const = 0;
+  // P is N x K with rows validated by the caller; log_priors has K entries; dim is 2 or 3.
+  virtual std::unique_ptr<PeEngine> make_pe(const MatrixD& P, const std::vector<double>& log_priors, int dim,
+                                            double eta_r) = 0;
+};
+
+// One CUDA device as `orrery info` lists it.
+struct DeviceInfo {
+  int index = 0;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  double memory_gib = 0.0;
+  int multiprocessors = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend(int threads);  // threads <= 0: OpenMP default
+// Throws Error(cuda) when orrery was built without CUDA or no device is usable.
+std::unique_ptr<Backend> make_cuda_backend(int device_index);
+bool cuda_built();                       // compiled with CUDA support
+std::vector<DeviceInfo> cuda_devices();  // empty when none (or not built with CUDA)
+std::string cuda_status();               // one line: why CUDA is or is not usable
+
+// device: "auto" (CUDA when a device is present, else CPU), "cpu", "cuda", "cuda:N".
+std::unique_ptr<Backend> make_backend(const std::string& device, int threads);
+
+}  // namespace orrery

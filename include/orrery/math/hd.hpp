@@ -1,0 +1,52 @@
+// ORRERY_HD marks arithmetic shared by the CPU backend and the CUDA kernels: under nvcc it is
+// __host__ __device__ __forceinline__, elsewhere plain inline, so these headers compile in .cpp
+// files and the CPU tests cover the exact code the kernels run.
+#pragma once
+#include <cmath>
+
+#if defined(__CUDACC__)
+#define ORRERY_HD __host__ __device__ __forceinline__
+#else
+#define ORRERY_HD inline
+#endif
+
+namespace orrery::math {
+
+template <class T>
+ORRERY_HD T hd_exp(T x) {
+#if !defined(__CUDA_ARCH__)
+  using std::exp;
+#endif
+  return exp(x);
+}
+template <class T>
+ORRERY_HD T hd_log(T x) {
+#if !defined(__CUDA_ARCH__)
+  using std::log;
+#endif
+  return log(x);
+}
+template <class T>
+ORRERY_HD T hd_sqrt(T x) {
+#if !defined(__CUDA_ARCH__)
+  using std::sqrt;
+#endif
+  return sqrt(x);
+}
+template <class T>
+ORRERY_HD T hd_max(T a, T b) {
+  return a > b ? a : b;
+}
+template <class T>
+ORRERY_HD T hd_abs(T a) {
+  return a < T(0) ? -a : a;
+}
+template <class T>
+ORRERY_HD bool hd_isfinite(T x) {
+#if !defined(__CUDA_ARCH__)
+  using std::isfinite;
+#endif
+  return isfinite(x);
+}
+
+}  // namespace orrery::math

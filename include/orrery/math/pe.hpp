@@ -1,0 +1,162 @@
+// Parametric Embedding, per-object arithmetic (MATH.md §1), shared by CpuBackend and the CUDA
+// kernels. One object n sees its posterior row P_n (K), the log class priors, the class
+// coordinates Phi (K x D, row-major) and its own coordinate r (D).
+//
+//   e_k  = log pi_k - |r - phi_k|^2 / 2,   log q_k = e_k - lse,   lse = log sum_k exp(e_k)
+//   J_n  = -sum_k P_k log q_k + eta_r |r|^2
+//   g    = sum_k P_k (r - phi_k) - S sum_k q_k (r - phi_k) + 2 eta_r r          (S = sum_k P_k)
+//   H    = S Cov_q(phi) + 2 eta_r I
+//
+// Stability: lse subtracts the largest exponent, so objects very far from every class give
+// finite J and q (no 0/0). The covariance is accumulated about the class with the largest
+// exponent, which removes the cancellation of E[phi phi^T] - E[phi]E[phi]^T when q is
+// concentrated on one distant class. S is kept explicit (not assumed 1) so g and H are the
+// exact derivatives of J_n as computed; validated inputs have S = 1 and then g, H reduce to
+// the formulas in MATH.md.
+#pragma once
+#include "orrery/math/hd.hpp"
+#include "orrery/math/linalg.hpp"
+
+namespace orrery::math {
+
+template <class T, int D>
+ORRERY_HD T pe_exponent(T log_prior, const T* phi_k, const T* r) {
+  T d2 = T(0);
+  for (int d = 0; d < D; ++d) {
+    const T diff = r[d] - phi_k[d];
+    d2 += diff * diff;
+  }
+  return log_prior - T(0.5) * d2;
+}
+
+// J_n at r; grad (D) and hess (D x D) are written when non-null. lse_out, when non-null,
+// receives log sum_k exp(e_k), which later passes use to recover q_k without a second max.
+template <class T, int D>
+ORRERY_HD T pe_object_eval(const T* p, const T* log_prior, const T* phi, int K, const T* r, T eta_r, T* grad,
+                           T* hess, T* lse_out = nullptr) {
+  T emax = pe_exponent<T, D>(log_prior[0], phi, r);
+  int kmax = 0;
+  for (int k = 1; k < K; ++k) {
+    const T e = pe_exponent<T, D>(log_prior[k], phi + k * D, r);
+    if (e > emax) {
+      emax = e;
+      kmax = k;
+    }
+  }
+  const T* c = phi + kmax * D;  // centre for the covariance accumulation
+  T sw = T(0), sp = T(0), spe = T(0);
+  T m1[D] = {}, m2[D * D] = {}, spu[D] = {};
+  for (int k = 0; k < K; ++k) {
+    const T* ph = phi + k * D;
+    const T e = pe_exponent<T, D>(log_prior[k], ph, r);
+    const T w = hd_exp(e - emax);
+    const T pk = p[k];
+    sw += w;
+    sp += pk;
+    spe += pk * e;
+    T u[D];
+    for (int d = 0; d < D; ++d) {
+      u[d] = ph[d] - c[d];
+      m1[d] += w * u[d];
+      spu[d] += pk * (r[d] - ph[d]);
+    }
+    if (hess) {
+      for (int a = 0; a < D; ++a)
+        for (int b = 0; b <= a; ++b) m2[a * D + b] += w * u[a] * u[b];
+    }
+  }
+  const T lse = emax + hd_log(sw);
+  if (lse_out) *lse_out = lse;
+  T r2 = T(0);
+  for (int d = 0; d < D; ++d) r2 += r[d] * r[d];
+  const T objective = -(spe - sp * lse) + eta_r * r2;
+  T mean_u[D];
+  for (int d = 0; d < D; ++d) mean_u[d] = m1[d] / sw;
+  if (grad) {
+    // sum_k q_k (r - phi_k) = r - c - E_q[u]
+    for (int d = 0; d < D; ++d) grad[d] = spu[d] - sp * (r[d] - c[d] - mean_u[d]) + T(2) * eta_r * r[d];
+  }
+  if (hess) {
+    for (int a = 0; a < D; ++a) {
+      for (int b = 0; b <= a; ++b) {
+        T h = sp * (m2[a * D + b] / sw - mean_u[a] * mean_u[b]);
+        if (a == b) h += T(2) * eta_r;
+        hess[a * D + b] = h;
+        hess[b * D + a] = h;
+      }
+    }
+  }
+  return objective;
+}
+
+template <class T>
+struct PeObjectResult {
+  T objective;   // J_n at the returned r
+  T grad_sq;     // |dJ_n/dr|^2 at the returned r
+  T lse;         // log-normaliser at the returned r
+  int iterations;
+  bool converged;  // grad_sq < eps_r
+};
+
+// Newton's method on one object with Phi fixed (paper section 3, steps 2-5), with Armijo
+// backtracking: J_n is convex in r and H is SPD (2 eta_r I bounds it below), so a full Newton
+// step is tried first and halved until J_n decreases enough. If H cannot be factorised in the
+// working precision, the step falls back to the gradient scaled by 1 / (2 eta_r + S * trace
+// bound), which backtracking then shortens as needed. Stops at |g|^2 < eps_r, at max_iter,
+// or when no step decreases J_n (round-off floor).
+template <class T, int D>
+ORRERY_HD PeObjectResult<T> pe_newton_object(const T* p, const T* log_prior, const T* phi, int K, T* r, T eta_r,
+                                              T eps_r, int max_iter) {
+  T g[D], H[D * D], lse;
+  T J = pe_object_eval<T, D>(p, log_prior, phi, K, r, eta_r, g, H, &lse);
+  T gsq = T(0);
+  for (int d = 0; d < D; ++d) gsq += g[d] * g[d];
+  int it = 0;
+  for (; it < max_iter && !(gsq < eps_r); ++it) {
+    T step[D];
+    if (!solve_spd<T, D>(H, g, step)) {
+      T tr = T(0);
+      for (int d = 0; d < D; ++d) tr += H[d * D + d];
+      const T inv = T(1) / hd_max(tr, T(2) * eta_r);
+      for (int d = 0; d < D; ++d) step[d] = g[d] * inv;
+    }
+    T slope = T(0);
+    for (int d = 0; d < D; ++d) slope += g[d] * step[d];
+    T t = T(1);
+    bool accepted = false;
+    T r_new[D], g_new[D], H_new[D * D], lse_new = lse, J_new = J;
+    for (int bt = 0; bt < 40; ++bt) {
+      for (int d = 0; d < D; ++d) r_new[d] = r[d] - t * step[d];
+      J_new = pe_object_eval<T, D>(p, log_prior, phi, K, r_new, eta_r, g_new, H_new, &lse_new);
+      if (J_new <= J - T(1e-4) * t * slope) {
+        accepted = true;
+        break;
+      }
+      t *= T(0.5);
+    }
+    if (!accepted) break;
+    for (int d = 0; d < D; ++d) {
+      r[d] = r_new[d];
+      g[d] = g_new[d];
+    }
+    for (int i = 0; i < D * D; ++i) H[i] = H_new[i];
+    J = J_new;
+    lse = lse_new;
+    gsq = T(0);
+    for (int d = 0; d < D; ++d) gsq += g[d] * g[d];
+  }
+  return PeObjectResult<T>{J, gsq, lse, it, gsq < eps_r};
+}
+
+// One object's contribution to dJ/dphi_k (without the eta_phi term):
+//   (P_k - q_k)(phi_k - r),   q_k = exp(e_k - lse).
+// Writes D values to out and returns P_k - q_k.
+template <class T, int D>
+ORRERY_HD T pe_class_force(T p_k, T log_prior_k, const T* phi_k, const T* r, T lse, T* out) {
+  const T q = hd_exp(pe_exponent<T, D>(log_prior_k, phi_k, r) - lse);
+  const T w = p_k - q;
+  for (int d = 0; d < D; ++d) out[d] = w * (phi_k[d] - r[d]);
+  return w;
+}
+
+}  // namespace orrery::math

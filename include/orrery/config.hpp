@@ -16,16 +16,18 @@ namespace orrery {
 
 using json = nlohmann::json;
 
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
 template <class P>
 struct Field {
   using Member = std::variant<int P::*, double P::*, bool P::*, std::string P::*>;
   const char* key;
   Member member;
   const char* doc;  // meaning in the paper's terms, trade-off, effect on determinism
-  double min = -std::numeric_limits<double>::infinity();
-  double max = std::numeric_limits<double>::infinity();
+  double min = -kInf;
+  double max = kInf;
   bool min_exclusive = false;
-  std::vector<std::string> choices = {};  // for strings (and ints listed as allowed values)
+  std::vector<std::string> choices;  // allowed values of a string field
 };
 
 // What `orrery defaults` and the README print for one field.

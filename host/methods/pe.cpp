@@ -1,0 +1,331 @@
+// PE's algorithm (paper section 3), written once for every backend.
+//
+// The paper alternates Newton steps on every r_n (Phi fixed) until all |dJ/dr_n|^2 < eps_r with
+// one quasi-Newton step on Phi (R fixed). Here each L-BFGS evaluation at a trial Phi first runs
+// those Newton steps (warm-started from the current R, so usually 0-2 steps per object) and then
+// returns J and dJ/dPhi at the solved R. Because R*(Phi) minimises J for that Phi, dJ/dPhi at R*
+// is the gradient of the reduced objective min_R J(R, Phi) (envelope theorem): L-BFGS then
+// works on one fixed function, its curvature pairs stay valid across iterations, the line
+// search sees the objective the paper's stopping rule refers to, and the stationary points are
+// exactly those of the paper's alternation.
+#include "orrery/pe.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "optim/lbfgs.hpp"
+#include "orrery/error.hpp"
+
+namespace orrery {
+
+const std::vector<Field<PeParams>>& pe_fields() {
+  static const std::vector<Field<PeParams>> fields = {
+      {"dim", &PeParams::dim, "Output dimension D of the map.", 2, 3},
+      {"eta_r", &PeParams::eta_r,
+       "Weight of the prior eta_r |r_n|^2 on object coordinates: keeps each object's problem strictly convex "
+       "and pulls ambiguous objects to the centre. Paper: 0.1.",
+       0, kInf, true},
+      {"eta_phi", &PeParams::eta_phi,
+       "Weight of the prior eta_phi |phi_k|^2 on class coordinates: larger values draw the classes together. "
+       "Paper: 50.",
+       0, kInf, true},
+      {"eps_r", &PeParams::eps_r, "An object is converged when |dJ/dr_n|^2 < eps_r (paper step 3).", 0, kInf, true},
+      {"eps_phi", &PeParams::eps_phi, "The fit stops when |dJ/dPhi|^2 < eps_phi (paper step 7).", 0, kInf, true},
+      {"ftol", &PeParams::ftol,
+       "The fit also stops when an iteration lowers J by less than ftol * max(|J|, 1); reached first for "
+       "large N in float arithmetic.",
+       0, kInf},
+      {"max_iter", &PeParams::max_iter, "Cap on L-BFGS iterations on the class coordinates.", 0, 1e9},
+      {"newton_max_iter", &PeParams::newton_max_iter, "Cap on Newton iterations per object per sweep.", 1, 1e6},
+      {"lbfgs_memory", &PeParams::lbfgs_memory, "Number of curvature pairs kept by L-BFGS.", 1, 1000},
+      {"class_init", &PeParams::class_init,
+       "Initial class coordinates: mds (classical MDS of the posterior columns; deterministic), random "
+       "(Gaussian, seeded) or file (input.class_coords).",
+       -kInf, kInf, false, {"mds", "random", "file"}},
+      {"init_scale", &PeParams::init_scale, "RMS radius of the initial class coordinates (mds and random).", 0, kInf,
+       true},
+      {"fit_classes", &PeParams::fit_classes,
+       "false: keep input.class_coords fixed and place the objects only (out-of-sample mode)."},
+  };
+  return fields;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Standard normals from a seeded mt19937_64 by Box-Muller, written out so that the stream does
+// not depend on the standard library's distribution implementation.
+std::vector<double> gaussian(size_t n, unsigned long long seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<double> out(n);
+  const double two_pi = 6.283185307179586;
+  for (size_t i = 0; i < n; i += 2) {
+    const double u1 = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
+    const double u2 = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
+    const double rad = std::sqrt(-2.0 * std::log(u1));
+    out[i] = rad * std::cos(two_pi * u2);
+    if (i + 1 < n) out[i + 1] = rad * std::sin(two_pi * u2);
+  }
+  return out;
+}
+
+void rescale_rms(std::vector<double>& phi, int K, int D, double radius) {
+  std::vector<double> mean(static_cast<size_t>(D), 0.0);
+  for (int k = 0; k < K; ++k)
+    for (int d = 0; d < D; ++d) mean[d] += phi[k * D + d] / K;
+  double ss = 0.0;
+  for (int k = 0; k < K; ++k)
+    for (int d = 0; d < D; ++d) {
+      phi[k * D + d] -= mean[d];
+      ss += phi[k * D + d] * phi[k * D + d];
+    }
+  const double rms = std::sqrt(ss / K);
+  if (rms > 0) for (double& v : phi) v *= radius / rms;
+}
+
+// Classical MDS of the classes, each class represented by its posterior column over (at most
+// kMdsRows evenly spaced) objects: the top-D eigenvectors of the double-centred Gram matrix by
+// power iteration with deflation (K is small). Signs are fixed (largest entry positive) so the
+// result is deterministic. Returns false when the columns carry no geometry (all equal).
+bool mds_init(const MatrixD& P, int D, std::vector<double>& phi) {
+  constexpr index_t kMdsRows = 20000;
+  const int K = static_cast<int>(P.cols);
+  const index_t step = std::max<index_t>(1, P.rows / kMdsRows);
+  std::vector<double> G(static_cast<size_t>(K) * K, 0.0);
+  for (index_t n = 0; n < P.rows; n += step) {
+    const double* p = P.row(n);
+    for (int a = 0; a < K; ++a)
+      for (int b = 0; b <= a; ++b) G[a * K + b] += p[a] * p[b];
+  }
+  for (int a = 0; a < K; ++a)
+    for (int b = 0; b < a; ++b) G[b * K + a] = G[a * K + b];
+  // Double centring: B = J G J with J = I - 11'/K.
+  std::vector<double> rmean(K, 0.0);
+  double all = 0.0;
+  for (int a = 0; a < K; ++a) {
+    for (int b = 0; b < K; ++b) rmean[a] += G[a * K + b] / K;
+    all += rmean[a] / K;
+  }
+  for (int a = 0; a < K; ++a)
+    for (int b = 0; b < K; ++b) G[a * K + b] += all - rmean[a] - rmean[b];
+  phi.assign(static_cast<size_t>(K) * D, 0.0);
+  double first = 0.0;
+  for (int d = 0; d < D; ++d) {
+    std::vector<double> v(K), w(K);
+    for (int a = 0; a < K; ++a) v[a] = 1.0 + 0.001 * ((a * 7919 + d * 104729) % 1000);  // fixed start
+    double lambda = 0.0;
+    for (int it = 0; it < 1000; ++it) {
+      for (int a = 0; a < K; ++a) {
+        double s = 0.0;
+        for (int b = 0; b < K; ++b) s += G[a * K + b] * v[b];
+        w[a] = s;
+      }
+      const double nrm = std::sqrt(std::inner_product(w.begin(), w.end(), w.begin(), 0.0));
+      if (!(nrm > 0)) break;
+      for (int a = 0; a < K; ++a) w[a] /= nrm;
+      double diff = 0.0;
+      for (int a = 0; a < K; ++a) diff += std::abs(w[a] - v[a]);
+      v.swap(w);
+      lambda = nrm;
+      if (diff < 1e-12 * K) break;
+    }
+    if (d == 0) first = lambda;
+    if (!(lambda > 1e-12 * std::max(first, 1e-300))) break;  // no more geometry: remaining axes stay 0
+    int imax = 0;
+    for (int a = 1; a < K; ++a)
+      if (std::abs(v[a]) > std::abs(v[imax])) imax = a;
+    const double sign = v[imax] < 0 ? -1.0 : 1.0;
+    for (int a = 0; a < K; ++a) phi[a * D + d] = sign * v[a] * std::sqrt(lambda);
+    for (int a = 0; a < K; ++a)
+      for (int b = 0; b < K; ++b) G[a * K + b] -= lambda * v[a] * v[b];
+  }
+  return first > 0;
+}
+
+std::vector<double> initial_classes(const PeInput& in, const PeParams& prm, unsigned long long seed) {
+  const int K = static_cast<int>(in.posteriors.cols), D = prm.dim;
+  std::vector<double> phi;
+  if (prm.class_init == "file" || !prm.fit_classes) {
+    if (in.class_coords.rows != K || in.class_coords.cols != D)
+      input_error("input.class_coords: expected " + std::to_string(K) + " x " + std::to_string(D) +
+                  " class coordinates (params.class_init = \"file\" or params.fit_classes = false), found " +
+                  std::to_string(in.class_coords.rows) + " x " + std::to_string(in.class_coords.cols));
+    return in.class_coords.data;
+  }
+  if (prm.class_init == "mds" && mds_init(in.posteriors, D, phi)) {
+    // Axes MDS could not fill (e.g. K = 2) get a small seeded spread so gradients can open them.
+    const auto z = gaussian(phi.size(), seed);
+    for (size_t i = 0; i < phi.size(); ++i) phi[i] += 1e-3 * z[i];
+  } else {
+    phi = gaussian(static_cast<size_t>(K) * D, seed);
+  }
+  rescale_rms(phi, K, D, prm.init_scale);
+  return phi;
+}
+
+std::vector<double> log_priors_of(const PeInput& in) {
+  const auto K = static_cast<size_t>(in.posteriors.cols);
+  std::vector<double> lp(K, -std::log(static_cast<double>(K)));
+  if (!in.priors.empty()) {
+    if (in.priors.size() != K) internal_error("fit_pe: priors do not match K");
+    for (size_t k = 0; k < K; ++k) lp[k] = std::log(in.priors[k]);
+  }
+  return lp;
+}
+
+}  // namespace
+
+PeResult fit_pe(Backend& backend, const PeInput& in, const PeParams& prm, unsigned long long seed,
+                const PeProgress& progress) {
+  const auto t0 = Clock::now();
+  const int K = static_cast<int>(in.posteriors.cols), D = prm.dim;
+  const index_t N = in.posteriors.rows;
+  if (N < 1 || K < 2) input_error("posteriors: PE needs at least 1 object and 2 classes");
+  const std::vector<double> log_priors = log_priors_of(in);
+  std::vector<double> phi = initial_classes(in, prm, seed);
+
+  // Start every object at the posterior-weighted mean of the classes: inside the convex hull
+  // where its optimum usually is, so the first Newton sweep is short.
+  MatrixD R0(N, D, 0.0);
+  for (index_t n = 0; n < N; ++n)
+    for (int k = 0; k < K; ++k)
+      for (int d = 0; d < D; ++d) R0(n, d) += in.posteriors(n, k) * phi[k * D + d];
+  auto engine = backend.make_pe(in.posteriors, log_priors, D, prm.eta_r);
+  engine->set_objects(R0);
+
+  PeResult res;
+  res.seconds_init = seconds_since(t0);
+  const auto t1 = Clock::now();
+  PeNewtonOptions nopt;
+  nopt.eps_r = prm.eps_r;
+  nopt.max_iter = prm.newton_max_iter;
+  PeSweep last;
+  index_t newton_total = 0;
+  int evaluations = 0;
+
+  auto reduced = [&](const std::vector<double>& x, std::vector<double>& grad) {
+    last = engine->solve_objects(x, nopt, &grad);
+    newton_total += last.newton_steps;
+    ++evaluations;
+    double prior = 0.0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      prior += x[i] * x[i];
+      grad[i] += 2.0 * prm.eta_phi * x[i];
+    }
+    const double J = last.objective + prm.eta_phi * prior;
+    if (!std::isfinite(J)) internal_error("PE objective became non-finite (" + std::to_string(J) + ")");
+    return J;
+  };
+
+  auto record = [&](int iteration, double J, double gsq) {
+    PeTraceEntry e;
+    e.iteration = iteration;
+    e.objective = J;
+    e.class_grad_sq = gsq;
+    e.max_object_grad_sq = last.max_grad_sq;
+    e.newton_steps = newton_total;
+    e.evaluations = evaluations;
+    e.seconds = seconds_since(t1);
+    res.trace.push_back(e);
+    if (progress) progress(e);
+  };
+
+  if (!prm.fit_classes) {
+    std::vector<double> grad;
+    const double J = reduced(phi, grad);
+    double gsq = 0.0;
+    for (double g : grad) gsq += g * g;
+    record(0, J, gsq);
+    res.objective = J;
+    res.stop_reason = "classes_fixed";
+  } else {
+    optim::LbfgsOptions lo;
+    lo.memory = prm.lbfgs_memory;
+    lo.max_iter = prm.max_iter;
+    lo.grad_sq_tol = prm.eps_phi;
+    lo.ftol = prm.ftol;
+    const auto rep = optim::lbfgs_minimize(reduced, phi, lo, [&](const optim::LbfgsState& s) {
+      record(s.iteration, s.f, s.grad_sq);
+    });
+    res.objective = rep.last.f;
+    res.iterations = rep.last.iteration;
+    res.stop_reason = rep.stop_reason;
+    // The line search may have left R at a rejected trial Phi: solve once more at the accepted one.
+    if (res.trace.empty() || evaluations != res.trace.back().evaluations) {
+      std::vector<double> grad;
+      res.objective = reduced(phi, grad);
+    }
+  }
+  res.evaluations = evaluations;
+  res.objects_converged = last.unconverged == 0;
+  res.object_coords = engine->objects();
+  res.class_coords = MatrixD(K, D);
+  res.class_coords.data = phi;
+  res.seconds_fit = seconds_since(t1);
+  for (double v : res.object_coords.data)
+    if (!std::isfinite(v)) internal_error("PE produced non-finite object coordinates");
+  return res;
+}
+
+MatrixD pe_map_posteriors(const MatrixD& R, const MatrixD& Phi, const std::vector<double>& priors) {
+  const index_t N = R.rows;
+  const int K = static_cast<int>(Phi.rows), D = static_cast<int>(Phi.cols);
+  MatrixD Q(N, K);
+#pragma omp parallel for schedule(static)
+  for (index_t n = 0; n < N; ++n) {
+    double emax = -kInf;
+    for (int k = 0; k < K; ++k) {
+      double d2 = 0.0;
+      for (int d = 0; d < D; ++d) d2 += (R(n, d) - Phi(k, d)) * (R(n, d) - Phi(k, d));
+      const double lp = priors.empty() ? 0.0 : std::log(priors[static_cast<size_t>(k)]);
+      Q(n, k) = lp - 0.5 * d2;
+      emax = std::max(emax, Q(n, k));
+    }
+    double s = 0.0;
+    for (int k = 0; k < K; ++k) s += (Q(n, k) = std::exp(Q(n, k) - emax));
+    for (int k = 0; k < K; ++k) Q(n, k) /= s;
+  }
+  return Q;
+}
+
+double pe_precision_at(const MatrixD& P, const MatrixD& R, const MatrixD& Phi, index_t h) {
+  const index_t N = P.rows;
+  const int K = static_cast<int>(P.cols), D = static_cast<int>(R.cols);
+  h = std::min(h, N);
+  if (h < 1) return 0.0;
+  double total = 0.0;
+#pragma omp parallel for reduction(+ : total) schedule(static)
+  for (int k = 0; k < K; ++k) {
+    std::vector<index_t> by_p(static_cast<size_t>(N)), by_d(static_cast<size_t>(N));
+    std::iota(by_p.begin(), by_p.end(), 0);
+    std::iota(by_d.begin(), by_d.end(), 0);
+    std::vector<double> dist(static_cast<size_t>(N));
+    for (index_t n = 0; n < N; ++n) {
+      double s = 0.0;
+      for (int d = 0; d < D; ++d) s += (R(n, d) - Phi(k, d)) * (R(n, d) - Phi(k, d));
+      dist[static_cast<size_t>(n)] = s;
+    }
+    std::partial_sort(by_p.begin(), by_p.begin() + h, by_p.end(), [&](index_t a, index_t b) {
+      return P(a, k) > P(b, k) || (P(a, k) == P(b, k) && a < b);
+    });
+    std::partial_sort(by_d.begin(), by_d.begin() + h, by_d.end(), [&](index_t a, index_t b) {
+      return dist[a] < dist[b] || (dist[a] == dist[b] && a < b);
+    });
+    std::vector<index_t> a(by_p.begin(), by_p.begin() + h), b(by_d.begin(), by_d.begin() + h);
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    std::vector<index_t> common;
+    std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(common));
+    total += static_cast<double>(common.size()) / static_cast<double>(h);
+  }
+  return total / K;
+}
+
+}  // namespace orrery

@@ -1,0 +1,116 @@
+#include "optim/lbfgs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+
+namespace orrery::optim {
+namespace {
+
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+struct Pair {
+  std::vector<double> s, y;
+  double rho;
+};
+
+// Two-loop recursion: d = -H g with H the L-BFGS inverse-Hessian approximation, scaled
+// initially by gamma = s'y / y'y of the newest pair (Nocedal & Wright eq. 7.20).
+std::vector<double> direction(const std::deque<Pair>& mem, const std::vector<double>& g) {
+  std::vector<double> q = g;
+  std::vector<double> alpha(mem.size());
+  for (size_t i = mem.size(); i-- > 0;) {
+    alpha[i] = mem[i].rho * dot(mem[i].s, q);
+    for (size_t j = 0; j < q.size(); ++j) q[j] -= alpha[i] * mem[i].y[j];
+  }
+  double gamma = 1.0;
+  if (!mem.empty()) gamma = dot(mem.back().s, mem.back().y) / dot(mem.back().y, mem.back().y);
+  for (double& v : q) v *= gamma;
+  for (size_t i = 0; i < mem.size(); ++i) {
+    const double beta = mem[i].rho * dot(mem[i].y, q);
+    for (size_t j = 0; j < q.size(); ++j) q[j] += mem[i].s[j] * (alpha[i] - beta);
+  }
+  for (double& v : q) v = -v;
+  return q;
+}
+
+}  // namespace
+
+LbfgsReport lbfgs_minimize(const LbfgsObjective& f, std::vector<double>& x, const LbfgsOptions& options,
+                           const std::function<void(const LbfgsState&)>& on_iteration) {
+  LbfgsReport report;
+  LbfgsState& st = report.last;
+  std::vector<double> g(x.size());
+  st.f = f(x, g);
+  st.evaluations = 1;
+  st.grad_sq = dot(g, g);
+  if (on_iteration) on_iteration(st);
+  std::deque<Pair> mem;
+  std::vector<double> x_new(x.size()), g_new(x.size());
+  while (true) {
+    if (st.grad_sq < options.grad_sq_tol) {
+      report.stop_reason = "eps_phi";
+      break;
+    }
+    if (st.iteration >= options.max_iter) {
+      report.stop_reason = "max_iter";
+      break;
+    }
+    std::vector<double> d = direction(mem, g);
+    double slope = dot(g, d);
+    if (!(slope < 0.0)) {  // not a descent direction (round-off): restart from steepest descent
+      mem.clear();
+      d = g;
+      for (double& v : d) v = -v;
+      slope = -st.grad_sq;
+    }
+    // First step without curvature information: unit length, as the scale of x is unknown.
+    double t = mem.empty() ? std::min(1.0, 1.0 / std::sqrt(st.grad_sq)) : 1.0;
+    bool accepted = false;
+    double f_new = st.f;
+    for (int bt = 0; bt <= options.max_backtracks; ++bt) {
+      for (size_t i = 0; i < x.size(); ++i) x_new[i] = x[i] + t * d[i];
+      f_new = f(x_new, g_new);
+      ++st.evaluations;
+      if (std::isfinite(f_new) && f_new <= st.f + 1e-4 * t * slope) {
+        accepted = true;
+        break;
+      }
+      t *= 0.5;
+    }
+    if (!accepted) {
+      report.stop_reason = "line_search";
+      break;
+    }
+    Pair p{std::vector<double>(x.size()), std::vector<double>(x.size()), 0.0};
+    for (size_t i = 0; i < x.size(); ++i) {
+      p.s[i] = x_new[i] - x[i];
+      p.y[i] = g_new[i] - g[i];
+    }
+    const double sy = dot(p.s, p.y);
+    // Keep only pairs with positive curvature so the approximation stays positive definite.
+    if (sy > 1e-12 * std::sqrt(dot(p.s, p.s) * dot(p.y, p.y))) {
+      p.rho = 1.0 / sy;
+      mem.push_back(std::move(p));
+      if (static_cast<int>(mem.size()) > options.memory) mem.pop_front();
+    }
+    const double f_old = st.f;
+    x = x_new;
+    g = g_new;
+    st.f = f_new;
+    st.grad_sq = dot(g, g);
+    ++st.iteration;
+    if (on_iteration) on_iteration(st);
+    if (f_old - st.f <= options.ftol * std::max(std::abs(st.f), 1.0) && st.grad_sq >= options.grad_sq_tol) {
+      report.stop_reason = "ftol";
+      break;
+    }
+  }
+  return report;
+}
+
+}  // namespace orrery::optim

@@ -1,0 +1,208 @@
+// PE's per-object arithmetic against central finite differences and its own invariants.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "orrery/math/pe.hpp"
+
+using namespace orrery::math;
+
+namespace {
+
+struct Case {
+  int K;
+  std::vector<double> p, log_prior, phi;
+};
+
+Case make_case(int K, int D, unsigned seed, double spread = 2.0) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> z(0.0, 1.0);
+  std::uniform_real_distribution<double> u(0.05, 1.0);
+  Case c{K, std::vector<double>(K), std::vector<double>(K), std::vector<double>(K * D)};
+  double sp = 0, spr = 0;
+  for (int k = 0; k < K; ++k) {
+    c.p[k] = u(rng) * u(rng);
+    sp += c.p[k];
+    c.log_prior[k] = u(rng);
+    spr += c.log_prior[k];
+  }
+  for (int k = 0; k < K; ++k) {
+    c.p[k] /= sp;
+    c.log_prior[k] = std::log(c.log_prior[k] / spr);
+  }
+  for (double& v : c.phi) v = spread * z(rng);
+  return c;
+}
+
+template <int D>
+double J(const Case& c, const double* r, double eta) {
+  return pe_object_eval<double, D>(c.p.data(), c.log_prior.data(), c.phi.data(), c.K, r, eta, nullptr, nullptr);
+}
+
+// Direct evaluation of -sum P log q + eta |r|^2 with a naive softmax, for small exponents.
+template <int D>
+double J_naive(const Case& c, const double* r, double eta) {
+  std::vector<double> w(c.K);
+  double s = 0;
+  for (int k = 0; k < c.K; ++k) {
+    double d2 = 0;
+    for (int d = 0; d < D; ++d) d2 += (r[d] - c.phi[k * D + d]) * (r[d] - c.phi[k * D + d]);
+    w[k] = std::exp(c.log_prior[k] - 0.5 * d2);
+    s += w[k];
+  }
+  double out = 0, r2 = 0;
+  for (int k = 0; k < c.K; ++k) out -= c.p[k] * std::log(w[k] / s);
+  for (int d = 0; d < D; ++d) r2 += r[d] * r[d];
+  return out + eta * r2;
+}
+
+template <int D>
+void check_derivatives(int K, unsigned seed, double eta) {
+  const Case c = make_case(K, D, seed);
+  std::mt19937_64 rng(seed + 100);
+  std::normal_distribution<double> z(0.0, 1.5);
+  double r[D];
+  for (double& v : r) v = z(rng);
+  double g[D], H[D * D];
+  const double f = pe_object_eval<double, D>(c.p.data(), c.log_prior.data(), c.phi.data(), K, r, eta, g, H);
+  EXPECT_NEAR(f, J_naive<D>(c, r, eta), 1e-10 * (1 + std::abs(f)));
+  const double h = 1e-5;
+  for (int a = 0; a < D; ++a) {
+    double rp[D], rm[D];
+    for (int d = 0; d < D; ++d) rp[d] = rm[d] = r[d];
+    rp[a] += h;
+    rm[a] -= h;
+    const double fd = (J<D>(c, rp, eta) - J<D>(c, rm, eta)) / (2 * h);
+    EXPECT_NEAR(g[a], fd, 1e-6 * (1 + std::abs(fd))) << "gradient component " << a << " K=" << K << " D=" << D;
+    double gp[D], gm[D];
+    pe_object_eval<double, D>(c.p.data(), c.log_prior.data(), c.phi.data(), K, rp, eta, gp, nullptr);
+    pe_object_eval<double, D>(c.p.data(), c.log_prior.data(), c.phi.data(), K, rm, eta, gm, nullptr);
+    for (int b = 0; b < D; ++b) {
+      const double fdh = (gp[b] - gm[b]) / (2 * h);
+      EXPECT_NEAR(H[b * D + a], fdh, 1e-6 * (1 + std::abs(fdh))) << "Hessian (" << b << "," << a << ")";
+    }
+  }
+}
+
+}  // namespace
+
+TEST(PeMath, DerivativesMatchFiniteDifferences2D) {
+  for (unsigned s = 0; s < 5; ++s) check_derivatives<2>(2 + 3 * s, s, 0.1);
+}
+TEST(PeMath, DerivativesMatchFiniteDifferences3D) {
+  for (unsigned s = 0; s < 5; ++s) check_derivatives<3>(3 + 4 * s, 10 + s, 0.05);
+}
+
+TEST(PeMath, GradientEqualsMathMdFormWhenRowSumsToOne) {
+  // MATH.md: dJ/dr = sum_k (q_k - P_k) phi_k + 2 eta r when sum_k P_k = 1.
+  const int D = 2, K = 6;
+  const Case c = make_case(K, D, 7);
+  const double r[2] = {0.4, -1.1}, eta = 0.1;
+  double g[2], lse;
+  pe_object_eval<double, D>(c.p.data(), c.log_prior.data(), c.phi.data(), K, r, eta, g, nullptr, &lse);
+  for (int d = 0; d < D; ++d) {
+    double expect = 2 * eta * r[d];
+    for (int k = 0; k < K; ++k) {
+      const double q = std::exp(pe_exponent<double, D>(c.log_prior[k], &c.phi[k * D], r) - lse);
+      expect += (q - c.p[k]) * c.phi[k * D + d];
+    }
+    EXPECT_NEAR(g[d], expect, 1e-12);
+  }
+}
+
+TEST(PeMath, HessianIsPositiveDefinite) {
+  const Case c = make_case(9, 3, 3);
+  const double r[3] = {0.2, 0.1, -0.3};
+  double H[9];
+  pe_object_eval<double, 3>(c.p.data(), c.log_prior.data(), c.phi.data(), 9, r, 0.1, nullptr, H);
+  // Sylvester: leading minors positive
+  EXPECT_GT(H[0], 0);
+  EXPECT_GT(H[0] * H[4] - H[1] * H[3], 0);
+  const double det = H[0] * (H[4] * H[8] - H[5] * H[7]) - H[1] * (H[3] * H[8] - H[5] * H[6]) +
+                     H[2] * (H[3] * H[7] - H[4] * H[6]);
+  EXPECT_GT(det, 0);
+}
+
+TEST(PeMath, VeryDistantObjectsStayFinite) {
+  const int D = 2, K = 5;
+  Case c = make_case(K, D, 4);
+  for (double scale : {1e3, 1e6, 1e9}) {
+    const double r[2] = {scale, -scale};
+    double g[2], H[4];
+    const double f = pe_object_eval<double, D>(c.p.data(), c.log_prior.data(), c.phi.data(), K, r, 0.1, g, H);
+    EXPECT_TRUE(std::isfinite(f)) << scale;
+    for (double v : g) EXPECT_TRUE(std::isfinite(v)) << scale;
+    for (double v : H) EXPECT_TRUE(std::isfinite(v)) << scale;
+    float rf[2] = {static_cast<float>(scale / 1e3), static_cast<float>(-scale / 1e3)};  // float: 1e6 max
+    std::vector<float> pf(c.p.begin(), c.p.end()), lf(c.log_prior.begin(), c.log_prior.end()),
+        phf(c.phi.begin(), c.phi.end());
+    float gf[2], Hf[4];
+    const float ff = pe_object_eval<float, D>(pf.data(), lf.data(), phf.data(), K, rf, 0.1f, gf, Hf);
+    EXPECT_TRUE(std::isfinite(ff)) << scale;
+  }
+  // Newton from a distant start comes back and converges.
+  double r[2] = {1e4, 3e3};
+  const auto res = pe_newton_object<double, D>(c.p.data(), c.log_prior.data(), c.phi.data(), K, r, 0.1, 1e-12, 200);
+  EXPECT_TRUE(res.converged) << "grad_sq " << res.grad_sq;
+  EXPECT_LT(std::abs(r[0]) + std::abs(r[1]), 50.0);
+}
+
+TEST(PeMath, NewtonReachesStationaryPointAndLowersObjective) {
+  for (unsigned s = 0; s < 10; ++s) {
+    const int D = 3, K = 4 + static_cast<int>(s);
+    const Case c = make_case(K, D, 20 + s);
+    double r[3] = {1.0, -2.0, 0.5};
+    const double f0 = J<D>(c, r, 0.1);
+    const auto res = pe_newton_object<double, D>(c.p.data(), c.log_prior.data(), c.phi.data(), K, r, 0.1, 1e-14, 50);
+    ASSERT_TRUE(res.converged) << "seed " << s << " grad_sq " << res.grad_sq;
+    EXPECT_LE(res.objective, f0);
+    EXPECT_NEAR(res.objective, J<D>(c, r, 0.1), 1e-12);
+    EXPECT_LE(res.iterations, 20) << "Newton should converge quadratically";
+    // A second call from the solution takes no step and leaves r unchanged.
+    double r2[3] = {r[0], r[1], r[2]};
+    const auto again = pe_newton_object<double, D>(c.p.data(), c.log_prior.data(), c.phi.data(), K, r2, 0.1, 1e-14, 50);
+    EXPECT_EQ(again.iterations, 0);
+    for (int d = 0; d < D; ++d) EXPECT_EQ(r2[d], r[d]);
+  }
+}
+
+TEST(PeMath, ClassForceSumsToClassGradient) {
+  // sum_n pe_class_force over objects = d/dphi sum_n J_n at fixed R (central differences).
+  const int D = 2, K = 5, N = 7;
+  Case c = make_case(K, D, 9);
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> z(0.0, 1.0);
+  std::vector<std::vector<double>> P(N), R(N, std::vector<double>(D));
+  for (int n = 0; n < N; ++n) {
+    P[n] = make_case(K, D, 50 + n).p;
+    for (double& v : R[n]) v = z(rng);
+  }
+  auto total = [&](const std::vector<double>& phi) {
+    double s = 0;
+    for (int n = 0; n < N; ++n)
+      s += pe_object_eval<double, D>(P[n].data(), c.log_prior.data(), phi.data(), K, R[n].data(), 0.1, nullptr,
+                                     nullptr);
+    return s;
+  };
+  std::vector<double> grad(K * D, 0.0);
+  for (int n = 0; n < N; ++n) {
+    double lse;
+    pe_object_eval<double, D>(P[n].data(), c.log_prior.data(), c.phi.data(), K, R[n].data(), 0.1, nullptr, nullptr,
+                              &lse);
+    for (int k = 0; k < K; ++k) {
+      double f[D];
+      pe_class_force<double, D>(P[n][k], c.log_prior[k], &c.phi[k * D], R[n].data(), lse, f);
+      for (int d = 0; d < D; ++d) grad[k * D + d] += f[d];
+    }
+  }
+  const double h = 1e-5;
+  for (int i = 0; i < K * D; ++i) {
+    auto pp = c.phi, pm = c.phi;
+    pp[i] += h;
+    pm[i] -= h;
+    const double fd = (total(pp) - total(pm)) / (2 * h);
+    EXPECT_NEAR(grad[i], fd, 1e-6 * (1 + std::abs(fd))) << "class coordinate " << i;
+  }
+}

@@ -1,12 +1,126 @@
 #include "cli/commands.hpp"
 
+#include <omp.h>
+
+#include <cstdio>
 #include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/pe_run.hpp"
+#include "cli/run_config.hpp"
+#include "orrery/backend.hpp"
+#include "orrery/build_info.hpp"
+#include "orrery/error.hpp"
+#include "orrery/pe.hpp"
+#include "orrery/posterior_model.hpp"
 
 namespace orrery::cli {
+namespace {
 
-int main(int, char**) {
-  std::cerr << "error: not implemented yet\n";
-  return 1;
+const char* kUsage =
+    "usage: orrery <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run CONFIG.json [--quiet]     fit the run described by CONFIG and write its outputs\n"
+    "  validate CONFIG.json          check the configuration and its input files; fit nothing\n"
+    "  defaults METHOD [--markdown]  every parameter of METHOD (pe, posterior_model) with default,\n"
+    "                                range and meaning\n"
+    "  info                          version, build and CUDA devices\n"
+    "  help                          this text\n"
+    "\n"
+    "exit codes: 0 success, 2 bad input (config or data), 1 any other error\n";
+
+// Markdown table cells cannot contain a bare '|'.
+std::string md_cell(const std::string& s) {
+  std::string out;
+  for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+template <class P>
+void print_defaults(const std::vector<Field<P>>& fields, bool markdown) {
+  const auto infos = describe_fields(fields);
+  if (markdown) {
+    std::printf("| key | type | default | range | meaning |\n|---|---|---|---|---|\n");
+    for (const auto& f : infos)
+      std::printf("| `%s` | %s | `%s` | %s | %s |\n", f.key.c_str(), f.type.c_str(), f.default_text.c_str(),
+                  md_cell(f.range_text).c_str(), md_cell(f.doc).c_str());
+    return;
+  }
+  for (const auto& f : infos) {
+    std::printf("%-16s %-7s default %-8s %s\n", f.key.c_str(), f.type.c_str(), f.default_text.c_str(),
+                f.range_text.empty() ? "" : ("range " + f.range_text).c_str());
+    std::printf("    %s\n", f.doc.c_str());
+  }
+}
+
+int cmd_defaults(const std::vector<std::string>& args) {
+  if (args.empty()) input_error("defaults: name a method: pe or posterior_model");
+  const bool markdown = args.size() > 1 && args[1] == "--markdown";
+  if (args.size() > 1 && !markdown) input_error("defaults: unknown option '" + args[1] + "'");
+  if (args[0] == "pe") print_defaults(pe_fields(), markdown);
+  else if (args[0] == "posterior_model") print_defaults(posterior_model_fields(), markdown);
+  else input_error("defaults: unknown method '" + args[0] + "' (known: pe, posterior_model)");
+  return 0;
+}
+
+int cmd_info() {
+  std::printf("orrery %s (git %s, %s build, %s)\n", ORRERY_VERSION, ORRERY_GIT_REVISION, ORRERY_BUILD_TYPE,
+              ORRERY_CXX_COMPILER);
+  std::printf("cpu: %d OpenMP threads\n", omp_get_max_threads());
+  std::printf("cuda: %s\n", cuda_status().c_str());
+  for (const auto& d : cuda_devices())
+    std::printf("  cuda:%d %s, compute capability %d.%d, %.1f GiB, %d SMs\n", d.index, d.name.c_str(), d.cc_major,
+                d.cc_minor, d.memory_gib, d.multiprocessors);
+  return 0;
+}
+
+int cmd_run(const std::vector<std::string>& args, bool validate_only) {
+  std::string config;
+  bool quiet = false;
+  for (const auto& a : args) {
+    if (a == "--quiet" || a == "-q") quiet = true;
+    else if (!a.empty() && a[0] == '-') input_error("unknown option '" + a + "'");
+    else if (config.empty()) config = a;
+    else input_error("expected one configuration file, found a second: '" + a + "'");
+  }
+  if (config.empty()) input_error(std::string(validate_only ? "validate" : "run") + ": missing CONFIG.json");
+  const PeRunConfig cfg = read_run_config(config);
+  if (validate_only) {
+    const PeRunData data = load_run_data(cfg);
+    std::printf("%s: valid (pe, %lld objects, %lld classes, D = %d)\n", config.c_str(),
+                static_cast<long long>(data.pe.posteriors.rows), static_cast<long long>(data.pe.posteriors.cols),
+                cfg.params.dim);
+    return 0;
+  }
+  run_pe(cfg, quiet);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+      std::fputs(kUsage, args.empty() ? stderr : stdout);
+      return args.empty() ? 2 : 0;
+    }
+    const std::string cmd = args[0];
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (cmd == "run") return cmd_run(rest, false);
+    if (cmd == "validate") return cmd_run(rest, true);
+    if (cmd == "defaults") return cmd_defaults(rest);
+    if (cmd == "info") return cmd_info();
+    input_error("unknown command '" + cmd + "' (see orrery help)");
+  } catch (const Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return exit_code(e.kind());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
 }
 
 }  // namespace orrery::cli

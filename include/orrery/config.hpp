@@ -122,7 +122,7 @@ json fields_to_json(const P& params, const std::vector<Field<P>>& fields) {
 
 template <class P>
 std::vector<FieldInfo> describe_fields(const std::vector<Field<P>>& fields) {
-  const P defaults{};
+  static const P defaults = P();
   std::vector<FieldInfo> out;
   for (const auto& f : fields) {
     FieldInfo info;

@@ -1,0 +1,224 @@
+#include "cli/pe_run.hpp"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <deque>
+#include <filesystem>
+
+#include "io/writers.hpp"
+#include "orrery/build_info.hpp"
+#include "report/svg_map.hpp"
+
+namespace orrery::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string format_seconds(double s) {
+  char buf[32];
+  if (s < 60) std::snprintf(buf, sizeof buf, "%.1fs", s);
+  else std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s / 60), static_cast<int>(s) % 60);
+  return buf;
+}
+
+// Progress lines on stderr, at most one a second. The ETA extrapolates the recent decay rate of
+// log |dJ/dPhi|^2 towards eps_phi (capped by max_iter); it is an estimate, shown as such.
+class Progress {
+ public:
+  Progress(const PeParams& prm, bool quiet) : prm_(prm), quiet_(quiet) {}
+  void operator()(const PeTraceEntry& e) {
+    history_.push_back(e);
+    if (history_.size() > 10) history_.pop_front();
+    if (quiet_) return;
+    const bool first = e.iteration == 0;
+    if (!first && e.seconds - last_print_ < 1.0) return;
+    last_print_ = e.seconds;
+    print(e);
+  }
+  void final_line(const PeResult& r) {
+    if (quiet_ || r.trace.empty()) return;
+    print(r.trace.back());
+    std::fprintf(stderr, "[pe] stopped: %s after %d iterations, %d evaluations, %s\n", r.stop_reason.c_str(),
+                 r.iterations, r.evaluations, format_seconds(r.seconds_fit).c_str());
+  }
+
+ private:
+  void print(const PeTraceEntry& e) {
+    std::string eta = "?";
+    if (history_.size() >= 3 && e.class_grad_sq > 0) {
+      const auto& a = history_.front();
+      const double iters = e.iteration - a.iteration;
+      const double rate = (std::log(a.class_grad_sq) - std::log(e.class_grad_sq)) / iters;  // per iteration
+      const double per_iter = (e.seconds - a.seconds) / iters;
+      double left = prm_.max_iter - e.iteration;
+      if (rate > 0) left = std::min(left, std::max(0.0, (std::log(e.class_grad_sq) - std::log(prm_.eps_phi)) / rate));
+      eta = "<= " + format_seconds(left * per_iter);
+    }
+    std::fprintf(stderr, "[pe] iter %4d  J %.8g  |dJ/dPhi|^2 %.3g  max|dJ/dr|^2 %.2g  evals %d  %s  ETA %s\n",
+                 e.iteration, e.objective, e.class_grad_sq, e.max_object_grad_sq, e.evaluations,
+                 format_seconds(e.seconds).c_str(), eta.c_str());
+  }
+  const PeParams& prm_;
+  bool quiet_;
+  double last_print_ = -1.0;
+  std::deque<PeTraceEntry> history_;
+};
+
+std::vector<int> argmax_rows(const MatrixD& M) {
+  std::vector<int> out(static_cast<size_t>(M.rows));
+  for (index_t n = 0; n < M.rows; ++n) {
+    int best = 0;
+    for (index_t k = 1; k < M.cols; ++k)
+      if (M(n, k) > M(n, best)) best = static_cast<int>(k);
+    out[static_cast<size_t>(n)] = best;
+  }
+  return out;
+}
+
+double agreement(const std::vector<int>& a, const std::vector<int>& labels) {
+  index_t hit = 0, known = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (labels[i] < 0) continue;
+    ++known;
+    hit += a[i] == labels[i];
+  }
+  return known ? static_cast<double>(hit) / static_cast<double>(known) : std::nan("");
+}
+
+std::string now_iso8601() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+}  // namespace
+
+json run_pe(const PeRunConfig& cfg, bool quiet) {
+  const auto t0 = Clock::now();
+  PeRunData data = load_run_data(cfg);
+  const index_t N = data.pe.posteriors.rows, K = data.pe.posteriors.cols;
+  auto backend = make_backend(cfg.device, cfg.threads);
+  if (!quiet)
+    std::fprintf(stderr, "[pe] %lld objects, %lld classes, D = %d on %s\n", static_cast<long long>(N),
+                 static_cast<long long>(K), cfg.params.dim, backend->name().c_str());
+  Progress progress(cfg.params, quiet);
+  const PeResult res = fit_pe(*backend, data.pe, cfg.params, cfg.seed, std::ref(progress));
+  progress.final_line(res);
+
+  const auto t_eval = Clock::now();
+  json quality = json::object();
+  json prec = json::object();
+  for (index_t h : cfg.output.prec_h)
+    if (h <= N) prec[std::to_string(h)] = pe_precision_at(data.pe.posteriors, res.object_coords, res.class_coords, h);
+  quality["prec_h"] = prec;
+  const MatrixD Q = pe_map_posteriors(res.object_coords, res.class_coords, data.pe.priors);
+  const std::vector<int> map_class = argmax_rows(Q), input_class = argmax_rows(data.pe.posteriors);
+  quality["argmax_agreement_map_vs_input"] = agreement(map_class, input_class);
+  if (!data.labels.empty()) {
+    quality["label_accuracy_of_input_argmax"] = agreement(input_class, data.labels);
+    quality["label_accuracy_of_map_argmax"] = agreement(map_class, data.labels);
+  }
+  const double seconds_eval = seconds_since(t_eval);
+
+  const auto t_write = Clock::now();
+  namespace fs = std::filesystem;
+  const fs::path dir(cfg.output.dir);
+  io::OutputSet out;
+  json outputs = json::object();
+  auto add = [&](const std::string& key, const std::string& name, std::string bytes) {
+    const std::string p = (dir / name).string();
+    out.add(p, std::move(bytes));
+    outputs[key] = p;
+  };
+  std::vector<std::string> axes = {"x", "y", "z"};
+  axes.resize(static_cast<size_t>(cfg.params.dim));
+  if (cfg.output.format != "csv") {
+    add("objects_npy", "objects.npy", io::npy_bytes(res.object_coords));
+    add("classes_npy", "classes.npy", io::npy_bytes(res.class_coords));
+  }
+  if (cfg.output.format != "npy") {
+    add("objects_csv", "objects.csv", io::csv_bytes(res.object_coords, axes));
+    add("classes_csv", "classes.csv", io::csv_bytes(res.class_coords, axes));
+  }
+  if (cfg.output.svg) {
+    report::MapPicture pic;
+    pic.objects = res.object_coords;
+    const bool by_label = !data.labels.empty();
+    pic.colour_index = by_label ? data.labels : input_class;
+    int max_label = 0;
+    for (int l : pic.colour_index) max_label = std::max(max_label, l);
+    for (int l = 0; l <= max_label; ++l)
+      pic.legend.push_back(l < K ? data.class_names[static_cast<size_t>(l)] : "label " + std::to_string(l));
+    pic.classes = res.class_coords;
+    pic.class_names = data.class_names;
+    pic.title = "Parametric Embedding: " + std::to_string(N) + " objects, " + std::to_string(K) + " classes";
+    pic.subtitle = std::string("coloured by ") + (by_label ? "label" : "arg-max class");
+    if (cfg.params.dim == 3) pic.subtitle += "; first two of three coordinates";
+    pic.seed = cfg.seed;
+    add("map_svg", "map.svg", report::render_map_svg(pic));
+  }
+
+  json report;
+  report["orrery"] = {{"version", ORRERY_VERSION}, {"git", ORRERY_GIT_REVISION}, {"build", ORRERY_BUILD_TYPE},
+                      {"compiler", ORRERY_CXX_COMPILER}};
+  report["created"] = now_iso8601();
+  report["method"] = "pe";
+  report["config_file"] = cfg.path;
+  report["config"] = cfg.raw;
+  report["params"] = fields_to_json(cfg.params, pe_fields());
+  report["device"] = backend->name();
+  report["threads"] = backend->is_cuda() ? 0 : (cfg.threads > 0 ? cfg.threads : omp_get_max_threads());
+  report["seed"] = cfg.seed;
+  report["input"] = {{"objects", N}, {"classes", K}, {"dim", cfg.params.dim},
+                     {"posteriors", cfg.use_posterior_model ? "posterior_model" : cfg.posteriors_path},
+                     {"labels", cfg.labels_path}, {"class_names", data.class_names}};
+  if (data.posterior_model) {
+    const auto& pm = *data.posterior_model;
+    json trace = json::array();
+    for (const auto& [w, ll] : pm.width_trace) trace.push_back({{"width", w}, {"heldout_loglik", ll}});
+    report["posterior_model"] = {{"params", fields_to_json(cfg.posterior_model, posterior_model_fields())},
+                                 {"vectors", cfg.vectors_path},
+                                 {"width", pm.width},
+                                 {"heldout_loglik", pm.heldout_loglik},
+                                 {"centres", pm.centres.size()},
+                                 {"width_search", trace}};
+  }
+  json trace = json::array();
+  for (const auto& e : res.trace)
+    trace.push_back({{"iteration", e.iteration}, {"objective", e.objective}, {"class_grad_sq", e.class_grad_sq},
+                     {"max_object_grad_sq", e.max_object_grad_sq}, {"newton_steps", e.newton_steps},
+                     {"evaluations", e.evaluations}, {"seconds", e.seconds}});
+  report["result"] = {{"objective", res.objective},      {"stop_reason", res.stop_reason},
+                      {"iterations", res.iterations},    {"evaluations", res.evaluations},
+                      {"objects_converged", res.objects_converged}};
+  report["trace"] = trace;
+  report["quality"] = quality;
+  report["outputs"] = outputs;
+  report["outputs"]["report"] = (dir / "report.json").string();
+  report["timings"] = {{"read", data.seconds_read},     {"posterior_model", data.seconds_posterior_model},
+                       {"init", res.seconds_init},      {"fit", res.seconds_fit},
+                       {"evaluate", seconds_eval},      {"write", seconds_since(t_write)},
+                       {"total", seconds_since(t0)}};
+  out.add((dir / "report.json").string(), report.dump(2) + "\n");
+  out.commit();
+  if (!quiet) {
+    std::fprintf(stderr, "[pe] wrote %s (", cfg.output.dir.c_str());
+    bool first = true;
+    for (auto it = outputs.begin(); it != outputs.end(); ++it) {
+      std::fprintf(stderr, "%s%s", first ? "" : ", ", fs::path(it.value().get<std::string>()).filename().c_str());
+      first = false;
+    }
+    std::fprintf(stderr, ", report.json)\n");
+    if (cfg.output.svg) std::fprintf(stderr, "[pe] map: %s\n", (dir / "map.svg").c_str());
+  }
+  return report;
+}
+
+}  // namespace orrery::cli

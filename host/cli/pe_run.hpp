@@ -1,0 +1,10 @@
+#pragma once
+#include "cli/run_config.hpp"
+
+namespace orrery::cli {
+
+// Runs a validated PE configuration: fit, evaluate, and write embedding, report and map as one
+// atomic set. Progress goes to stderr unless quiet. Returns the report.
+json run_pe(const PeRunConfig& cfg, bool quiet);
+
+}  // namespace orrery::cli

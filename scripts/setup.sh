@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian packages orrery needs that are missing (build, tests, demo data).
+# Safe to run repeatedly: it installs nothing when everything is present.
+set -euo pipefail
+packages=(cmake g++ make libgtest-dev libgmock-dev nlohmann-json3-dev zlib1g-dev dataset-fashion-mnist)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,33 @@
+// Readers for the dense inputs of a run: vectors/posteriors (npy, csv/tsv/txt, IDX), labels and
+// object names. Every failure is an orrery::Error of kind input whose message names the file, the
+// row and column where one applies, what was expected and what was found. Rows in messages count
+// from 1: for text files a row is the line number, for npy/IDX it is the array row.
+//
+// Formats are chosen by file name; any of them may be gzip-compressed with a trailing ".gz":
+//   .npy                NumPy v1-v3; dtypes <f4 <f8 <i1 <i2 <i4 <i8 <u1 <u2 <u4 <u8 ('|' for 1 byte),
+//                       C or Fortran order; 1-D arrays are N x 1, 2-D as given.
+//   .csv .tsv .txt      comma / tab / (comma if the line has one, else whitespace) separated;
+//                       blank lines and lines starting with '#' are skipped; a first line that is
+//                       not all numbers is a header and is skipped. "nan"/"inf" cells are rejected.
+//   *-ubyte .idx        IDX (MNIST style): big-endian dims; 3-D or higher is flattened per item.
+// NaN or infinite values are rejected in every format, because nothing downstream can use them.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "orrery/types.hpp"
+
+namespace orrery::io {
+
+// Reads a dense matrix. With limit > 0 only the first `limit` rows are returned (and, for npy in C
+// order and IDX, only those are read from disk); a file with fewer rows is not an error.
+MatrixD read_matrix(const std::string& path, index_t limit = 0);
+
+// Reads one integer label per object: integer npy/IDX arrays, or float arrays/text whose values are
+// whole numbers (np.savetxt writes labels as "3.000000000000000000e+00"). N x 1 arrays are accepted.
+std::vector<int> read_labels(const std::string& path, index_t limit = 0);
+
+// Reads one name per non-blank line; trailing whitespace and '\r' are removed.
+std::vector<std::string> read_names(const std::string& path);
+
+}  // namespace orrery::io

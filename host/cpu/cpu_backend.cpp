@@ -54,24 +54,18 @@ class CpuPeEngine final : public PeEngine {
     for (index_t c = 0; c < chunks; ++c) {
       PeSweep s;
       double* gp = class_grad ? grad_part.data() + c * K * D : nullptr;
+      std::vector<double> scratch(static_cast<size_t>(2 * K));
       const index_t end = std::min(P_.rows, (c + 1) * kChunk);
       for (index_t n = c * kChunk; n < end; ++n) {
         double* r = R_.row(n);
         const auto res = math::pe_newton_object<double, D>(P_.row(n), log_priors_.data(), phi.data(), K, r, eta_r_,
-                                                           opt.eps_r, opt.max_iter);
+                                                           opt.eps_r, opt.max_iter, scratch.data());
         s.objective += res.objective;
         s.max_grad_sq = std::max(s.max_grad_sq, res.grad_sq);
         s.unconverged += res.converged ? 0 : 1;
         s.newton_steps += res.iterations;
         s.max_newton_steps = std::max(s.max_newton_steps, res.iterations);
-        if (gp) {
-          const double* p = P_.row(n);
-          for (int k = 0; k < K; ++k) {
-            double f[D];
-            math::pe_class_force<double, D>(p[k], log_priors_[k], phi.data() + k * D, r, res.lse, f);
-            for (int d = 0; d < D; ++d) gp[k * D + d] += f[d];
-          }
-        }
+        if (gp) math::pe_class_forces_from_q<double, D>(P_.row(n), res.q, phi.data(), K, r, gp);
       }
       part[static_cast<size_t>(c)] = s;
     }

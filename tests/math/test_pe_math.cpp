@@ -206,3 +206,29 @@ TEST(PeMath, ClassForceSumsToClassGradient) {
     EXPECT_NEAR(grad[i], fd, 1e-6 * (1 + std::abs(fd))) << "class coordinate " << i;
   }
 }
+
+TEST(PeMath, ScratchPathEqualsRecomputingPath) {
+  // The CPU keeps q_k in scratch; the GPU recomputes exponentials. Both must give the same
+  // objective, gradient, r and class forces.
+  const int D = 2, K = 11;
+  const Case c = make_case(K, D, 31);
+  double r1[2] = {2.0, -1.0}, r2[2] = {2.0, -1.0};
+  std::vector<double> scratch(2 * K);
+  const auto a = pe_newton_object<double, D>(c.p.data(), c.log_prior.data(), c.phi.data(), K, r1, 0.1, 1e-12, 50);
+  const auto b = pe_newton_object<double, D>(c.p.data(), c.log_prior.data(), c.phi.data(), K, r2, 0.1, 1e-12, 50,
+                                             scratch.data());
+  EXPECT_EQ(a.iterations, b.iterations);
+  EXPECT_NEAR(a.objective, b.objective, 1e-13);
+  for (int d = 0; d < D; ++d) EXPECT_NEAR(r1[d], r2[d], 1e-13);
+  ASSERT_NE(b.q, nullptr);
+  std::vector<double> from_q(K * D, 0.0);
+  pe_class_forces_from_q<double, D>(c.p.data(), b.q, c.phi.data(), K, r2, from_q.data());
+  double qsum = 0;
+  for (int k = 0; k < K; ++k) {
+    double f[D];
+    pe_class_force<double, D>(c.p[k], c.log_prior[k], &c.phi[k * D], r1, a.lse, f);
+    for (int d = 0; d < D; ++d) EXPECT_NEAR(from_q[k * D + d], f[d], 1e-12) << "class " << k;
+    qsum += b.q[k];
+  }
+  EXPECT_NEAR(qsum, 1.0, 1e-14);
+}

@@ -31,13 +31,18 @@ ORRERY_HD T pe_exponent(T log_prior, const T* phi_k, const T* r) {
 
 // J_n at r; grad (D) and hess (D x D) are written when non-null. lse_out, when non-null,
 // receives log sum_k exp(e_k), which later passes use to recover q_k without a second max.
+// q_out (K entries), when non-null, receives q_k; it also serves as scratch that saves
+// recomputing the exponents in the second pass (the CPU passes it; a GPU thread, which has no
+// room for K values, does not and recomputes).
 template <class T, int D>
 ORRERY_HD T pe_object_eval(const T* p, const T* log_prior, const T* phi, int K, const T* r, T eta_r, T* grad,
-                           T* hess, T* lse_out = nullptr) {
+                           T* hess, T* lse_out = nullptr, T* q_out = nullptr) {
   T emax = pe_exponent<T, D>(log_prior[0], phi, r);
   int kmax = 0;
+  if (q_out) q_out[0] = emax;
   for (int k = 1; k < K; ++k) {
     const T e = pe_exponent<T, D>(log_prior[k], phi + k * D, r);
+    if (q_out) q_out[k] = e;
     if (e > emax) {
       emax = e;
       kmax = k;
@@ -48,8 +53,9 @@ ORRERY_HD T pe_object_eval(const T* p, const T* log_prior, const T* phi, int K, 
   T m1[D] = {}, m2[D * D] = {}, spu[D] = {};
   for (int k = 0; k < K; ++k) {
     const T* ph = phi + k * D;
-    const T e = pe_exponent<T, D>(log_prior[k], ph, r);
+    const T e = q_out ? q_out[k] : pe_exponent<T, D>(log_prior[k], ph, r);
     const T w = hd_exp(e - emax);
+    if (q_out) q_out[k] = w;
     const T pk = p[k];
     sw += w;
     sp += pk;
@@ -67,6 +73,10 @@ ORRERY_HD T pe_object_eval(const T* p, const T* log_prior, const T* phi, int K, 
   }
   const T lse = emax + hd_log(sw);
   if (lse_out) *lse_out = lse;
+  if (q_out) {
+    const T inv = T(1) / sw;
+    for (int k = 0; k < K; ++k) q_out[k] *= inv;
+  }
   T r2 = T(0);
   for (int d = 0; d < D; ++d) r2 += r[d] * r[d];
   const T objective = -(spe - sp * lse) + eta_r * r2;
@@ -96,6 +106,7 @@ struct PeObjectResult {
   T lse;         // log-normaliser at the returned r
   int iterations;
   bool converged;  // grad_sq < eps_r
+  const T* q;      // q_k at the returned r (inside the scratch), or null without scratch
 };
 
 // Newton's method on one object with Phi fixed (paper section 3, steps 2-5), with Armijo
@@ -104,11 +115,15 @@ struct PeObjectResult {
 // working precision, the step falls back to the gradient scaled by 1 / (2 eta_r + S * trace
 // bound), which backtracking then shortens as needed. Stops at |g|^2 < eps_r, at max_iter,
 // or when no step decreases J_n (round-off floor).
+// scratch (2K entries, optional) keeps q at the current and the trial point, so that the caller
+// can form class forces without another pass of exponentials (pe_class_forces_from_q).
 template <class T, int D>
 ORRERY_HD PeObjectResult<T> pe_newton_object(const T* p, const T* log_prior, const T* phi, int K, T* r, T eta_r,
-                                              T eps_r, int max_iter) {
+                                              T eps_r, int max_iter, T* scratch = nullptr) {
+  T* q_cur = scratch;
+  T* q_try = scratch ? scratch + K : nullptr;
   T g[D], H[D * D], lse;
-  T J = pe_object_eval<T, D>(p, log_prior, phi, K, r, eta_r, g, H, &lse);
+  T J = pe_object_eval<T, D>(p, log_prior, phi, K, r, eta_r, g, H, &lse, q_cur);
   T gsq = T(0);
   for (int d = 0; d < D; ++d) gsq += g[d] * g[d];
   int it = 0;
@@ -127,7 +142,7 @@ ORRERY_HD PeObjectResult<T> pe_newton_object(const T* p, const T* log_prior, con
     T r_new[D], g_new[D], H_new[D * D], lse_new = lse, J_new = J;
     for (int bt = 0; bt < 40; ++bt) {
       for (int d = 0; d < D; ++d) r_new[d] = r[d] - t * step[d];
-      J_new = pe_object_eval<T, D>(p, log_prior, phi, K, r_new, eta_r, g_new, H_new, &lse_new);
+      J_new = pe_object_eval<T, D>(p, log_prior, phi, K, r_new, eta_r, g_new, H_new, &lse_new, q_try);
       if (J_new <= J - T(1e-4) * t * slope) {
         accepted = true;
         break;
@@ -142,10 +157,13 @@ ORRERY_HD PeObjectResult<T> pe_newton_object(const T* p, const T* log_prior, con
     for (int i = 0; i < D * D; ++i) H[i] = H_new[i];
     J = J_new;
     lse = lse_new;
+    T* t_swap = q_cur;
+    q_cur = q_try;
+    q_try = t_swap;
     gsq = T(0);
     for (int d = 0; d < D; ++d) gsq += g[d] * g[d];
   }
-  return PeObjectResult<T>{J, gsq, lse, it, gsq < eps_r};
+  return PeObjectResult<T>{J, gsq, lse, it, gsq < eps_r, q_cur};
 }
 
 // One object's contribution to dJ/dphi_k (without the eta_phi term):
@@ -157,6 +175,17 @@ ORRERY_HD T pe_class_force(T p_k, T log_prior_k, const T* phi_k, const T* r, T l
   const T w = p_k - q;
   for (int d = 0; d < D; ++d) out[d] = w * (phi_k[d] - r[d]);
   return w;
+}
+
+// All K class forces of one object from its q (as left by pe_newton_object's scratch), added to
+// out (K x D): out_k += (P_k - q_k)(phi_k - r). Same arithmetic as pe_class_force without the
+// exponentials.
+template <class T, int D>
+ORRERY_HD void pe_class_forces_from_q(const T* p, const T* q, const T* phi, int K, const T* r, T* out) {
+  for (int k = 0; k < K; ++k) {
+    const T w = p[k] - q[k];
+    for (int d = 0; d < D; ++d) out[k * D + d] += w * (phi[k * D + d] - r[d]);
+  }
 }
 
 }  // namespace orrery::math

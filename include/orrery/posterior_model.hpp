@@ -38,7 +38,10 @@ struct PosteriorModelParams {
   // Number of log-spaced candidate widths of the grid search, spanning 0.05 to 2 times the
   // root of the median squared distance from held-out objects to the centres. More candidates
   // make the bracket found for the golden-section refinement more reliable; each one costs a
-  // pass over the held-out distances. Ignored when width > 0.
+  // pass over the held-out distances. The chosen width stays inside the grid's range: where
+  // the labelled classes are separable the held-out likelihood keeps rising as s -> 0 (each
+  // object goes to its nearest centre's class), and the low end of the grid is then the floor.
+  // Ignored when width > 0.
   int width_grid = 24;
   // Most labelled non-centre objects used to score a width (drawn at random, seeded). A larger
   // held-out set gives a less noisy choice of s at a cost linear in its size. Objects labelled

@@ -104,7 +104,7 @@ class CpuPeEngine final : public PeEngine {
     return total;
   }
 
-  MatrixD P_;
+  const MatrixD& P_;  // the caller's posteriors: the CPU needs no copy (see Backend::make_pe)
   std::vector<double> log_priors_;
   int dim_;
   double eta_r_;

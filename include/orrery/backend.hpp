@@ -57,6 +57,8 @@ class Backend {
   virtual std::string name() const = 0;
   virtual bool is_cuda() const = 0;
   // P is N x K with rows validated by the caller; log_priors has K entries; dim is 2 or 3.
+  // P must outlive the engine: the CPU backend reads it in place (no second O(NK) copy), the
+  // CUDA backend copies it to the device once.
   virtual std::unique_ptr<PeEngine> make_pe(const MatrixD& P, const std::vector<double>& log_priors, int dim,
                                             double eta_r) = 0;
 };

@@ -7,13 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/pe_run.hpp"
-#include "cli/run_config.hpp"
+#include "cli/methods.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/build_info.hpp"
 #include "orrery/error.hpp"
-#include "orrery/pe.hpp"
-#include "orrery/posterior_model.hpp"
 
 namespace orrery::cli {
 namespace {
@@ -24,8 +21,8 @@ const char* kUsage =
     "commands:\n"
     "  run CONFIG.json [--quiet]     fit the run described by CONFIG and write its outputs\n"
     "  validate CONFIG.json          check the configuration and its input files; fit nothing\n"
-    "  defaults METHOD [--markdown]  every parameter of METHOD (pe, posterior_model) with default,\n"
-    "                                range and meaning\n"
+    "  defaults TABLE [--markdown]   every parameter of TABLE (a method, e.g. pe, or a sub-model,\n"
+    "                                e.g. posterior_model) with default, range and meaning\n"
     "  info                          version, build and CUDA devices\n"
     "  help                          this text\n"
     "\n"
@@ -38,9 +35,7 @@ std::string md_cell(const std::string& s) {
   return out;
 }
 
-template <class P>
-void print_defaults(const std::vector<Field<P>>& fields, bool markdown) {
-  const auto infos = describe_fields(fields);
+void print_defaults(const std::vector<FieldInfo>& infos, bool markdown) {
   if (markdown) {
     std::printf("| key | type | default | range | meaning |\n|---|---|---|---|---|\n");
     for (const auto& f : infos)
@@ -56,13 +51,19 @@ void print_defaults(const std::vector<Field<P>>& fields, bool markdown) {
 }
 
 int cmd_defaults(const std::vector<std::string>& args) {
-  if (args.empty()) input_error("defaults: name a method: pe or posterior_model");
+  std::string known;
+  for (const auto& m : methods())
+    for (const auto& t : m.tables) known += (known.empty() ? "" : ", ") + t.name;
+  if (args.empty()) input_error("defaults: name a parameter table: " + known);
   const bool markdown = args.size() > 1 && args[1] == "--markdown";
   if (args.size() > 1 && !markdown) input_error("defaults: unknown option '" + args[1] + "'");
-  if (args[0] == "pe") print_defaults(pe_fields(), markdown);
-  else if (args[0] == "posterior_model") print_defaults(posterior_model_fields(), markdown);
-  else input_error("defaults: unknown method '" + args[0] + "' (known: pe, posterior_model)");
-  return 0;
+  for (const auto& m : methods())
+    for (const auto& t : m.tables)
+      if (t.name == args[0]) {
+        print_defaults(t.describe(), markdown);
+        return 0;
+      }
+  input_error("defaults: unknown parameter table '" + args[0] + "' (known: " + known + ")");
 }
 
 int cmd_info() {
@@ -86,15 +87,13 @@ int cmd_run(const std::vector<std::string>& args, bool validate_only) {
     else input_error("expected one configuration file, found a second: '" + a + "'");
   }
   if (config.empty()) input_error(std::string(validate_only ? "validate" : "run") + ": missing CONFIG.json");
-  const PeRunConfig cfg = read_run_config(config);
+  const RunConfig cfg = read_run_config(config);
+  const MethodEntry* method = find_method(cfg.method);
   if (validate_only) {
-    const PeRunData data = load_run_data(cfg);
-    std::printf("%s: valid (pe, %lld objects, %lld classes, D = %d)\n", config.c_str(),
-                static_cast<long long>(data.pe.posteriors.rows), static_cast<long long>(data.pe.posteriors.cols),
-                cfg.params.dim);
+    std::printf("%s: valid (%s)\n", config.c_str(), method->validate(cfg).c_str());
     return 0;
   }
-  run_pe(cfg, quiet);
+  method->run(cfg, quiet);
   return 0;
 }
 

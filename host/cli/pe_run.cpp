@@ -1,31 +1,18 @@
 #include "cli/pe_run.hpp"
 
-#include <omp.h>
-#include <unistd.h>
+#include "cli/run_common.hpp"
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <deque>
 #include <filesystem>
 
 #include "io/writers.hpp"
-#include "orrery/build_info.hpp"
 #include "report/svg_map.hpp"
 
 namespace orrery::cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-std::string format_seconds(double s) {
-  char buf[32];
-  if (s < 60) std::snprintf(buf, sizeof buf, "%.1fs", s);
-  else std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s / 60), static_cast<int>(s) % 60);
-  return buf;
-}
 
 // Progress lines on stderr, at most one a second. The ETA extrapolates the recent decay rate of
 // log |dJ/dPhi|^2 towards eps_phi (capped by max_iter); it is an estimate, shown as such.
@@ -70,17 +57,6 @@ class Progress {
   std::deque<PeTraceEntry> history_;
 };
 
-std::vector<int> argmax_rows(const MatrixD& M) {
-  std::vector<int> out(static_cast<size_t>(M.rows));
-  for (index_t n = 0; n < M.rows; ++n) {
-    int best = 0;
-    for (index_t k = 1; k < M.cols; ++k)
-      if (M(n, k) > M(n, best)) best = static_cast<int>(k);
-    out[static_cast<size_t>(n)] = best;
-  }
-  return out;
-}
-
 double agreement(const std::vector<int>& a, const std::vector<int>& labels) {
   index_t hit = 0, known = 0;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -91,31 +67,24 @@ double agreement(const std::vector<int>& a, const std::vector<int>& labels) {
   return known ? static_cast<double>(hit) / static_cast<double>(known) : std::nan("");
 }
 
-std::string now_iso8601() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
 }  // namespace
 
 json run_pe(const PeRunConfig& cfg, bool quiet) {
   const auto t0 = Clock::now();
-  PeRunData data = load_run_data(cfg);
+  PeRunData data = load_pe_data(cfg);
   const index_t N = data.pe.posteriors.rows, K = data.pe.posteriors.cols;
-  auto backend = make_backend(cfg.device, cfg.threads);
+  auto backend = make_backend(cfg.run.device, cfg.run.threads);
   if (!quiet)
     std::fprintf(stderr, "[pe] %lld objects, %lld classes, D = %d on %s\n", static_cast<long long>(N),
                  static_cast<long long>(K), cfg.params.dim, backend->name().c_str());
   Progress progress(cfg.params, quiet);
-  const PeResult res = fit_pe(*backend, data.pe, cfg.params, cfg.seed, std::ref(progress));
+  const PeResult res = fit_pe(*backend, data.pe, cfg.params, cfg.run.seed, std::ref(progress));
   progress.final_line(res);
 
   const auto t_eval = Clock::now();
   json quality = json::object();
   json prec = json::object();
-  for (index_t h : cfg.output.prec_h)
+  for (index_t h : cfg.prec_h)
     if (h <= N) prec[std::to_string(h)] = pe_precision_at(data.pe.posteriors, res.object_coords, res.class_coords, h);
   quality["prec_h"] = prec;
   const MatrixD Q = pe_map_posteriors(res.object_coords, res.class_coords, data.pe.priors);
@@ -129,7 +98,7 @@ json run_pe(const PeRunConfig& cfg, bool quiet) {
 
   const auto t_write = Clock::now();
   namespace fs = std::filesystem;
-  const fs::path dir(cfg.output.dir);
+  const fs::path dir(cfg.run.output.dir);
   io::OutputSet out;
   json outputs = json::object();
   auto add = [&](const std::string& key, const std::string& name, std::string bytes) {
@@ -137,17 +106,9 @@ json run_pe(const PeRunConfig& cfg, bool quiet) {
     out.add(p, std::move(bytes));
     outputs[key] = p;
   };
-  std::vector<std::string> axes = {"x", "y", "z"};
-  axes.resize(static_cast<size_t>(cfg.params.dim));
-  if (cfg.output.format != "csv") {
-    add("objects_npy", "objects.npy", io::npy_bytes(res.object_coords));
-    add("classes_npy", "classes.npy", io::npy_bytes(res.class_coords));
-  }
-  if (cfg.output.format != "npy") {
-    add("objects_csv", "objects.csv", io::csv_bytes(res.object_coords, axes));
-    add("classes_csv", "classes.csv", io::csv_bytes(res.class_coords, axes));
-  }
-  if (cfg.output.svg) {
+  add_coordinates(out, outputs, cfg.run, "objects", res.object_coords);
+  add_coordinates(out, outputs, cfg.run, "classes", res.class_coords);
+  if (cfg.run.output.svg) {
     report::MapPicture pic;
     pic.objects = res.object_coords;
     const bool by_label = !data.labels.empty();
@@ -161,21 +122,12 @@ json run_pe(const PeRunConfig& cfg, bool quiet) {
     pic.title = "Parametric Embedding: " + std::to_string(N) + " objects, " + std::to_string(K) + " classes";
     pic.subtitle = std::string("coloured by ") + (by_label ? "label" : "arg-max class");
     if (cfg.params.dim == 3) pic.subtitle += "; first two of three coordinates";
-    pic.seed = cfg.seed;
+    pic.seed = cfg.run.seed;
     add("map_svg", "map.svg", report::render_map_svg(pic));
   }
 
-  json report;
-  report["orrery"] = {{"version", ORRERY_VERSION}, {"git", ORRERY_GIT_REVISION}, {"build", ORRERY_BUILD_TYPE},
-                      {"compiler", ORRERY_CXX_COMPILER}};
-  report["created"] = now_iso8601();
-  report["method"] = "pe";
-  report["config_file"] = cfg.path;
-  report["config"] = cfg.raw;
+  json report = report_header(cfg.run, *backend);
   report["params"] = fields_to_json(cfg.params, pe_fields());
-  report["device"] = backend->name();
-  report["threads"] = backend->is_cuda() ? 0 : (cfg.threads > 0 ? cfg.threads : omp_get_max_threads());
-  report["seed"] = cfg.seed;
   report["input"] = {{"objects", N}, {"classes", K}, {"dim", cfg.params.dim},
                      {"posteriors", cfg.use_posterior_model ? "posterior_model" : cfg.posteriors_path},
                      {"labels", cfg.labels_path}, {"class_names", data.class_names}};
@@ -209,14 +161,14 @@ json run_pe(const PeRunConfig& cfg, bool quiet) {
   out.add((dir / "report.json").string(), report.dump(2) + "\n");
   out.commit();
   if (!quiet) {
-    std::fprintf(stderr, "[pe] wrote %s (", cfg.output.dir.c_str());
+    std::fprintf(stderr, "[pe] wrote %s (", cfg.run.output.dir.c_str());
     bool first = true;
     for (auto it = outputs.begin(); it != outputs.end(); ++it) {
       std::fprintf(stderr, "%s%s", first ? "" : ", ", fs::path(it.value().get<std::string>()).filename().c_str());
       first = false;
     }
     std::fprintf(stderr, ", report.json)\n");
-    if (cfg.output.svg) std::fprintf(stderr, "[pe] map: %s\n", (dir / "map.svg").c_str());
+    if (cfg.run.output.svg) std::fprintf(stderr, "[pe] map: %s\n", (dir / "map.svg").c_str());
   }
   return report;
 }

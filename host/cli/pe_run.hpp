@@ -1,5 +1,5 @@
 #pragma once
-#include "cli/run_config.hpp"
+#include "cli/pe_config.hpp"
 
 namespace orrery::cli {
 

@@ -1,20 +1,18 @@
 #include "cli/run_config.hpp"
 
-#include <chrono>
-#include <cmath>
 #include <fstream>
-#include <set>
 
-#include "io/readers.hpp"
+#include "cli/methods.hpp"
 #include "orrery/error.hpp"
 
 namespace orrery::cli {
-namespace {
 
-void check_keys(const json& j, const std::string& where, const std::set<std::string>& known) {
+void check_keys(const json& j, const std::string& where, const std::vector<std::string>& known) {
   if (!j.is_object()) input_error(where + ": expected a JSON object, found " + std::string(j.type_name()));
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (!known.count(it.key())) {
+    bool ok = false;
+    for (const auto& k : known) ok = ok || k == it.key();
+    if (!ok) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
       input_error(where + ": unknown key '" + it.key() + "' (known keys: " + list + ")");
@@ -22,21 +20,28 @@ void check_keys(const json& j, const std::string& where, const std::set<std::str
   }
 }
 
-std::string get_string(const json& j, const std::string& key, const std::string& where) {
+std::string get_path(const json& j, const std::string& key, const std::string& where) {
   if (!j.contains(key)) return "";
   if (!j[key].is_string() || j[key].get<std::string>().empty())
     input_error(where + "." + key + ": expected a non-empty string (a file path), found " + j[key].dump());
   return j[key].get<std::string>();
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+bool get_bool(const json& j, const std::string& key, const std::string& where, bool fallback) {
+  if (!j.contains(key)) return fallback;
+  if (!j[key].is_boolean()) input_error(where + "." + key + ": expected true or false, found " + j[key].dump());
+  return j[key].get<bool>();
 }
 
-}  // namespace
+index_t get_count(const json& j, const std::string& key, const std::string& where, index_t fallback) {
+  if (!j.contains(key)) return fallback;
+  if (!j[key].is_number_integer() || j[key].get<long long>() < 0)
+    input_error(where + "." + key + ": expected a non-negative integer, found " + j[key].dump());
+  return j[key].get<long long>();
+}
 
-PeRunConfig read_run_config(const std::string& path) {
-  PeRunConfig cfg;
+RunConfig read_run_config(const std::string& path) {
+  RunConfig cfg;
   cfg.path = path;
   std::ifstream in(path);
   if (!in) input_error(path + ": cannot open the run configuration");
@@ -47,74 +52,26 @@ PeRunConfig read_run_config(const std::string& path) {
   }
   const json& j = cfg.raw;
   check_keys(j, path, {"method", "input", "params", "output", "device", "threads", "seed"});
-  if (!j.contains("method")) input_error(path + ": missing key 'method' (one of: pe)");
-  if (!j["method"].is_string() || j["method"] != "pe")
-    input_error(path + ": method: expected one of: pe, found " + j["method"].dump());
-
+  std::string known;
+  for (const auto& m : methods()) known += (known.empty() ? "" : ", ") + std::string(m.name);
+  if (!j.contains("method")) input_error(path + ": missing key 'method' (one of: " + known + ")");
+  if (!j["method"].is_string() || !find_method(j["method"].get<std::string>()))
+    input_error(path + ": method: expected one of: " + known + ", found " + j["method"].dump());
+  cfg.method = j["method"].get<std::string>();
   if (!j.contains("input")) input_error(path + ": missing key 'input'");
-  const json& inp = j["input"];
-  check_keys(inp, "input", {"posteriors", "normalize_rows", "vectors", "vector_labels", "posterior_model", "labels",
-                            "priors", "class_names", "class_coords", "limit"});
-  cfg.posteriors_path = get_string(inp, "posteriors", "input");
-  cfg.vectors_path = get_string(inp, "vectors", "input");
-  cfg.vector_labels_path = get_string(inp, "vector_labels", "input");
-  cfg.labels_path = get_string(inp, "labels", "input");
-  cfg.class_coords_path = get_string(inp, "class_coords", "input");
-  if (cfg.posteriors_path.empty() == cfg.vectors_path.empty())
-    input_error("input: give exactly one of 'posteriors' (an N x K matrix of p(c|x)) or 'vectors' (with "
-                "'vector_labels', to fit the soft nearest-neighbour posterior model)");
-  cfg.use_posterior_model = !cfg.vectors_path.empty();
-  if (cfg.use_posterior_model && cfg.vector_labels_path.empty() && cfg.labels_path.empty())
-    input_error("input.vector_labels: required with input.vectors (class of each vector, -1 when unknown)");
-  if (!cfg.use_posterior_model && (inp.contains("vector_labels") || inp.contains("posterior_model")))
-    input_error("input: 'vector_labels' and 'posterior_model' go with 'vectors', not with 'posteriors'");
-  if (inp.contains("posterior_model"))
-    read_fields(inp["posterior_model"], cfg.posterior_model, posterior_model_fields(), "input.posterior_model");
-  if (inp.contains("normalize_rows")) {
-    if (!inp["normalize_rows"].is_boolean())
-      input_error("input.normalize_rows: expected true or false, found " + inp["normalize_rows"].dump());
-    cfg.normalize_rows = inp["normalize_rows"].get<bool>();
+  if (!j["input"].is_object()) input_error("input: expected a JSON object, found " + j["input"].dump());
+  cfg.input = j["input"];
+  if (j.contains("params")) {
+    if (!j["params"].is_object()) input_error("params: expected a JSON object, found " + j["params"].dump());
+    cfg.params = j["params"];
   }
-  if (inp.contains("limit")) {
-    if (!inp["limit"].is_number_integer() || inp["limit"].get<long long>() < 0)
-      input_error("input.limit: expected a non-negative integer (0 = all rows), found " + inp["limit"].dump());
-    cfg.limit = inp["limit"].get<long long>();
-  }
-  if (inp.contains("priors")) {
-    const json& p = inp["priors"];
-    if (p.is_string()) {
-      cfg.priors_path = p.get<std::string>();
-    } else if (p.is_array()) {
-      for (const auto& v : p) {
-        if (!v.is_number()) input_error("input.priors: expected numbers, found " + v.dump());
-        cfg.priors_inline.push_back(v.get<double>());
-      }
-    } else {
-      input_error("input.priors: expected a file path or a list of numbers, found " + p.dump());
-    }
-  }
-  if (inp.contains("class_names")) {
-    const json& p = inp["class_names"];
-    if (p.is_string()) {
-      cfg.class_names_path = p.get<std::string>();
-    } else if (p.is_array()) {
-      for (const auto& v : p) {
-        if (!v.is_string()) input_error("input.class_names: expected strings, found " + v.dump());
-        cfg.class_names_inline.push_back(v.get<std::string>());
-      }
-    } else {
-      input_error("input.class_names: expected a file path or a list of strings, found " + p.dump());
-    }
-  }
-
-  if (j.contains("params")) read_fields(j["params"], cfg.params, pe_fields(), "params");
-  if ((cfg.params.class_init == "file" || !cfg.params.fit_classes) && cfg.class_coords_path.empty())
-    input_error("input.class_coords: required when params.class_init is \"file\" or params.fit_classes is false");
 
   if (!j.contains("output")) input_error(path + ": missing key 'output' (at least {\"dir\": ...})");
   const json& out = j["output"];
-  check_keys(out, "output", {"dir", "format", "svg", "prec_h"});
-  cfg.output.dir = get_string(out, "dir", "output");
+  if (!out.is_object()) input_error("output: expected a JSON object, found " + out.dump());
+  for (auto it = out.begin(); it != out.end(); ++it)
+    if (it.key() != "dir" && it.key() != "format" && it.key() != "svg") cfg.output_extra[it.key()] = it.value();
+  cfg.output.dir = get_path(out, "dir", "output");
   if (cfg.output.dir.empty()) input_error("output.dir: required (directory for the embedding, report and map)");
   if (out.contains("format")) {
     const json& f = out["format"];
@@ -122,19 +79,7 @@ PeRunConfig read_run_config(const std::string& path) {
       input_error("output.format: expected one of npy | csv | both, found " + f.dump());
     cfg.output.format = f.get<std::string>();
   }
-  if (out.contains("svg")) {
-    if (!out["svg"].is_boolean()) input_error("output.svg: expected true or false, found " + out["svg"].dump());
-    cfg.output.svg = out["svg"].get<bool>();
-  }
-  if (out.contains("prec_h")) {
-    cfg.output.prec_h.clear();
-    if (!out["prec_h"].is_array()) input_error("output.prec_h: expected a list of positive integers");
-    for (const auto& v : out["prec_h"]) {
-      if (!v.is_number_integer() || v.get<long long>() < 1)
-        input_error("output.prec_h: expected positive integers, found " + v.dump());
-      cfg.output.prec_h.push_back(v.get<long long>());
-    }
-  }
+  cfg.output.svg = get_bool(out, "svg", "output", true);
 
   if (j.contains("device")) {
     if (!j["device"].is_string()) input_error("device: expected auto, cpu, cuda or cuda:N, found " + j["device"].dump());
@@ -145,8 +90,8 @@ PeRunConfig read_run_config(const std::string& path) {
     if (!ok) input_error("device: expected auto, cpu, cuda or cuda:N, found \"" + cfg.device + "\"");
   }
   if (j.contains("threads")) {
-    if (!j["threads"].is_number_integer() || j["threads"].get<long long>() < 0)
-      input_error("threads: expected a non-negative integer (0 = all cores), found " + j["threads"].dump());
+    if (!j["threads"].is_number_integer() || j["threads"].get<long long>() < 0 || j["threads"].get<long long>() > 4096)
+      input_error("threads: expected an integer in [0, 4096] (0 = all cores), found " + j["threads"].dump());
     cfg.threads = j["threads"].get<int>();
   }
   if (j.contains("seed")) {
@@ -154,99 +99,6 @@ PeRunConfig read_run_config(const std::string& path) {
     cfg.seed = j["seed"].get<unsigned long long>();
   }
   return cfg;
-}
-
-void validate_posteriors(MatrixD& P, bool normalize_rows, const std::string& source) {
-  if (P.cols < 2)
-    input_error(source + ": expected an N x K matrix of class posteriors with K >= 2, found " + std::to_string(P.cols) +
-                " column(s)");
-  for (index_t n = 0; n < P.rows; ++n) {
-    double s = 0.0;
-    for (index_t k = 0; k < P.cols; ++k) {
-      const double v = P(n, k);
-      if (!std::isfinite(v) || v < 0.0)
-        input_error(source + ": row " + std::to_string(n + 1) + ", column " + std::to_string(k + 1) +
-                    ": expected a finite non-negative probability, found " + std::to_string(v));
-      s += v;
-    }
-    if (normalize_rows) {
-      if (!(s > 0.0)) input_error(source + ": row " + std::to_string(n + 1) + " sums to 0 and cannot be normalised");
-      for (index_t k = 0; k < P.cols; ++k) P(n, k) /= s;
-    } else if (std::abs(s - 1.0) > 1e-6) {
-      input_error(source + ": row " + std::to_string(n + 1) + " sums to " + std::to_string(s) +
-                  ", expected 1 (set input.normalize_rows to true to rescale rows)");
-    }
-  }
-}
-
-PeRunData load_run_data(const PeRunConfig& cfg) {
-  PeRunData data;
-  const auto t0 = std::chrono::steady_clock::now();
-  if (!cfg.labels_path.empty()) data.labels = io::read_labels(cfg.labels_path, cfg.limit);
-  if (cfg.use_posterior_model) {
-    const MatrixD X = io::read_matrix(cfg.vectors_path, cfg.limit);
-    const std::string lab_path = cfg.vector_labels_path.empty() ? cfg.labels_path : cfg.vector_labels_path;
-    const std::vector<int> vlab = lab_path == cfg.labels_path && !data.labels.empty()
-                                      ? data.labels
-                                      : io::read_labels(lab_path, cfg.limit);
-    if (static_cast<index_t>(vlab.size()) != X.rows)
-      input_error(lab_path + ": " + std::to_string(vlab.size()) + " labels for " + std::to_string(X.rows) +
-                  " vectors in " + cfg.vectors_path);
-    data.seconds_read = seconds_since(t0);
-    const auto t1 = std::chrono::steady_clock::now();
-    data.posterior_model = fit_posterior_model(X, vlab, cfg.posterior_model, cfg.seed, cfg.threads);
-    data.pe.posteriors = data.posterior_model->posteriors;
-    data.seconds_posterior_model = seconds_since(t1);
-  } else {
-    data.pe.posteriors = io::read_matrix(cfg.posteriors_path, cfg.limit);
-    validate_posteriors(data.pe.posteriors, cfg.normalize_rows, cfg.posteriors_path);
-  }
-  const index_t N = data.pe.posteriors.rows, K = data.pe.posteriors.cols;
-  const std::string p_src = cfg.use_posterior_model ? cfg.vectors_path : cfg.posteriors_path;
-  if (!data.labels.empty() && static_cast<index_t>(data.labels.size()) != N)
-    input_error(cfg.labels_path + ": " + std::to_string(data.labels.size()) + " labels, but " + p_src + " has " +
-                std::to_string(N) + " rows");
-
-  std::vector<double> priors = cfg.priors_inline;
-  std::string priors_src = "input.priors";
-  if (!cfg.priors_path.empty()) {
-    priors = io::read_matrix(cfg.priors_path).data;
-    priors_src = cfg.priors_path;
-  }
-  if (!priors.empty()) {
-    if (static_cast<index_t>(priors.size()) != K)
-      input_error(priors_src + ": expected " + std::to_string(K) + " class priors (one per column of " + p_src +
-                  "), found " + std::to_string(priors.size()));
-    double s = 0.0;
-    for (size_t k = 0; k < priors.size(); ++k) {
-      if (!std::isfinite(priors[k]) || !(priors[k] > 0.0))
-        input_error(priors_src + ": prior " + std::to_string(k + 1) + " must be positive and finite, found " +
-                    std::to_string(priors[k]));
-      s += priors[k];
-    }
-    if (std::abs(s - 1.0) > 1e-6) input_error(priors_src + ": priors sum to " + std::to_string(s) + ", expected 1");
-  }
-  data.pe.priors = priors;
-
-  data.class_names = cfg.class_names_inline;
-  if (!cfg.class_names_path.empty()) data.class_names = io::read_names(cfg.class_names_path);
-  if (!data.class_names.empty() && static_cast<index_t>(data.class_names.size()) != K)
-    input_error((cfg.class_names_path.empty() ? std::string("input.class_names") : cfg.class_names_path) +
-                ": expected " + std::to_string(K) + " class names, found " + std::to_string(data.class_names.size()));
-  if (data.class_names.empty())
-    for (index_t k = 0; k < K; ++k) data.class_names.push_back("class " + std::to_string(k));
-
-  if (!cfg.class_coords_path.empty()) {
-    data.pe.class_coords = io::read_matrix(cfg.class_coords_path);
-    if (data.pe.class_coords.rows != K || data.pe.class_coords.cols != cfg.params.dim)
-      input_error(cfg.class_coords_path + ": expected " + std::to_string(K) + " x " + std::to_string(cfg.params.dim) +
-                  " class coordinates, found " + std::to_string(data.pe.class_coords.rows) + " x " +
-                  std::to_string(data.pe.class_coords.cols));
-    for (double v : data.pe.class_coords.data)
-      if (!std::isfinite(v)) input_error(cfg.class_coords_path + ": class coordinates must be finite");
-  }
-  if (data.seconds_read == 0.0) data.seconds_read = seconds_since(t0);
-  return data;
 }
 
 }  // namespace orrery::cli

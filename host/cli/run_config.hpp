@@ -1,61 +1,42 @@
 // A run: one JSON file {"method", "input", "params", "output", "device", "threads", "seed"}.
-// Reading it validates every key (unknown keys and bad values are errors naming the key) and
-// every input file (shapes, ranges, NaN/Inf with file and row) before any work starts.
+// This layer reads the keys every method shares; each method (cli/methods.cpp) then reads its
+// own "input", "params" and extra "output" keys. Unknown keys and bad values are errors naming
+// the key, raised before any work starts.
 #pragma once
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "orrery/config.hpp"
-#include "orrery/pe.hpp"
-#include "orrery/posterior_model.hpp"
 #include "orrery/types.hpp"
 
 namespace orrery::cli {
 
 struct OutputSpec {
-  std::string dir;                        // required
-  std::string format = "npy";             // npy | csv | both
+  std::string dir;             // required
+  std::string format = "npy";  // npy | csv | both
   bool svg = true;
-  std::vector<index_t> prec_h = {10, 50, 100, 500};
 };
 
-struct PeRunConfig {
+struct RunConfig {
   std::string path;  // the config file
   json raw;          // the file as read, echoed into the report
-  // input
-  std::string posteriors_path, vectors_path, vector_labels_path, labels_path, priors_path, class_names_path,
-      class_coords_path;
-  std::vector<double> priors_inline;
-  std::vector<std::string> class_names_inline;
-  bool normalize_rows = false;
-  index_t limit = 0;
-  bool use_posterior_model = false;
-  PosteriorModelParams posterior_model;
-  // params, output, run
-  PeParams params;
+  std::string method;
+  json input = json::object();   // method-specific, read by the method
+  json params = json::object();  // method-specific, read through the method's field table
   OutputSpec output;
+  json output_extra = json::object();  // output keys beyond dir/format/svg, read by the method
   std::string device = "auto";
   int threads = 0;
   unsigned long long seed = 0;
 };
 
-// Parses and checks the JSON (no input files are read).
-PeRunConfig read_run_config(const std::string& path);
+// Parses the JSON and the shared keys; checks that the method exists (names the known ones).
+RunConfig read_run_config(const std::string& path);
 
-// The inputs of a PE run, read and validated.
-struct PeRunData {
-  PeInput pe;
-  std::vector<int> labels;  // empty when none
-  std::vector<std::string> class_names;
-  std::optional<PosteriorModelResult> posterior_model;
-  double seconds_read = 0.0, seconds_posterior_model = 0.0;
-};
-
-PeRunData load_run_data(const PeRunConfig& cfg);
-
-// Checks posteriors in place: finite, non-negative, K >= 2, rows summing to 1 (or normalised
-// when normalize_rows). `source` names the file in messages.
-void validate_posteriors(MatrixD& P, bool normalize_rows, const std::string& source);
+// Small readers for method-specific keys; every error names `where.key`.
+void check_keys(const json& j, const std::string& where, const std::vector<std::string>& known);
+std::string get_path(const json& j, const std::string& key, const std::string& where);  // "" when absent
+bool get_bool(const json& j, const std::string& key, const std::string& where, bool fallback);
+index_t get_count(const json& j, const std::string& key, const std::string& where, index_t fallback);
 
 }  // namespace orrery::cli

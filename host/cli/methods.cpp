@@ -1,0 +1,32 @@
+#include "cli/methods.hpp"
+
+#include "cli/pe_config.hpp"
+#include "cli/pe_run.hpp"
+#include "orrery/pe.hpp"
+#include "orrery/posterior_model.hpp"
+
+namespace orrery::cli {
+
+const std::vector<MethodEntry>& methods() {
+  static const std::vector<MethodEntry> all = {
+      {"pe", "Parametric Embedding: objects and classes from class posteriors p(c|x)",
+       {{"pe", [] { return describe_fields(pe_fields()); }},
+        {"posterior_model", [] { return describe_fields(posterior_model_fields()); }}},
+       [](const RunConfig& run) {
+         const PeRunConfig cfg = read_pe_config(run);
+         const PeRunData data = load_pe_data(cfg);
+         return "pe, " + std::to_string(data.pe.posteriors.rows) + " objects, " +
+                std::to_string(data.pe.posteriors.cols) + " classes, D = " + std::to_string(cfg.params.dim);
+       },
+       [](const RunConfig& run, bool quiet) { return run_pe(read_pe_config(run), quiet); }},
+  };
+  return all;
+}
+
+const MethodEntry* find_method(const std::string& name) {
+  for (const auto& m : methods())
+    if (name == m.name) return &m;
+  return nullptr;
+}
+
+}  // namespace orrery::cli

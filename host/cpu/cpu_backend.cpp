@@ -117,6 +117,7 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(int threads) : threads_(threads > 0 ? threads : omp_get_max_threads()) {}
   std::string name() const override { return "cpu (" + std::to_string(threads_) + " threads)"; }
   bool is_cuda() const override { return false; }
+  int threads() const override { return threads_; }
   std::unique_ptr<PeEngine> make_pe(const MatrixD& P, const std::vector<double>& log_priors, int dim,
                                     double eta_r) override {
     if (dim != 2 && dim != 3) internal_error("make_pe: dim must be 2 or 3");

@@ -56,6 +56,10 @@ class Backend {
   // "cpu (N threads)" or "cuda:0 NVIDIA H100 ..."; goes into reports.
   virtual std::string name() const = 0;
   virtual bool is_cuda() const = 0;
+  // CUDA device index for method families that create their own engines (-1 on the CPU).
+  virtual int device_index() const { return -1; }
+  // CPU threads (OpenMP) this backend uses; 0 for CUDA.
+  virtual int threads() const { return 0; }
   // P is N x K with rows validated by the caller; log_priors has K entries; dim is 2 or 3.
   // P must outlive the engine: the CPU backend reads it in place (no second O(NK) copy), the
   // CUDA backend copies it to the device once.

@@ -1,0 +1,74 @@
+// CUDA error checking and a minimal owning device buffer. Every runtime call goes through
+// ORRERY_CUDA_CHECK, every launch is followed by ORRERY_CUDA_LAUNCHED(); with the environment
+// variable ORRERY_SYNC_KERNELS=1 each launch is also synchronised, so an asynchronous fault is
+// reported at the kernel that caused it.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "orrery/error.hpp"
+
+namespace orrery::cuda {
+
+inline void check(cudaError_t status, const char* call, const char* file, int line) {
+  if (status != cudaSuccess)
+    throw Error(ErrorKind::cuda, std::string(call) + ": " + cudaGetErrorString(status) + " at " + file + ":" +
+                                     std::to_string(line));
+}
+
+inline bool sync_kernels() {
+  static const bool on = [] {
+    const char* v = std::getenv("ORRERY_SYNC_KERNELS");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
+
+inline void launched(const char* kernel, const char* file, int line) {
+  check(cudaGetLastError(), kernel, file, line);
+  if (sync_kernels()) check(cudaDeviceSynchronize(), kernel, file, line);
+}
+
+// Owns n elements of device memory; moves, never copies.
+template <class T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t n) { resize(n); }
+  ~DeviceBuffer() { release(); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), n_(o.n_) { o.ptr_ = nullptr, o.n_ = 0; }
+
+  void resize(size_t n) {
+    if (n == n_) return;
+    release();
+    if (n) check(cudaMalloc(reinterpret_cast<void**>(&ptr_), n * sizeof(T)), "cudaMalloc", __FILE__, __LINE__);
+    n_ = n;
+  }
+  void upload(const T* host, size_t n) {
+    resize(n);
+    if (n) check(cudaMemcpy(ptr_, host, n * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy H2D", __FILE__, __LINE__);
+  }
+  void download(T* host, size_t n) const {
+    if (n) check(cudaMemcpy(host, ptr_, n * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy D2H", __FILE__, __LINE__);
+  }
+  T* get() const { return ptr_; }
+  size_t size() const { return n_; }
+
+ private:
+  void release() {
+    if (ptr_) cudaFree(ptr_);
+    ptr_ = nullptr;
+    n_ = 0;
+  }
+  T* ptr_ = nullptr;
+  size_t n_ = 0;
+};
+
+}  // namespace orrery::cuda
+
+#define ORRERY_CUDA_CHECK(call) ::orrery::cuda::check((call), #call, __FILE__, __LINE__)
+#define ORRERY_CUDA_LAUNCHED(name) ::orrery::cuda::launched(name, __FILE__, __LINE__)

@@ -1,11 +1,21 @@
 // GPU tests start with ORRERY_REQUIRE_CUDA(): without a usable CUDA device (or in a build without
-// CUDA) the test is skipped, visibly, with the reason.
+// CUDA) the test is skipped, visibly, with the reason, so `ctest -L gpu` on a machine without a GPU
+// reports skips rather than passes.
 #pragma once
 #include <gtest/gtest.h>
 
-#include "orrery/backend.hpp"
+#include <string>
 
-#define ORRERY_REQUIRE_CUDA()                                                     \
-  do {                                                                            \
-    if (::orrery::cuda_devices().empty()) GTEST_SKIP() << ::orrery::cuda_status(); \
+namespace orrery::test {
+
+// Empty when a CUDA device is usable; otherwise why not (from cuda_status()). The device query
+// runs once per test process.
+const std::string& require_cuda();
+
+}  // namespace orrery::test
+
+#define ORRERY_REQUIRE_CUDA()                                          \
+  do {                                                                 \
+    const std::string& orrery_skip_reason = ::orrery::test::require_cuda(); \
+    if (!orrery_skip_reason.empty()) GTEST_SKIP() << orrery_skip_reason;    \
   } while (0)

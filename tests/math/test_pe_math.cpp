@@ -232,3 +232,28 @@ TEST(PeMath, ScratchPathEqualsRecomputingPath) {
   }
   EXPECT_NEAR(qsum, 1.0, 1e-14);
 }
+
+TEST(PeMath, FloatNewtonConvergesLikeDouble) {
+  // The CUDA kernels run pe_newton_object in float. Near the solution the Armijo test on J cannot
+  // see decreases below J's round-off; the solver must still reach eps_r = 1e-8 (|g| < 1e-4),
+  // as the double path does, and land at the same r.
+  std::mt19937_64 rng(77);
+  std::normal_distribution<double> z(0.0, 1.0);
+  int unconverged = 0;
+  double worst = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int K = 2 + trial % 40, D = 2;
+    const Case c = make_case(K, D, 1000 + trial, 2.5);
+    std::vector<float> pf(c.p.begin(), c.p.end()), lf(c.log_prior.begin(), c.log_prior.end()),
+        phf(c.phi.begin(), c.phi.end());
+    double rd[2] = {2 * z(rng), 2 * z(rng)};
+    float rf[2] = {static_cast<float>(rd[0]), static_cast<float>(rd[1])};
+    const auto a = pe_newton_object<double, D>(c.p.data(), c.log_prior.data(), c.phi.data(), K, rd, 0.1, 1e-8, 50);
+    const auto b = pe_newton_object<float, D>(pf.data(), lf.data(), phf.data(), K, rf, 0.1f, 1e-8f, 50);
+    ASSERT_TRUE(a.converged) << "trial " << trial;
+    unconverged += b.converged ? 0 : 1;
+    for (int d = 0; d < D; ++d) worst = std::max(worst, std::abs(rf[d] - rd[d]));
+  }
+  EXPECT_EQ(unconverged, 0);
+  EXPECT_LT(worst, 2e-3);
+}

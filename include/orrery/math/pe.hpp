@@ -14,6 +14,8 @@
 // exact derivatives of J_n as computed; validated inputs have S = 1 and then g, H reduce to
 // the formulas in MATH.md.
 #pragma once
+#include <limits>
+
 #include "orrery/math/hd.hpp"
 #include "orrery/math/linalg.hpp"
 
@@ -146,6 +148,16 @@ ORRERY_HD PeObjectResult<T> pe_newton_object(const T* p, const T* log_prior, con
       if (J_new <= J - T(1e-4) * t * slope) {
         accepted = true;
         break;
+      }
+      // Terminal phase: the predicted decrease is below the round-off of J, so J can no longer
+      // rank the trial point; a step that shrinks |g| is accepted instead.
+      if (slope <= T(64) * std::numeric_limits<T>::epsilon() * (T(1) + hd_abs(J))) {
+        T gsq_new = T(0);
+        for (int d = 0; d < D; ++d) gsq_new += g_new[d] * g_new[d];
+        if (gsq_new < gsq) {
+          accepted = true;
+          break;
+        }
       }
       t *= T(0.5);
     }

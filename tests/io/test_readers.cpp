@@ -13,6 +13,7 @@
 #include <map>
 
 #include "io/readers.hpp"
+#include "common/temp_dir.hpp"
 #include "io/writers.hpp"
 #include "orrery/error.hpp"
 
@@ -24,38 +25,9 @@ using orrery::io::read_labels;
 using orrery::io::read_matrix;
 using orrery::io::read_names;
 
+using orrery::test::TempDir;
+
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("orrery_io_" + std::to_string(::getpid()) + "_" + info->test_suite_name() + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path;
-  }
-  std::string write_gz(const std::string& name, const std::string& bytes) const {
-    const std::string path = (dir_ / name).string();
-    gzFile f = gzopen(path.c_str(), "wb");
-    EXPECT_NE(f, nullptr);
-    EXPECT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
-    gzclose(f);
-    return path;
-  }
-
- private:
-  fs::path dir_;
-};
 
 // Runs f, expects an input error and returns its message.
 std::string input_error_of(const std::function<void()>& f) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "io/readers.hpp"
+#include "common/temp_dir.hpp"
 #include "io/writers.hpp"
 #include "orrery/error.hpp"
 
@@ -18,34 +19,9 @@ using orrery::ErrorKind;
 using orrery::MatrixD;
 using orrery::io::OutputSet;
 
+using orrery::test::TempDir;
+
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("orrery_io_" + std::to_string(::getpid()) + "_" + info->test_suite_name() + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  // Every regular file below the directory, relative to it.
-  std::vector<std::string> listing() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::recursive_directory_iterator(dir_))
-      if (e.is_regular_file()) out.push_back(fs::relative(e.path(), dir_).string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
- private:
-  fs::path dir_;
-};
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -138,35 +138,6 @@ MatrixD planted_posteriors(index_t N, int K, int D, unsigned long long seed) {
   return P;
 }
 
-// Host memory bandwidth as a parallel copy of a 512 MiB double array into another: bytes read
-// plus bytes written per second, best of 5 (the first touch of both arrays happens before, in
-// the same static partition, so pages are local to the threads that copy them). Write-allocate
-// traffic is not counted, so this is the bandwidth a streaming read-modify pass can expect.
-double copy_bandwidth(int threads) {
-  constexpr size_t kCount = (size_t(512) << 20) / sizeof(double);
-  constexpr size_t kBlock = size_t(1) << 16;
-  const auto blocks = static_cast<std::int64_t>((kCount + kBlock - 1) / kBlock);
-  std::unique_ptr<double[]> src(new double[kCount]), dst(new double[kCount]);
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    const size_t lo = static_cast<size_t>(b) * kBlock, hi = std::min(kCount, lo + kBlock);
-    for (size_t i = lo; i < hi; ++i) src[i] = static_cast<double>(i), dst[i] = 0.0;
-  }
-  double best = kInf;
-  for (int rep = 0; rep < 5; ++rep) {
-    const auto t0 = Clock::now();
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (std::int64_t b = 0; b < blocks; ++b) {
-      const size_t lo = static_cast<size_t>(b) * kBlock, hi = std::min(kCount, lo + kBlock);
-      std::copy(src.get() + lo, src.get() + hi, dst.get() + lo);
-    }
-    best = std::min(best, seconds_since(t0));
-  }
-  volatile double sink = dst[kCount / 3];  // keeps the copies observable
-  (void)sink;
-  return 2.0 * static_cast<double>(kCount * sizeof(double)) / best;
-}
-
 // Peak resident set (VmHWM) in MiB. Writing "5" to clear_refs resets the peak (Linux >= 4.0),
 // which makes the figure per configuration; where that is refused it is the process's peak.
 double peak_rss_mib() {
@@ -236,18 +207,11 @@ int run_pe(const Options& o) {
   const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
   std::cerr << "[pe] backend " << backend->name() << "\n";
 
-  double copy_bw = std::nan("");
-  std::string copy_note;
-  if (cuda) {
-    copy_note = "n/a: device copy bandwidth measured in kernels";
-  } else {
-    std::cerr << "[pe] measuring copy bandwidth (512 MiB, best of 5)\n";
-    copy_bw = copy_bandwidth(threads);
-    copy_note = "host parallel copy of 512 MiB doubles, bytes read + written per second, best of 5";
-  }
-  std::cout << "copy bandwidth: "
-            << (cuda ? copy_note : std::to_string(copy_bw / 1e9) + " GB/s (" + std::to_string(threads) + " threads)")
-            << "\n";
+  std::cerr << "[pe] measuring copy bandwidth (512 MiB, best of 5)\n";
+  const double copy_bw = backend->copy_bandwidth(size_t(512) << 20);
+  const std::string copy_note = cuda ? "device-to-device copy of 512 MiB, bytes read + written per second, best of 5"
+                                     : "host parallel copy of 512 MiB, bytes read + written per second, best of 5";
+  std::cout << "copy bandwidth: " << copy_bw / 1e9 << " GB/s (" << backend->name() << ")\n";
   const json machine = machine_facts(*backend, threads);
   const double bytes_per_entry = cuda ? 4.0 : 8.0;  // float on the GPU, double on the CPU
 
@@ -292,7 +256,7 @@ int run_pe(const Options& o) {
         const double evals = std::max(res.evaluations, 1);
         const double s_per_eval = res.seconds_fit / evals;
         const double p_rate = entries * bytes_per_entry / s_per_eval;
-        const double frac = cuda ? std::nan("") : p_rate / copy_bw;
+        const double frac = p_rate / copy_bw;
         const double rss = peak_rss_mib();
         json rec = {
             {"bench", "pe"},

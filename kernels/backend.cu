@@ -22,6 +22,30 @@ class CudaBackend final : public Backend {
   }
   bool is_cuda() const override { return true; }
   int device_index() const override { return info_.index; }
+
+  // Device-to-device cudaMemcpy timed with events: the HBM figure kernels are compared with.
+  double copy_bandwidth(size_t bytes) const override {
+    ORRERY_CUDA_CHECK(cudaSetDevice(info_.index));
+    cuda::DeviceBuffer<char> src(bytes), dst(bytes);
+    ORRERY_CUDA_CHECK(cudaMemset(src.get(), 1, bytes));
+    ORRERY_CUDA_CHECK(cudaMemset(dst.get(), 0, bytes));
+    cudaEvent_t start, stop;
+    ORRERY_CUDA_CHECK(cudaEventCreate(&start));
+    ORRERY_CUDA_CHECK(cudaEventCreate(&stop));
+    float best_ms = 1e30f;
+    for (int rep = 0; rep < 5; ++rep) {
+      ORRERY_CUDA_CHECK(cudaEventRecord(start));
+      ORRERY_CUDA_CHECK(cudaMemcpy(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice));
+      ORRERY_CUDA_CHECK(cudaEventRecord(stop));
+      ORRERY_CUDA_CHECK(cudaEventSynchronize(stop));
+      float ms = 0.f;
+      ORRERY_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      best_ms = ms < best_ms ? ms : best_ms;
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    return 2.0 * static_cast<double>(bytes) / (static_cast<double>(best_ms) * 1e-3);
+  }
   std::unique_ptr<PeEngine> make_pe(const MatrixD& P, const std::vector<double>& log_priors, int dim,
                                     double eta_r) override {
     ORRERY_CUDA_CHECK(cudaSetDevice(info_.index));

@@ -60,6 +60,9 @@ class Backend {
   virtual int device_index() const { return -1; }
   // CPU threads (OpenMP) this backend uses; 0 for CUDA.
   virtual int threads() const { return 0; }
+  // Memory bandwidth of this device as a copy of `bytes` into another buffer: bytes read plus
+  // bytes written per second, best of 5. Benchmarks relate their passes over data to it.
+  virtual double copy_bandwidth(size_t bytes) const = 0;
   // P is N x K with rows validated by the caller; log_priors has K entries; dim is 2 or 3.
   // P must outlive the engine: the CPU backend reads it in place (no second O(NK) copy), the
   // CUDA backend copies it to the device once.

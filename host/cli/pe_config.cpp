@@ -88,6 +88,9 @@ void validate_posteriors(MatrixD& P, bool normalize_rows, const std::string& sou
   if (P.cols < 2)
     input_error(source + ": expected an N x K matrix of class posteriors with K >= 2, found " + std::to_string(P.cols) +
                 " column(s)");
+  // Rows written in float32 (softmax outputs saved by most frameworks) miss 1 by up to ~K float
+  // round-offs, so the tolerance grows with K; accepted rows are rescaled to sum to 1 exactly.
+  const double tolerance = 1e-6 + 1e-7 * static_cast<double>(P.cols);
   for (index_t n = 0; n < P.rows; ++n) {
     double s = 0.0;
     for (index_t k = 0; k < P.cols; ++k) {
@@ -99,11 +102,11 @@ void validate_posteriors(MatrixD& P, bool normalize_rows, const std::string& sou
     }
     if (normalize_rows) {
       if (!(s > 0.0)) input_error(source + ": row " + std::to_string(n + 1) + " sums to 0 and cannot be normalised");
-      for (index_t k = 0; k < P.cols; ++k) P(n, k) /= s;
-    } else if (std::abs(s - 1.0) > 1e-6) {
+    } else if (std::abs(s - 1.0) > tolerance) {
       input_error(source + ": row " + std::to_string(n + 1) + " sums to " + std::to_string(s) +
                   ", expected 1 (set input.normalize_rows to true to rescale rows)");
     }
+    for (index_t k = 0; k < P.cols; ++k) P(n, k) /= s;
   }
 }
 

@@ -236,3 +236,16 @@ TEST_F(Cli, ReadmeParameterTablesMatchTheCode) {
         << "README.md is out of date: run bash scripts/readme_tables.sh";
   }
 }
+
+TEST_F(Cli, Float32RowsWithinRoundOffAreAccepted) {
+  // Rows summing to 1 +- 5e-7 (what float32 softmax outputs look like) pass; 1 + 1e-3 does not.
+  const std::string ok = write("f.csv", "0.3000002,0.7000003\n0.25,0.7499996\n");
+  const Outcome o = orrery("validate " + config("pe_planted_csv.json", "v", {{"input", {{"posteriors", ok},
+                                                                                 {"labels", nullptr},
+                                                                                 {"class_names", nullptr}}}}));
+  EXPECT_EQ(o.code, 0) << o.output;
+  const std::string bad = write("g.csv", "0.3,0.7\n0.25,0.751\n");
+  expect_input_error(config("pe_planted_csv.json", "out", {{"input", {{"posteriors", bad}, {"labels", nullptr},
+                                                                      {"class_names", nullptr}}}}),
+                     {"g.csv", "row 2", "sums to 1.001"});
+}

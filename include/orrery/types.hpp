@@ -1,5 +1,6 @@
 // Owning dense row-major matrix. Host-side only; backends keep their own buffers.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

@@ -1,0 +1,325 @@
+// Quality measures by rows: each point's distances to all others in both spaces are computed
+// once (O(N (d + D)) per point, O(N) scratch), its K_max nearest in each space selected, and the
+// few ranks beyond K_max that the measures need counted in the same row (O(N log K_max)).
+// Total O(N^2 (d + D)) time and O(N K_max) memory; no N x N array exists.
+#include "orrery/quality.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+
+#include "orrery/error.hpp"
+#include "orrery/math/affinity.hpp"
+#include "orrery/math/distance.hpp"
+
+namespace orrery {
+namespace {
+
+constexpr index_t kChunk = 64;  // rows per reduction chunk (fixed: results independent of threads)
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Sorted grid of K values: the requested ones plus, for curves, 1..10 and a log-spaced tail.
+std::vector<int> k_grid(const QualityRequest& req, int kmax) {
+  std::vector<int> g(req.ks.begin(), req.ks.end());
+  if (req.curve) {
+    for (int k = 1; k <= std::min(kmax, 10); ++k) g.push_back(k);
+    for (double k = 10; k < kmax; k *= 1.25) g.push_back(static_cast<int>(std::lround(k)));
+    g.push_back(kmax);
+  }
+  std::sort(g.begin(), g.end());
+  g.erase(std::unique(g.begin(), g.end()), g.end());
+  return g;
+}
+
+// Ranks (1-based, self excluded) of the points `pending` within a distance row, by counting:
+// rank(j) = 1 + #{l != self : (dist_l, l) before (dist_j, j)}.
+void count_ranks(const std::vector<double>& dist, index_t self, std::vector<std::pair<double, index_t>>& keys,
+                 std::vector<int>& diff, std::vector<index_t>& ranks_out) {
+  const size_t m = keys.size();
+  // keys arrive in pending order; sort a copy of their positions by the neighbour order
+  std::vector<size_t> idx(m);
+  std::iota(idx.begin(), idx.end(), 0);
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+    return math::neighbour_before(keys[a].first, keys[a].second, keys[b].first, keys[b].second);
+  });
+  std::vector<std::pair<double, index_t>> sorted(m);
+  for (size_t q = 0; q < m; ++q) sorted[q] = keys[idx[q]];
+  diff.assign(m + 1, 0);
+  const double far = sorted.back().first;
+  for (index_t l = 0; l < static_cast<index_t>(dist.size()); ++l) {
+    if (l == self || dist[l] > far) continue;
+    // first sorted key that l precedes: every key from there on has l before it
+    const auto it = std::upper_bound(sorted.begin(), sorted.end(), std::make_pair(dist[l], l),
+                                     [](const std::pair<double, index_t>& a, const std::pair<double, index_t>& b) {
+                                       return math::neighbour_before(a.first, a.second, b.first, b.second);
+                                     });
+    ++diff[static_cast<size_t>(it - sorted.begin())];
+  }
+  ranks_out.assign(m, 0);
+  index_t run = 0;
+  for (size_t q = 0; q < m; ++q) {
+    run += diff[q];
+    ranks_out[idx[q]] = 1 + run;
+  }
+}
+
+// The kmax nearest of row `self` under the neighbour order, nearest first.
+void nearest(const std::vector<double>& dist, index_t self, int kmax, std::vector<index_t>& order,
+             std::vector<index_t>& out) {
+  const index_t N = static_cast<index_t>(dist.size());
+  order.clear();
+  for (index_t l = 0; l < N; ++l)
+    if (l != self) order.push_back(l);
+  const auto before = [&](index_t a, index_t b) { return math::neighbour_before(dist[a], a, dist[b], b); };
+  std::nth_element(order.begin(), order.begin() + (kmax - 1), order.end(), before);
+  std::sort(order.begin(), order.begin() + kmax, before);
+  out.assign(order.begin(), order.begin() + kmax);
+}
+
+// For the neighbours `list` of one space, their ranks in the other space's row `dist`, using
+// `pos` (the other list's positions, -1 when absent) and counting for the rest.
+void cross_ranks(const std::vector<index_t>& list, const std::vector<int>& pos, const std::vector<double>& dist,
+                 index_t self, std::vector<index_t>& ranks) {
+  ranks.assign(list.size(), 0);
+  std::vector<std::pair<double, index_t>> keys;
+  std::vector<size_t> where;
+  for (size_t l = 0; l < list.size(); ++l) {
+    const int p = pos[static_cast<size_t>(list[l])];
+    if (p >= 0) {
+      ranks[l] = p + 1;
+    } else {
+      keys.emplace_back(dist[static_cast<size_t>(list[l])], list[l]);
+      where.push_back(l);
+    }
+  }
+  if (keys.empty()) return;
+  std::vector<int> diff;
+  std::vector<index_t> counted;
+  count_ranks(dist, self, keys, diff, counted);
+  for (size_t q = 0; q < where.size(); ++q) ranks[where[q]] = counted[q];
+}
+
+void validate(const MatrixD& X, const MatrixD& Y, const std::vector<int>& labels, const QualityRequest& req) {
+  const index_t N = Y.rows;
+  if (X.rows != N)
+    input_error("input has " + std::to_string(X.rows) + " rows but the embedding has " + std::to_string(N));
+  if (req.input_is_distance_matrix && X.cols != N)
+    input_error("distance matrix: expected " + std::to_string(N) + " x " + std::to_string(N) + ", found " +
+                std::to_string(X.rows) + " x " + std::to_string(X.cols));
+  if (N < 3) input_error("quality measures need at least 3 points, found " + std::to_string(N));
+  if (req.ks.empty()) input_error("k: give at least one neighbourhood size");
+  for (int k : req.ks)
+    if (k < 1 || k > N - 1)
+      input_error("k: expected 1 <= K <= N - 1 = " + std::to_string(N - 1) + ", found " + std::to_string(k));
+  if (req.kmax != 0 && (req.kmax < 1 || req.kmax > N - 1))
+    input_error("kmax: expected 1 <= K_max <= N - 1 = " + std::to_string(N - 1) + ", found " + std::to_string(req.kmax));
+  if (req.perplexity < 0 || (req.perplexity > 0 && !(req.perplexity < N - 1)))
+    input_error("perplexity: expected 0 < perplexity < N - 1 = " + std::to_string(N - 1) + ", found " +
+                std::to_string(req.perplexity));
+  if (!labels.empty() && static_cast<index_t>(labels.size()) != N)
+    input_error("labels: " + std::to_string(labels.size()) + " labels for " + std::to_string(N) + " points");
+  for (const MatrixD* M : {&X, &Y})
+    for (index_t n = 0; n < M->rows; ++n)
+      for (index_t c = 0; c < M->cols; ++c)
+        if (!std::isfinite((*M)(n, c)) || (req.input_is_distance_matrix && M == &X && (*M)(n, c) < 0))
+          input_error(std::string(M == &X ? "input" : "embedding") + ": row " + std::to_string(n + 1) + ", column " +
+                      std::to_string(c + 1) + " is not a finite" +
+                      (req.input_is_distance_matrix && M == &X ? " non-negative distance" : " number"));
+}
+
+// Mean smoothed precision/recall terms of one row: KL(q_i || p_i) and KL(p_i || q_i) with the
+// input bandwidth used in both spaces (NeRV).
+void smoothed_terms(const std::vector<double>& din, const std::vector<double>& dout, index_t self, double perplexity,
+                    double* kl_qp, double* kl_pq) {
+  const index_t N = static_cast<index_t>(din.size());
+  const double beta = math::bandwidth_for_perplexity<double, index_t>(din.data(), N, self, perplexity, 1e-10, 200);
+  double lzp, sp, lzq, sq;
+  math::row_entropy<double, index_t>(din.data(), N, self, beta, &lzp, &sp);
+  math::row_entropy<double, index_t>(dout.data(), N, self, beta, &lzq, &sq);
+  double a = 0, b = 0;
+  for (index_t j = 0; j < N; ++j) {
+    if (j == self) continue;
+    const double lp = -beta * (din[j] - sp) - lzp, lq = -beta * (dout[j] - sq) - lzq;
+    a += std::exp(lq) * (lq - lp);
+    b += std::exp(lp) * (lp - lq);
+  }
+  *kl_qp = a;
+  *kl_pq = b;
+}
+
+}  // namespace
+
+QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::vector<int>& labels,
+                               const QualityRequest& req) {
+  validate(X, Y, labels, req);
+  const index_t N = Y.rows;
+  const int kmax = req.kmax > 0 ? std::max(req.kmax, *std::max_element(req.ks.begin(), req.ks.end()))
+                                : *std::max_element(req.ks.begin(), req.ks.end());
+  if (kmax > N - 1) input_error("kmax: must not exceed N - 1 = " + std::to_string(N - 1));
+  const std::vector<int> grid = k_grid(req, kmax);
+  const size_t G = grid.size();
+  const index_t chunks = (N + kChunk - 1) / kChunk;
+  // per-chunk partial sums; integer ones exact
+  std::vector<std::int64_t> t_sum(G, 0), c_sum(G, 0), overlap(G, 0);
+  std::vector<double> wn_part(static_cast<size_t>(chunks) * G, 0.0), wv_part(static_cast<size_t>(chunks) * G, 0.0);
+  std::vector<double> kl_qp_part(static_cast<size_t>(chunks), 0.0), kl_pq_part(static_cast<size_t>(chunks), 0.0);
+  std::vector<std::int64_t> coranking(static_cast<size_t>(kmax) * kmax, 0);
+  std::vector<index_t> out_neighbours(static_cast<size_t>(N) * kmax);
+  const int dx = static_cast<int>(X.cols), dy = static_cast<int>(Y.cols);
+  const int threads = req.threads > 0 ? req.threads : omp_get_max_threads();
+
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<double> din(static_cast<size_t>(N)), dout(static_cast<size_t>(N));
+    std::vector<index_t> order, v, n, rho_out, r_in;
+    std::vector<int> pos_in(static_cast<size_t>(N), -1), pos_out(static_cast<size_t>(N), -1);
+    std::vector<std::int64_t> t_loc(G, 0), c_loc(G, 0), ov_loc(G, 0), q_loc(coranking.size(), 0);
+#pragma omp for schedule(dynamic, 1)
+    for (index_t ch = 0; ch < chunks; ++ch) {
+      for (index_t i = ch * kChunk; i < std::min(N, (ch + 1) * kChunk); ++i) {
+        for (index_t l = 0; l < N; ++l) {
+          din[l] = req.input_is_distance_matrix ? X(i, l) * X(i, l) : math::squared_distance(X.row(i), X.row(l), dx);
+          dout[l] = math::squared_distance(Y.row(i), Y.row(l), dy);
+        }
+        nearest(din, i, kmax, order, v);
+        nearest(dout, i, kmax, order, n);
+        for (int p = 0; p < kmax; ++p) {
+          pos_in[static_cast<size_t>(v[p])] = p;
+          pos_out[static_cast<size_t>(n[p])] = p;
+        }
+        cross_ranks(n, pos_in, din, i, rho_out);  // input ranks of the map neighbours
+        cross_ranks(v, pos_out, dout, i, r_in);   // map ranks of the input neighbours
+        for (int p = 0; p < kmax; ++p) {
+          pos_in[static_cast<size_t>(v[p])] = -1;
+          pos_out[static_cast<size_t>(n[p])] = -1;
+        }
+        std::copy(n.begin(), n.end(), out_neighbours.begin() + i * kmax);
+        for (size_t g = 0; g < G; ++g) {
+          const int K = grid[g];
+          double wn = 0, wv = 0;
+          for (int l = 0; l < K; ++l) {
+            const index_t rho = rho_out[l], r = r_in[l], own = l + 1;
+            if (rho > K) t_loc[g] += rho - K;
+            else ++ov_loc[g];
+            if (r > K) c_loc[g] += r - K;
+            wn += static_cast<double>(std::abs(rho - own)) / static_cast<double>(own);
+            wv += static_cast<double>(std::abs(r - own)) / static_cast<double>(own);
+          }
+          wn_part[static_cast<size_t>(ch) * G + g] += wn;
+          wv_part[static_cast<size_t>(ch) * G + g] += wv;
+        }
+        for (int l = 0; l < kmax; ++l)
+          if (rho_out[l] <= kmax) ++q_loc[static_cast<size_t>((rho_out[l] - 1) * kmax + l)];
+        if (req.perplexity > 0) {
+          double a, b;
+          smoothed_terms(din, dout, i, req.perplexity, &a, &b);
+          kl_qp_part[static_cast<size_t>(ch)] += a;
+          kl_pq_part[static_cast<size_t>(ch)] += b;
+        }
+      }
+    }
+#pragma omp critical
+    {
+      for (size_t g = 0; g < G; ++g) {
+        t_sum[g] += t_loc[g];
+        c_sum[g] += c_loc[g];
+        overlap[g] += ov_loc[g];
+      }
+      for (size_t q = 0; q < coranking.size(); ++q) coranking[q] += q_loc[q];
+    }
+  }
+
+  QualityReport rep;
+  rep.num_points = N;
+  rep.kmax = kmax;
+  rep.coranking = std::move(coranking);
+  const double Nd = static_cast<double>(N);
+  auto at = [&](size_t g) {
+    const int K = grid[g];
+    const double Kd = K;
+    QualityAtK q;
+    q.k = K;
+    const double G_K = 2 * K < N ? Nd * Kd * (2 * Nd - 3 * Kd - 1) : Nd * (Nd - Kd) * (Nd - Kd - 1);
+    q.trustworthiness = G_K > 0 ? 1.0 - 2.0 * static_cast<double>(t_sum[g]) / G_K : 1.0;
+    q.continuity = G_K > 0 ? 1.0 - 2.0 * static_cast<double>(c_sum[g]) / G_K : 1.0;
+    double H = 0;
+    for (int k = 1; k <= K; ++k) H += std::abs(Nd - 2.0 * k + 1.0) / k;
+    H *= Nd;
+    double wn = 0, wv = 0;
+    for (index_t ch = 0; ch < chunks; ++ch) {
+      wn += wn_part[static_cast<size_t>(ch) * G + g];
+      wv += wv_part[static_cast<size_t>(ch) * G + g];
+    }
+    q.mrre_neighbourhood = wn / H;
+    q.mrre_visual = wv / H;
+    q.lcmc = Kd / (1.0 - Nd) + static_cast<double>(overlap[g]) / (Nd * Kd);
+    q.knn_accuracy = labels.empty() ? kNaN : knn_vote_accuracy(out_neighbours, kmax, labels, K);
+    return q;
+  };
+  for (int k : req.ks) rep.at_k.push_back(at(static_cast<size_t>(std::lower_bound(grid.begin(), grid.end(), k) - grid.begin())));
+  if (req.curve)
+    for (size_t g = 0; g < G; ++g) rep.curve.push_back(at(g));
+  rep.homogeneity_1nn = labels.empty() ? kNaN : knn_vote_accuracy(out_neighbours, kmax, labels, 1);
+  rep.smoothed_precision = rep.smoothed_recall = kNaN;
+  if (req.perplexity > 0) {
+    double a = 0, b = 0;
+    for (index_t ch = 0; ch < chunks; ++ch) {
+      a += kl_qp_part[static_cast<size_t>(ch)];
+      b += kl_pq_part[static_cast<size_t>(ch)];
+    }
+    rep.smoothed_precision = -a / Nd;
+    rep.smoothed_recall = -b / Nd;
+  }
+  return rep;
+}
+
+double knn_vote_accuracy(const std::vector<index_t>& neighbours, int stride, const std::vector<int>& labels, int k) {
+  const index_t N = static_cast<index_t>(labels.size());
+  index_t hit = 0, known = 0;
+  std::vector<int> count;
+  for (index_t i = 0; i < N; ++i) {
+    if (labels[static_cast<size_t>(i)] < 0) continue;
+    ++known;
+    int best = -1, best_count = 0, used = 0;
+    count.clear();
+    for (int l = 0; l < stride && used < k; ++l) {
+      const int lab = labels[static_cast<size_t>(neighbours[static_cast<size_t>(i * stride + l)])];
+      if (lab < 0) continue;
+      ++used;
+      if (lab >= static_cast<int>(count.size())) count.resize(static_cast<size_t>(lab) + 1, 0);
+      // strictly more votes wins; an equal count keeps the label that got there first (nearer)
+      if (++count[static_cast<size_t>(lab)] > best_count) {
+        best_count = count[static_cast<size_t>(lab)];
+        best = lab;
+      }
+    }
+    hit += best == labels[static_cast<size_t>(i)];
+  }
+  return known ? static_cast<double>(hit) / static_cast<double>(known) : kNaN;
+}
+
+ClassScores class_scores(const std::vector<int>& predicted, const std::vector<int>& labels, int num_classes) {
+  std::vector<double> tp(static_cast<size_t>(num_classes), 0), pred(tp), truth(tp);
+  for (size_t n = 0; n < labels.size(); ++n) {
+    if (labels[n] < 0 || labels[n] >= num_classes) continue;
+    truth[static_cast<size_t>(labels[n])] += 1;
+    if (predicted[n] >= 0 && predicted[n] < num_classes) {
+      pred[static_cast<size_t>(predicted[n])] += 1;
+      if (predicted[n] == labels[n]) tp[static_cast<size_t>(labels[n])] += 1;
+    }
+  }
+  ClassScores s;
+  for (int k = 0; k < num_classes; ++k) {
+    const double p = pred[k] > 0 ? tp[k] / pred[k] : kNaN, r = truth[k] > 0 ? tp[k] / truth[k] : kNaN;
+    s.precision.push_back(p);
+    s.recall.push_back(r);
+    s.f_measure.push_back(p + r > 0 ? 2 * p * r / (p + r) : (std::isnan(p) || std::isnan(r) ? kNaN : 0.0));
+  }
+  return s;
+}
+
+}  // namespace orrery

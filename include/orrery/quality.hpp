@@ -1,0 +1,64 @@
+// Quality of a map against its input (MATH.md §5; Venna & Kaski; Lee & Verleysen; Venna et al.
+// 2010 for NeRV's smoothed precision and recall).
+//
+// Conventions, relied on by the tests:
+// - rho_ij is the rank of j among i's neighbours in the input, r_ij in the map (1 = nearest);
+//   a point is not its own neighbour; equal distances are ranked by the lower index.
+// - Only each point's K_max nearest in each space are kept (memory O(N K_max)); a rank beyond
+//   K_max that a measure needs is obtained by counting the points before it in that row.
+// - Integer quantities (rank sums, overlaps, co-ranking counts) are summed exactly in 64-bit
+//   integers; real-valued ones per point and then in point order, so results do not depend on
+//   the number of threads.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "orrery/types.hpp"
+
+namespace orrery {
+
+struct QualityRequest {
+  std::vector<int> ks = {5, 10, 20};  // neighbourhood sizes K to report (also k of k-NN accuracy)
+  int kmax = 0;                       // size of the co-ranking matrix; 0 = max(ks)
+  bool curve = true;                  // also a grid of K in [1, kmax] for plots
+  double perplexity = 0.0;            // > 0: NeRV's mean smoothed precision/recall at this perplexity
+  bool input_is_distance_matrix = false;  // input is an N x N matrix of distances, not vectors
+  int threads = 0;                    // 0 = OpenMP default
+};
+
+struct QualityAtK {
+  int k = 0;
+  double trustworthiness = 0, continuity = 0;  // M_T(K), M_C(K): 1 is perfect
+  double mrre_neighbourhood = 0, mrre_visual = 0;  // W_n(K), W_v(K): errors, 0 is perfect
+  double lcmc = 0;                              // U(K)
+  double knn_accuracy = 0;                      // leave-one-out k-NN accuracy in the map (NaN without labels)
+};
+
+struct QualityReport {
+  index_t num_points = 0;
+  int kmax = 0;
+  std::vector<QualityAtK> at_k;       // one per requested K, in request order
+  std::vector<QualityAtK> curve;      // K on a grid in [1, kmax] (empty unless requested)
+  std::vector<std::int64_t> coranking;  // kmax x kmax: entry (k-1, l-1) counts pairs with rho = k, r = l
+  double homogeneity_1nn = 0;         // fraction whose nearest map neighbour shares its label (NaN without labels)
+  double smoothed_precision = 0;      // -mean_i KL(q_i || p_i) (NaN unless perplexity > 0); 0 is perfect
+  double smoothed_recall = 0;         // -mean_i KL(p_i || q_i)
+};
+
+// X: N x d vectors (or N x N distances), Y: N x D map, labels: empty or N entries (-1 unknown).
+// Errors (orrery::Error, input) for mismatched N, K outside [1, N - 1], non-finite values.
+QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::vector<int>& labels,
+                               const QualityRequest& request);
+
+// Leave-one-out k-NN classification of a map from its neighbour lists: majority vote of the k
+// nearest labelled neighbours; a tie goes to the label whose nearest member ranks first.
+double knn_vote_accuracy(const std::vector<index_t>& neighbours, int stride, const std::vector<int>& labels, int k);
+
+// Per-class precision, recall and F-measure of a predicted class against labels (PE paper,
+// Table 1): precision_k = |pred = k and label = k| / |pred = k|, recall_k = ... / |label = k|.
+struct ClassScores {
+  std::vector<double> precision, recall, f_measure;  // NaN where undefined (empty class)
+};
+ClassScores class_scores(const std::vector<int>& predicted, const std::vector<int>& labels, int num_classes);
+
+}  // namespace orrery

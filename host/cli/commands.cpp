@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/evaluate.hpp"
 #include "cli/methods.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/build_info.hpp"
@@ -23,6 +24,10 @@ const char* kUsage =
     "  validate CONFIG.json          check the configuration and its input files; fit nothing\n"
     "  defaults TABLE [--markdown]   every parameter of TABLE (a method, e.g. pe, or a sub-model,\n"
     "                                e.g. posterior_model) with default, range and meaning\n"
+    "  evaluate --data X --embedding Y [--labels L] [--k 5,10,20] [--kmax K] [--perplexity P]\n"
+    "           [--distances] [--out report.json] [--svg quality.svg] [--threads T] [--quiet]\n"
+    "                                quality of a map: trustworthiness, continuity, MRRE, LCMC,\n"
+    "                                co-ranking, k-NN accuracy, smoothed precision/recall\n"
     "  info                          version, build and CUDA devices\n"
     "  help                          this text\n"
     "\n"
@@ -112,6 +117,7 @@ int main(int argc, char** argv) {
     if (cmd == "validate") return cmd_run(rest, true);
     if (cmd == "defaults") return cmd_defaults(rest);
     if (cmd == "info") return cmd_info();
+    if (cmd == "evaluate") return cmd_evaluate(rest);
     input_error("unknown command '" + cmd + "' (see orrery help)");
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -1,5 +1,6 @@
 #include "cli/pe_run.hpp"
 
+#include "cli/evaluate.hpp"
 #include "cli/run_common.hpp"
 
 #include <chrono>
@@ -9,10 +10,13 @@
 #include <filesystem>
 
 #include "io/writers.hpp"
+#include "orrery/quality.hpp"
 #include "report/svg_map.hpp"
 
 namespace orrery::cli {
 namespace {
+
+constexpr index_t kQualityMaxPoints = 20000;
 
 // Progress lines on stderr, at most one a second. The ETA extrapolates the recent decay rate of
 // log |dJ/dPhi|^2 towards eps_phi (capped by max_iter); it is an estimate, shown as such.
@@ -93,6 +97,25 @@ json run_pe(const PeRunConfig& cfg, bool quiet) {
   if (!data.labels.empty()) {
     quality["label_accuracy_of_input_argmax"] = agreement(input_class, data.labels);
     quality["label_accuracy_of_map_argmax"] = agreement(map_class, data.labels);
+    // PE paper, Table 1: how well the map's arg-max class recovers each labelled class.
+    const ClassScores cs = class_scores(map_class, data.labels, static_cast<int>(K));
+    json per_class = json::object();
+    for (index_t k = 0; k < K; ++k)
+      per_class[data.class_names[static_cast<size_t>(k)]] = {
+          {"precision", cs.precision[k]}, {"recall", cs.recall[k]}, {"f_measure", cs.f_measure[k]}};
+    quality["map_argmax_class_scores"] = per_class;
+  }
+  // Rank-based measures of the map against the posteriors as input vectors (and k-NN accuracy
+  // with labels) cost O(N^2 K): computed up to kQualityMaxPoints objects, reported as skipped above.
+  if (N <= kQualityMaxPoints && N > 20) {
+    QualityRequest req;
+    req.ks = {5, 10, 20};
+    req.curve = false;
+    req.threads = cfg.run.threads;
+    quality["map_vs_posteriors"] = quality_json(evaluate_quality(data.pe.posteriors, res.object_coords, data.labels, req));
+  } else {
+    quality["map_vs_posteriors"] = "skipped: " + std::to_string(N) + " objects (computed for 21 to " +
+                                   std::to_string(kQualityMaxPoints) + "; use orrery evaluate)";
   }
   const double seconds_eval = seconds_since(t_eval);
 

@@ -1,0 +1,141 @@
+#include "cli/evaluate.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "cli/run_common.hpp"
+#include "io/readers.hpp"
+#include "io/writers.hpp"
+#include "orrery/error.hpp"
+#include "report/quality_svg.hpp"
+
+namespace orrery::cli {
+namespace {
+
+std::vector<int> parse_int_list(const std::string& text, const std::string& option) {
+  std::vector<int> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      const long v = std::stol(item, &used);
+      if (used != item.size() || v < 1 || v > 1000000000) throw std::invalid_argument(item);
+      out.push_back(static_cast<int>(v));
+    } catch (const std::exception&) {
+      input_error(option + ": expected a comma list of positive integers, found '" + text + "'");
+    }
+  }
+  if (out.empty()) input_error(option + ": expected a comma list of positive integers, found '" + text + "'");
+  return out;
+}
+
+double parse_number(const std::string& text, const std::string& option) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size()) return v;
+  } catch (const std::exception&) {
+  }
+  input_error(option + ": expected a number, found '" + text + "'");
+}
+
+json nan_to_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json at_k_json(const QualityAtK& q) {
+  return {{"k", q.k},
+          {"trustworthiness", q.trustworthiness},
+          {"continuity", q.continuity},
+          {"mrre_neighbourhood", q.mrre_neighbourhood},
+          {"mrre_visual", q.mrre_visual},
+          {"lcmc", q.lcmc},
+          {"knn_accuracy", nan_to_null(q.knn_accuracy)}};
+}
+
+}  // namespace
+
+json quality_json(const QualityReport& rep) {
+  json j;
+  j["points"] = rep.num_points;
+  j["at_k"] = json::array();
+  for (const auto& q : rep.at_k) j["at_k"].push_back(at_k_json(q));
+  j["curve"] = json::array();
+  for (const auto& q : rep.curve) j["curve"].push_back(at_k_json(q));
+  j["homogeneity_1nn"] = nan_to_null(rep.homogeneity_1nn);
+  j["smoothed_precision"] = nan_to_null(rep.smoothed_precision);
+  j["smoothed_recall"] = nan_to_null(rep.smoothed_recall);
+  j["coranking"] = {{"kmax", rep.kmax}, {"counts", rep.coranking}};
+  j["conventions"] =
+      "ranks exclude the point itself; equal distances rank the lower index first; Euclidean distances; "
+      "smoothed precision/recall = -mean_i KL(q_i||p_i) / -mean_i KL(p_i||q_i) with the input's perplexity-"
+      "calibrated bandwidth in both spaces (0 is perfect); MRRE values are errors (0 is perfect)";
+  return j;
+}
+
+int cmd_evaluate(const std::vector<std::string>& args) {
+  std::string data, embedding, labels_path, out, svg;
+  QualityRequest req;
+  bool quiet = false;
+  for (size_t a = 0; a < args.size(); ++a) {
+    const std::string& opt = args[a];
+    auto value = [&]() -> std::string {
+      if (a + 1 >= args.size()) input_error("evaluate: option " + opt + " needs a value");
+      return args[++a];
+    };
+    if (opt == "--data") data = value();
+    else if (opt == "--embedding") embedding = value();
+    else if (opt == "--labels") labels_path = value();
+    else if (opt == "--k") req.ks = parse_int_list(value(), "--k");
+    else if (opt == "--kmax") req.kmax = parse_int_list(value(), "--kmax").front();
+    else if (opt == "--perplexity") req.perplexity = parse_number(value(), "--perplexity");
+    else if (opt == "--distances") req.input_is_distance_matrix = true;
+    else if (opt == "--out") out = value();
+    else if (opt == "--svg") svg = value();
+    else if (opt == "--threads") req.threads = parse_int_list(value(), "--threads").front();
+    else if (opt == "--quiet" || opt == "-q") quiet = true;
+    else input_error("evaluate: unknown option '" + opt + "'");
+  }
+  if (data.empty()) input_error("evaluate: --data (input vectors, or distances with --distances) is required");
+  if (embedding.empty()) input_error("evaluate: --embedding (the map, N x D) is required");
+  const auto t0 = Clock::now();
+  const MatrixD X = io::read_matrix(data), Y = io::read_matrix(embedding);
+  if (X.rows != Y.rows)
+    input_error(data + " has " + std::to_string(X.rows) + " rows but " + embedding + " has " + std::to_string(Y.rows));
+  std::vector<int> labels;
+  if (!labels_path.empty()) {
+    labels = io::read_labels(labels_path);
+    if (static_cast<index_t>(labels.size()) != Y.rows)
+      input_error(labels_path + ": " + std::to_string(labels.size()) + " labels for " + std::to_string(Y.rows) +
+                  " points in " + embedding);
+  }
+  const QualityReport rep = evaluate_quality(X, Y, labels, req);
+  const double seconds = seconds_since(t0);
+
+  if (!quiet) {
+    std::printf("%8s %10s %10s %10s %10s %10s %10s\n", "K", "trust", "contin", "MRRE_n", "MRRE_v", "LCMC", "kNN_acc");
+    for (const auto& q : rep.at_k)
+      std::printf("%8d %10.6f %10.6f %10.6f %10.6f %10.6f %10.6f\n", q.k, q.trustworthiness, q.continuity,
+                  q.mrre_neighbourhood, q.mrre_visual, q.lcmc, q.knn_accuracy);
+    if (!labels.empty()) std::printf("1-NN homogeneity: %.6f\n", rep.homogeneity_1nn);
+    if (req.perplexity > 0)
+      std::printf("smoothed precision %.6g, smoothed recall %.6g (perplexity %g)\n", rep.smoothed_precision,
+                  rep.smoothed_recall, req.perplexity);
+    std::printf("%lld points, %.2f s\n", static_cast<long long>(rep.num_points), seconds);
+  }
+  io::OutputSet files;
+  if (!out.empty()) {
+    json j = quality_json(rep);
+    j["data"] = data;
+    j["embedding"] = embedding;
+    j["labels"] = labels_path;
+    j["seconds"] = seconds;
+    files.add(out, j.dump(2) + "\n");
+  }
+  if (!svg.empty())
+    files.add(svg, report::render_quality_svg(rep, "Map quality: " + std::filesystem::path(embedding).filename().string()));
+  files.commit();
+  return 0;
+}
+
+}  // namespace orrery::cli

@@ -308,6 +308,10 @@ int run_pe(const Options& o) {
 
 }  // namespace
 
+namespace orrery {
+int run_quality_bench(int argc, char** argv);  // bench/bench_quality.cpp
+}
+
 int main(int argc, char** argv) {
   try {
     if (argc < 2) {
@@ -319,7 +323,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     const std::string what = argv[1];
-    if (what != "pe") input_error("unknown benchmark '" + what + "'; expected: pe");
+    if (what == "quality") return orrery::run_quality_bench(argc, argv);
+    if (what != "pe") input_error("unknown benchmark '" + what + "'; expected: pe, quality");
     return run_pe(parse_options(argc, argv));
   } catch (const orrery::Error& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -1,12 +1,12 @@
-// Exact kNN by rows: each query computes its distances to every point and keeps the k best by a
-// partial selection under the (distance, index) order. O(N^2 d) time, O(N) scratch per thread;
+// Exact kNN by rows: each query computes its distances to every point and keeps the k best under
+// the (distance, index) order. O(N^2 d) time, O(N) scratch per thread;
 // rows are independent, so any thread count gives the same graph.
 #include <omp.h>
 
 #include <algorithm>
-#include <numeric>
 #include <string>
 
+#include "cpu/nearest.hpp"
 #include "orrery/error.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/math/distance.hpp"
@@ -26,19 +26,14 @@ KnnGraph exact_knn(const MatrixD& X, int k, int threads) {
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
   {
     std::vector<double> dist(static_cast<size_t>(N));
-    std::vector<index_t> order(static_cast<size_t>(N - 1));
+    std::vector<index_t> heap, nearest;
 #pragma omp for schedule(dynamic, 16)
     for (index_t i = 0; i < N; ++i) {
       for (index_t l = 0; l < N; ++l) dist[l] = math::squared_distance(X.row(i), X.row(l), d);
-      index_t m = 0;
-      for (index_t l = 0; l < N; ++l)
-        if (l != i) order[m++] = l;
-      const auto before = [&](index_t a, index_t b) { return math::neighbour_before(dist[a], a, dist[b], b); };
-      std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), before);
-      std::sort(order.begin(), order.begin() + k, before);
+      select_nearest(dist, i, k, heap, nearest);
       for (int j = 0; j < k; ++j) {
-        g.index[static_cast<size_t>(i * k + j)] = order[j];
-        g.dist2[static_cast<size_t>(i * k + j)] = dist[order[j]];
+        g.index[static_cast<size_t>(i * k + j)] = nearest[j];
+        g.dist2[static_cast<size_t>(i * k + j)] = dist[nearest[j]];
       }
     }
   }

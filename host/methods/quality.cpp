@@ -12,6 +12,7 @@
 #include <numeric>
 #include <string>
 
+#include "cpu/nearest.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/affinity.hpp"
 #include "orrery/math/distance.hpp"
@@ -65,19 +66,6 @@ void count_ranks(const std::vector<double>& dist, index_t self, std::vector<std:
     run += diff[q];
     ranks_out[idx[q]] = 1 + run;
   }
-}
-
-// The kmax nearest of row `self` under the neighbour order, nearest first.
-void nearest(const std::vector<double>& dist, index_t self, int kmax, std::vector<index_t>& order,
-             std::vector<index_t>& out) {
-  const index_t N = static_cast<index_t>(dist.size());
-  order.clear();
-  for (index_t l = 0; l < N; ++l)
-    if (l != self) order.push_back(l);
-  const auto before = [&](index_t a, index_t b) { return math::neighbour_before(dist[a], a, dist[b], b); };
-  std::nth_element(order.begin(), order.begin() + (kmax - 1), order.end(), before);
-  std::sort(order.begin(), order.begin() + kmax, before);
-  out.assign(order.begin(), order.begin() + kmax);
 }
 
 // For the neighbours `list` of one space, their ranks in the other space's row `dist`, using
@@ -185,8 +173,8 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
           din[l] = req.input_is_distance_matrix ? X(i, l) * X(i, l) : math::squared_distance(X.row(i), X.row(l), dx);
           dout[l] = math::squared_distance(Y.row(i), Y.row(l), dy);
         }
-        nearest(din, i, kmax, order, v);
-        nearest(dout, i, kmax, order, n);
+        select_nearest(din, i, kmax, order, v);
+        select_nearest(dout, i, kmax, order, n);
         for (int p = 0; p < kmax; ++p) {
           pos_in[static_cast<size_t>(v[p])] = p;
           pos_out[static_cast<size_t>(n[p])] = p;

@@ -7,6 +7,7 @@
 #include "cli/run_common.hpp"
 #include "io/readers.hpp"
 #include "io/writers.hpp"
+#include "orrery/backend.hpp"
 #include "orrery/error.hpp"
 #include "report/quality_svg.hpp"
 
@@ -77,6 +78,7 @@ int cmd_evaluate(const std::vector<std::string>& args) {
   std::string data, embedding, labels_path, out, svg;
   QualityRequest req;
   bool quiet = false;
+  std::string device = "cpu";
   for (size_t a = 0; a < args.size(); ++a) {
     const std::string& opt = args[a];
     auto value = [&]() -> std::string {
@@ -93,6 +95,7 @@ int cmd_evaluate(const std::vector<std::string>& args) {
     else if (opt == "--out") out = value();
     else if (opt == "--svg") svg = value();
     else if (opt == "--threads") req.threads = parse_int_list(value(), "--threads").front();
+    else if (opt == "--device") device = value();
     else if (opt == "--quiet" || opt == "-q") quiet = true;
     else input_error("evaluate: unknown option '" + opt + "'");
   }
@@ -109,7 +112,8 @@ int cmd_evaluate(const std::vector<std::string>& args) {
       input_error(labels_path + ": " + std::to_string(labels.size()) + " labels for " + std::to_string(Y.rows) +
                   " points in " + embedding);
   }
-  const QualityReport rep = evaluate_quality(X, Y, labels, req);
+  const auto backend = make_backend(device, req.threads);
+  const QualityReport rep = evaluate_quality(X, Y, labels, req, backend.get());
   const double seconds = seconds_since(t0);
 
   if (!quiet) {

@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <string>
 
-#include "cpu/nearest.hpp"
 #include "orrery/error.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/math/distance.hpp"
+#include "orrery/math/select.hpp"
 
 namespace orrery {
 
@@ -25,16 +25,14 @@ KnnGraph exact_knn(const MatrixD& X, int k, int threads) {
   const int d = static_cast<int>(X.cols);
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
   {
-    std::vector<double> dist(static_cast<size_t>(N));
-    std::vector<index_t> heap, nearest;
 #pragma omp for schedule(dynamic, 16)
     for (index_t i = 0; i < N; ++i) {
-      for (index_t l = 0; l < N; ++l) dist[l] = math::squared_distance(X.row(i), X.row(l), d);
-      select_nearest(dist, i, k, heap, nearest);
-      for (int j = 0; j < k; ++j) {
-        g.index[static_cast<size_t>(i * k + j)] = nearest[j];
-        g.dist2[static_cast<size_t>(i * k + j)] = dist[nearest[j]];
-      }
+      double* hd = g.dist2.data() + i * k;
+      index_t* hi = g.index.data() + i * k;
+      int size = 0;
+      for (index_t l = 0; l < N; ++l)
+        if (l != i) math::heap_offer(math::squared_distance(X.row(i), X.row(l), d), l, hd, hi, size, k);
+      math::heap_sort_ascending(hd, hi, k);
     }
   }
   return g;

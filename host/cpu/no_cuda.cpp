@@ -12,3 +12,13 @@ std::unique_ptr<Backend> make_cuda_backend(int) {
 }
 
 }  // namespace orrery
+
+#include "orrery/quality.hpp"
+
+namespace orrery {
+
+RankRows rank_rows_cuda(const MatrixD&, const MatrixD&, int, bool, int) {
+  throw Error(ErrorKind::cuda, "device: CUDA requested for the quality measures, but this orrery was " + cuda_status());
+}
+
+}  // namespace orrery

@@ -1,6 +1,7 @@
 // Quality measures by rows: each point's distances to all others in both spaces are computed
 // once (O(N (d + D)) per point, O(N) scratch), its K_max nearest in each space selected, and the
-// few ranks beyond K_max that the measures need counted in the same row (O(N log K_max)).
+// few ranks beyond K_max that the measures need counted in the same row (O(N log K_max)); the
+// measures are then sums over those rows.
 // Total O(N^2 (d + D)) time and O(N K_max) memory; no N x N array exists.
 #include "orrery/quality.hpp"
 
@@ -12,10 +13,11 @@
 #include <numeric>
 #include <string>
 
-#include "cpu/nearest.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/affinity.hpp"
+#include "orrery/backend.hpp"
 #include "orrery/math/distance.hpp"
+#include "orrery/math/select.hpp"
 
 namespace orrery {
 namespace {
@@ -36,59 +38,30 @@ std::vector<int> k_grid(const QualityRequest& req, int kmax) {
   return g;
 }
 
-// Ranks (1-based, self excluded) of the points `pending` within a distance row, by counting:
-// rank(j) = 1 + #{l != self : (dist_l, l) before (dist_j, j)}.
-void count_ranks(const std::vector<double>& dist, index_t self, std::vector<std::pair<double, index_t>>& keys,
-                 std::vector<int>& diff, std::vector<index_t>& ranks_out) {
-  const size_t m = keys.size();
-  // keys arrive in pending order; sort a copy of their positions by the neighbour order
-  std::vector<size_t> idx(m);
-  std::iota(idx.begin(), idx.end(), 0);
-  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
-    return math::neighbour_before(keys[a].first, keys[a].second, keys[b].first, keys[b].second);
-  });
-  std::vector<std::pair<double, index_t>> sorted(m);
-  for (size_t q = 0; q < m; ++q) sorted[q] = keys[idx[q]];
-  diff.assign(m + 1, 0);
-  const double far = sorted.back().first;
-  for (index_t l = 0; l < static_cast<index_t>(dist.size()); ++l) {
-    if (l == self || dist[l] > far) continue;
-    // first sorted key that l precedes: every key from there on has l before it
-    const auto it = std::upper_bound(sorted.begin(), sorted.end(), std::make_pair(dist[l], l),
-                                     [](const std::pair<double, index_t>& a, const std::pair<double, index_t>& b) {
-                                       return math::neighbour_before(a.first, a.second, b.first, b.second);
-                                     });
-    ++diff[static_cast<size_t>(it - sorted.begin())];
-  }
-  ranks_out.assign(m, 0);
-  index_t run = 0;
-  for (size_t q = 0; q < m; ++q) {
-    run += diff[q];
-    ranks_out[idx[q]] = 1 + run;
-  }
-}
-
-// For the neighbours `list` of one space, their ranks in the other space's row `dist`, using
-// `pos` (the other list's positions, -1 when absent) and counting for the rest.
-void cross_ranks(const std::vector<index_t>& list, const std::vector<int>& pos, const std::vector<double>& dist,
-                 index_t self, std::vector<index_t>& ranks) {
-  ranks.assign(list.size(), 0);
-  std::vector<std::pair<double, index_t>> keys;
-  std::vector<size_t> where;
-  for (size_t l = 0; l < list.size(); ++l) {
+// Ranks in `dist` (one row, self excluded) of the points `list` (the other space's neighbours):
+// read from `pos` when the point is among this space's own kept neighbours, counted otherwise.
+void cross_ranks(const std::int64_t* list, int kmax, const std::vector<int>& pos, const std::vector<double>& dist,
+                 index_t self, std::int64_t* ranks, std::vector<double>& kd, std::vector<std::int64_t>& ki,
+                 std::vector<int>& tag, std::vector<std::int64_t>& diff) {
+  int m = 0;
+  for (int l = 0; l < kmax; ++l) {
     const int p = pos[static_cast<size_t>(list[l])];
     if (p >= 0) {
       ranks[l] = p + 1;
     } else {
-      keys.emplace_back(dist[static_cast<size_t>(list[l])], list[l]);
-      where.push_back(l);
+      kd[m] = dist[static_cast<size_t>(list[l])];
+      ki[m] = list[l];
+      tag[m++] = l;
     }
   }
-  if (keys.empty()) return;
-  std::vector<int> diff;
-  std::vector<index_t> counted;
-  count_ranks(dist, self, keys, diff, counted);
-  for (size_t q = 0; q < where.size(); ++q) ranks[where[q]] = counted[q];
+  if (m == 0) return;
+  math::sort_keys(kd.data(), ki.data(), tag.data(), m);
+  std::fill(diff.begin(), diff.begin() + m + 1, 0);
+  const double far = kd[m - 1];
+  for (index_t l = 0; l < static_cast<index_t>(dist.size()); ++l)
+    if (l != self && dist[l] <= far) ++diff[math::first_key_after(dist[l], static_cast<std::int64_t>(l), kd.data(), ki.data(), m)];
+  std::int64_t run = 0;
+  for (int q = 0; q < m; ++q) ranks[tag[q]] = 1 + (run += diff[q]);
 }
 
 void validate(const MatrixD& X, const MatrixD& Y, const std::vector<int>& labels, const QualityRequest& req) {
@@ -141,56 +114,80 @@ void smoothed_terms(const std::vector<double>& din, const std::vector<double>& d
 
 }  // namespace
 
+RankRows rank_rows_cpu(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix, int threads) {
+  const index_t N = Y.rows;
+  RankRows rows;
+  rows.num_points = N;
+  rows.kmax = kmax;
+  const size_t total = static_cast<size_t>(N) * kmax;
+  rows.map_neighbours.resize(total);
+  rows.input_rank_of_map_nb.resize(total);
+  rows.map_rank_of_input_nb.resize(total);
+  const int dx = static_cast<int>(X.cols), dy = static_cast<int>(Y.cols);
+#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+  {
+    std::vector<double> din(static_cast<size_t>(N)), dout(static_cast<size_t>(N)), hd_in(kmax), hd_out(kmax), kd(kmax);
+    std::vector<std::int64_t> v(kmax), ki(kmax), diff(kmax + 1);
+    std::vector<int> pos_in(static_cast<size_t>(N), -1), pos_out(static_cast<size_t>(N), -1), tag(kmax);
+#pragma omp for schedule(dynamic, 16)
+    for (index_t i = 0; i < N; ++i) {
+      std::int64_t* n = rows.map_neighbours.data() + i * kmax;
+      int size_in = 0, size_out = 0;
+      for (index_t l = 0; l < N; ++l) {
+        din[l] = distance_matrix ? X(i, l) * X(i, l) : math::squared_distance(X.row(i), X.row(l), dx);
+        dout[l] = math::squared_distance(Y.row(i), Y.row(l), dy);
+        if (l == i) continue;
+        math::heap_offer(din[l], static_cast<std::int64_t>(l), hd_in.data(), v.data(), size_in, kmax);
+        math::heap_offer(dout[l], static_cast<std::int64_t>(l), hd_out.data(), n, size_out, kmax);
+      }
+      math::heap_sort_ascending(hd_in.data(), v.data(), kmax);
+      math::heap_sort_ascending(hd_out.data(), n, kmax);
+      for (int p = 0; p < kmax; ++p) {
+        pos_in[static_cast<size_t>(v[p])] = p;
+        pos_out[static_cast<size_t>(n[p])] = p;
+      }
+      cross_ranks(n, kmax, pos_in, din, i, rows.input_rank_of_map_nb.data() + i * kmax, kd, ki, tag, diff);
+      cross_ranks(v.data(), kmax, pos_out, dout, i, rows.map_rank_of_input_nb.data() + i * kmax, kd, ki, tag, diff);
+      for (int p = 0; p < kmax; ++p) {
+        pos_in[static_cast<size_t>(v[p])] = -1;
+        pos_out[static_cast<size_t>(n[p])] = -1;
+      }
+    }
+  }
+  return rows;
+}
+
 QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::vector<int>& labels,
-                               const QualityRequest& req) {
+                               const QualityRequest& req, const Backend* backend) {
   validate(X, Y, labels, req);
   const index_t N = Y.rows;
   const int kmax = req.kmax > 0 ? std::max(req.kmax, *std::max_element(req.ks.begin(), req.ks.end()))
                                 : *std::max_element(req.ks.begin(), req.ks.end());
   if (kmax > N - 1) input_error("kmax: must not exceed N - 1 = " + std::to_string(N - 1));
+  const int threads = req.threads > 0 ? req.threads : omp_get_max_threads();
+  const RankRows rows = backend && backend->is_cuda()
+                            ? rank_rows_cuda(X, Y, kmax, req.input_is_distance_matrix, backend->device_index())
+                            : rank_rows_cpu(X, Y, kmax, req.input_is_distance_matrix, threads);
   const std::vector<int> grid = k_grid(req, kmax);
   const size_t G = grid.size();
   const index_t chunks = (N + kChunk - 1) / kChunk;
-  // per-chunk partial sums; integer ones exact
+  // Integer sums are exact in any order; real ones are summed per chunk, then in chunk order.
   std::vector<std::int64_t> t_sum(G, 0), c_sum(G, 0), overlap(G, 0);
   std::vector<double> wn_part(static_cast<size_t>(chunks) * G, 0.0), wv_part(static_cast<size_t>(chunks) * G, 0.0);
-  std::vector<double> kl_qp_part(static_cast<size_t>(chunks), 0.0), kl_pq_part(static_cast<size_t>(chunks), 0.0);
   std::vector<std::int64_t> coranking(static_cast<size_t>(kmax) * kmax, 0);
-  std::vector<index_t> out_neighbours(static_cast<size_t>(N) * kmax);
-  const int dx = static_cast<int>(X.cols), dy = static_cast<int>(Y.cols);
-  const int threads = req.threads > 0 ? req.threads : omp_get_max_threads();
-
 #pragma omp parallel num_threads(threads)
   {
-    std::vector<double> din(static_cast<size_t>(N)), dout(static_cast<size_t>(N));
-    std::vector<index_t> order, v, n, rho_out, r_in;
-    std::vector<int> pos_in(static_cast<size_t>(N), -1), pos_out(static_cast<size_t>(N), -1);
     std::vector<std::int64_t> t_loc(G, 0), c_loc(G, 0), ov_loc(G, 0), q_loc(coranking.size(), 0);
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(static)
     for (index_t ch = 0; ch < chunks; ++ch) {
       for (index_t i = ch * kChunk; i < std::min(N, (ch + 1) * kChunk); ++i) {
-        for (index_t l = 0; l < N; ++l) {
-          din[l] = req.input_is_distance_matrix ? X(i, l) * X(i, l) : math::squared_distance(X.row(i), X.row(l), dx);
-          dout[l] = math::squared_distance(Y.row(i), Y.row(l), dy);
-        }
-        select_nearest(din, i, kmax, order, v);
-        select_nearest(dout, i, kmax, order, n);
-        for (int p = 0; p < kmax; ++p) {
-          pos_in[static_cast<size_t>(v[p])] = p;
-          pos_out[static_cast<size_t>(n[p])] = p;
-        }
-        cross_ranks(n, pos_in, din, i, rho_out);  // input ranks of the map neighbours
-        cross_ranks(v, pos_out, dout, i, r_in);   // map ranks of the input neighbours
-        for (int p = 0; p < kmax; ++p) {
-          pos_in[static_cast<size_t>(v[p])] = -1;
-          pos_out[static_cast<size_t>(n[p])] = -1;
-        }
-        std::copy(n.begin(), n.end(), out_neighbours.begin() + i * kmax);
+        const std::int64_t* rho_out = rows.input_rank_of_map_nb.data() + i * kmax;
+        const std::int64_t* r_in = rows.map_rank_of_input_nb.data() + i * kmax;
         for (size_t g = 0; g < G; ++g) {
           const int K = grid[g];
           double wn = 0, wv = 0;
           for (int l = 0; l < K; ++l) {
-            const index_t rho = rho_out[l], r = r_in[l], own = l + 1;
+            const std::int64_t rho = rho_out[l], r = r_in[l], own = l + 1;
             if (rho > K) t_loc[g] += rho - K;
             else ++ov_loc[g];
             if (r > K) c_loc[g] += r - K;
@@ -202,12 +199,6 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
         }
         for (int l = 0; l < kmax; ++l)
           if (rho_out[l] <= kmax) ++q_loc[static_cast<size_t>((rho_out[l] - 1) * kmax + l)];
-        if (req.perplexity > 0) {
-          double a, b;
-          smoothed_terms(din, dout, i, req.perplexity, &a, &b);
-          kl_qp_part[static_cast<size_t>(ch)] += a;
-          kl_pq_part[static_cast<size_t>(ch)] += b;
-        }
       }
     }
 #pragma omp critical
@@ -220,6 +211,7 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
       for (size_t q = 0; q < coranking.size(); ++q) coranking[q] += q_loc[q];
     }
   }
+  std::vector<index_t> out_neighbours(rows.map_neighbours.begin(), rows.map_neighbours.end());
 
   QualityReport rep;
   rep.num_points = N;
@@ -248,16 +240,35 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
     q.knn_accuracy = labels.empty() ? kNaN : knn_vote_accuracy(out_neighbours, kmax, labels, K);
     return q;
   };
-  for (int k : req.ks) rep.at_k.push_back(at(static_cast<size_t>(std::lower_bound(grid.begin(), grid.end(), k) - grid.begin())));
+  for (int k : req.ks)
+    rep.at_k.push_back(at(static_cast<size_t>(std::lower_bound(grid.begin(), grid.end(), k) - grid.begin())));
   if (req.curve)
     for (size_t g = 0; g < G; ++g) rep.curve.push_back(at(g));
   rep.homogeneity_1nn = labels.empty() ? kNaN : knn_vote_accuracy(out_neighbours, kmax, labels, 1);
   rep.smoothed_precision = rep.smoothed_recall = kNaN;
   if (req.perplexity > 0) {
+    std::vector<double> a_part(static_cast<size_t>(chunks), 0.0), b_part(static_cast<size_t>(chunks), 0.0);
+    const int dx = static_cast<int>(X.cols), dy = static_cast<int>(Y.cols);
+#pragma omp parallel num_threads(threads)
+    {
+      std::vector<double> din(static_cast<size_t>(N)), dout(static_cast<size_t>(N));
+#pragma omp for schedule(dynamic, 1)
+      for (index_t ch = 0; ch < chunks; ++ch)
+        for (index_t i = ch * kChunk; i < std::min(N, (ch + 1) * kChunk); ++i) {
+          for (index_t l = 0; l < N; ++l) {
+            din[l] = req.input_is_distance_matrix ? X(i, l) * X(i, l) : math::squared_distance(X.row(i), X.row(l), dx);
+            dout[l] = math::squared_distance(Y.row(i), Y.row(l), dy);
+          }
+          double a, b;
+          smoothed_terms(din, dout, i, req.perplexity, &a, &b);
+          a_part[static_cast<size_t>(ch)] += a;
+          b_part[static_cast<size_t>(ch)] += b;
+        }
+    }
     double a = 0, b = 0;
     for (index_t ch = 0; ch < chunks; ++ch) {
-      a += kl_qp_part[static_cast<size_t>(ch)];
-      b += kl_pq_part[static_cast<size_t>(ch)];
+      a += a_part[static_cast<size_t>(ch)];
+      b += b_part[static_cast<size_t>(ch)];
     }
     rep.smoothed_precision = -a / Nd;
     rep.smoothed_recall = -b / Nd;

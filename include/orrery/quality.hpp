@@ -45,10 +45,30 @@ struct QualityReport {
   double smoothed_recall = 0;         // -mean_i KL(p_i || q_i)
 };
 
+class Backend;
+
+// Per point: its kmax nearest in the map and the ranks that link the two spaces. Every rank-based
+// measure is a sum over these (N x kmax each, row-major).
+struct RankRows {
+  index_t num_points = 0;
+  int kmax = 0;
+  std::vector<std::int64_t> map_neighbours;         // n_i, nearest first
+  std::vector<std::int64_t> input_rank_of_map_nb;   // rho(i, n_i[l])
+  std::vector<std::int64_t> map_rank_of_input_nb;   // r(i, v_i[l]), v_i the input neighbours
+};
+
+// The same rows on the CPU (OpenMP over points) and on a CUDA device (a thread per point); both
+// run the selection and counting of include/orrery/math/select.hpp and give identical integers
+// whenever the distances are identical (e.g. integer-valued data).
+RankRows rank_rows_cpu(const MatrixD& X, const MatrixD& Y, int kmax, bool input_is_distance_matrix, int threads);
+RankRows rank_rows_cuda(const MatrixD& X, const MatrixD& Y, int kmax, bool input_is_distance_matrix, int device);
+
 // X: N x d vectors (or N x N distances), Y: N x D map, labels: empty or N entries (-1 unknown).
-// Errors (orrery::Error, input) for mismatched N, K outside [1, N - 1], non-finite values.
+// The neighbour searches and rank counting run on `backend` when it is a CUDA backend (the
+// smoothed precision/recall always on the CPU). Errors (orrery::Error, input) for mismatched N,
+// K outside [1, N - 1], non-finite values.
 QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::vector<int>& labels,
-                               const QualityRequest& request);
+                               const QualityRequest& request, const Backend* backend = nullptr);
 
 // Leave-one-out k-NN classification of a map from its neighbour lists: majority vote of the k
 // nearest labelled neighbours; a tie goes to the label whose nearest member ranks first.

@@ -265,3 +265,25 @@ TEST(Quality, BadInputIsAnInputError) {
   req.ks = {3};
   EXPECT_THROW(evaluate_quality(X, bad, {}, req), Error);
 }
+
+TEST(Quality, DistanceMatrixInputEqualsVectorInput) {
+  // Integer points: squaring sqrt(d^2) preserves the order and the ties of these small integers,
+  // so the ranks must agree exactly.
+  MatrixD X = random_matrix(60, 3, 17, 4);
+  MatrixD D(60, 60);
+  for (index_t i = 0; i < 60; ++i)
+    for (index_t j = 0; j < 60; ++j) {
+      double s = 0;
+      for (index_t c = 0; c < 3; ++c) s += (X(i, c) - X(j, c)) * (X(i, c) - X(j, c));
+      D(i, j) = std::sqrt(s);
+    }
+  const MatrixD Y = random_matrix(60, 2, 18, 7);
+  QualityRequest a, b;
+  a.ks = b.ks = {4, 20};
+  b.input_is_distance_matrix = true;
+  const auto ra = evaluate_quality(X, Y, {}, a), rb = evaluate_quality(D, Y, {}, b);
+  for (size_t q = 0; q < 2; ++q) {
+    EXPECT_EQ(ra.at_k[q].continuity, rb.at_k[q].continuity);
+    EXPECT_EQ(ra.at_k[q].trustworthiness, rb.at_k[q].trustworthiness);
+  }
+}

@@ -1,7 +1,6 @@
 // The orrery binary end to end: configs in configs/ run, outputs are complete and reproducible,
 // and bad input exits 2 with a message naming the key, file or row and leaves no output.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -10,27 +9,16 @@
 #include <sstream>
 #include <string>
 
+#include "common/cli_runner.hpp"
+
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
 
-struct Outcome {
-  int code;
-  std::string output;  // stdout and stderr together
-};
+using orrery::test::Outcome;
 
-// Runs the CLI from the source directory (configs use paths relative to it).
-Outcome orrery(const std::string& args) {
-  const std::string cmd = std::string("cd '") + ORRERY_SOURCE_DIR + "' && '" + ORRERY_CLI + "' " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+Outcome run_cli(const std::string& args) { return orrery::test::run_orrery(args); }
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -65,7 +53,7 @@ class Cli : public ::testing::Test {
   }
   // Expects exit 2, every fragment in the message, and no output directory left behind.
   void expect_input_error(const std::string& cfg, const std::vector<std::string>& fragments) {
-    const Outcome o = orrery("run " + cfg + " --quiet");
+    const Outcome o = run_cli("run " + cfg + " --quiet");
     EXPECT_EQ(o.code, 2) << o.output;
     EXPECT_EQ(o.output.rfind("error: ", 0), 0u) << o.output;
     for (const auto& f : fragments) EXPECT_NE(o.output.find(f), std::string::npos) << "missing '" << f << "' in: " << o.output;
@@ -77,34 +65,34 @@ class Cli : public ::testing::Test {
 }  // namespace
 
 TEST_F(Cli, DefaultsListsEveryParameter) {
-  const Outcome o = orrery("defaults pe");
+  const Outcome o = run_cli("defaults pe");
   ASSERT_EQ(o.code, 0) << o.output;
   for (const char* key : {"dim", "eta_r", "eta_phi", "eps_r", "eps_phi", "max_iter", "class_init", "fit_classes"})
     EXPECT_NE(o.output.find(key), std::string::npos) << key;
   EXPECT_NE(o.output.find("0.1"), std::string::npos);
   EXPECT_NE(o.output.find("50"), std::string::npos);
-  const Outcome md = orrery("defaults pe --markdown");
+  const Outcome md = run_cli("defaults pe --markdown");
   EXPECT_EQ(md.code, 0);
   EXPECT_NE(md.output.find("| `eta_phi` | number | `50` |"), std::string::npos) << md.output;
-  EXPECT_EQ(orrery("defaults nerv").code, 2);
+  EXPECT_EQ(run_cli("defaults nerv").code, 2);
 }
 
 TEST_F(Cli, InfoReportsBuildAndCuda) {
-  const Outcome o = orrery("info");
+  const Outcome o = run_cli("info");
   EXPECT_EQ(o.code, 0);
   EXPECT_NE(o.output.find("orrery 0."), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("cuda: "), std::string::npos) << o.output;
 }
 
 TEST_F(Cli, UnknownCommandIsAnInputError) {
-  const Outcome o = orrery("frobnicate");
+  const Outcome o = run_cli("frobnicate");
   EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.output.find("unknown command 'frobnicate'"), std::string::npos);
 }
 
 TEST_F(Cli, PlantedRunWritesEveryOutputAndIsReproducible) {
   const std::string cfg = config("pe_planted_csv.json", "a");
-  const Outcome o = orrery("run " + cfg);
+  const Outcome o = run_cli("run " + cfg);
   ASSERT_EQ(o.code, 0) << o.output;
   EXPECT_NE(o.output.find("[pe] iter"), std::string::npos) << "progress is shown on stderr";
   for (const char* f : {"objects.npy", "classes.npy", "objects.csv", "classes.csv", "report.json", "map.svg"})
@@ -125,7 +113,7 @@ TEST_F(Cli, PlantedRunWritesEveryOutputAndIsReproducible) {
   EXPECT_TRUE(rep["quality"]["prec_h"].contains("10"));
   EXPECT_NE(slurp(dir_ / "a" / "map.svg").find("cluster A"), std::string::npos) << "class names label the map";
 
-  const Outcome again = orrery("run " + config("pe_planted_csv.json", "b") + " --quiet");
+  const Outcome again = run_cli("run " + config("pe_planted_csv.json", "b") + " --quiet");
   ASSERT_EQ(again.code, 0) << again.output;
   EXPECT_TRUE(again.output.empty()) << "--quiet prints nothing: " << again.output;
   EXPECT_EQ(slurp(dir_ / "a" / "objects.npy"), slurp(dir_ / "b" / "objects.npy")) << "same seed, same bits";
@@ -134,7 +122,7 @@ TEST_F(Cli, PlantedRunWritesEveryOutputAndIsReproducible) {
   // Out-of-sample: place the same objects on the fitted classes; they land where the fit put them.
   const std::string place =
       config("pe_planted_place.json", "c", {{"input", {{"class_coords", (dir_ / "a" / "classes.csv").string()}}}});
-  const Outcome p = orrery("run " + place + " --quiet");
+  const Outcome p = run_cli("run " + place + " --quiet");
   ASSERT_EQ(p.code, 0) << p.output;
   EXPECT_EQ(slurp(dir_ / "c" / "classes.csv"), slurp(dir_ / "a" / "classes.csv"));
   const json prep = json::parse(slurp(dir_ / "c" / "report.json"));
@@ -149,7 +137,7 @@ TEST_F(Cli, EveryShippedConfigValidates) {
     if (name.find("fashion") != std::string::npos &&
         !fs::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz"))
       continue;
-    const Outcome o = orrery("validate " + config(name, "v"));
+    const Outcome o = run_cli("validate " + config(name, "v"));
     EXPECT_EQ(o.code, 0) << name << ": " << o.output;
     EXPECT_NE(o.output.find("valid"), std::string::npos) << name;
   }
@@ -158,7 +146,7 @@ TEST_F(Cli, EveryShippedConfigValidates) {
 TEST_F(Cli, FashionMnistDemoMapsTheClasses) {
   if (!fs::exists("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"))
     GTEST_SKIP() << "dataset-fashion-mnist is not installed (scripts/setup.sh installs it)";
-  const Outcome o = orrery("run " + config("pe_fashion_mnist.json", "fm", {{"device", "cpu"}}) + " --quiet");
+  const Outcome o = run_cli("run " + config("pe_fashion_mnist.json", "fm", {{"device", "cpu"}}) + " --quiet");
   ASSERT_EQ(o.code, 0) << o.output;
   const json rep = json::parse(slurp(dir_ / "fm" / "report.json"));
   EXPECT_EQ(rep["input"]["objects"], 10000);
@@ -216,7 +204,7 @@ TEST_F(Cli, NormalizeRowsRescalesInsteadOfFailing) {
   const std::string cfg = config("pe_planted_csv.json", "ok",
                                  {{"input", {{"posteriors", rows}, {"normalize_rows", true}, {"labels", nullptr},
                                              {"class_names", nullptr}}}});
-  const Outcome o = orrery("run " + cfg + " --quiet");
+  const Outcome o = run_cli("run " + cfg + " --quiet");
   EXPECT_EQ(o.code, 0) << o.output;
   EXPECT_TRUE(fs::exists(dir_ / "ok" / "objects.npy"));
 }
@@ -225,7 +213,7 @@ TEST_F(Cli, ReadmeParameterTablesMatchTheCode) {
   const std::string readme = slurp(fs::path(ORRERY_SOURCE_DIR) / "README.md");
   for (const auto& [marker, method] : {std::pair<std::string, std::string>{"pe-params", "pe"},
                                        {"posterior-model-params", "posterior_model"}}) {
-    const Outcome o = orrery("defaults " + method + " --markdown");
+    const Outcome o = run_cli("defaults " + method + " --markdown");
     ASSERT_EQ(o.code, 0);
     const auto begin = readme.find("<!-- " + marker + ":begin");
     const auto end = readme.find("<!-- " + marker + ":end -->");
@@ -240,7 +228,7 @@ TEST_F(Cli, ReadmeParameterTablesMatchTheCode) {
 TEST_F(Cli, Float32RowsWithinRoundOffAreAccepted) {
   // Rows summing to 1 +- 5e-7 (what float32 softmax outputs look like) pass; 1 + 1e-3 does not.
   const std::string ok = write("f.csv", "0.3000002,0.7000003\n0.25,0.7499996\n");
-  const Outcome o = orrery("validate " + config("pe_planted_csv.json", "v", {{"input", {{"posteriors", ok},
+  const Outcome o = run_cli("validate " + config("pe_planted_csv.json", "v", {{"input", {{"posteriors", ok},
                                                                                  {"labels", nullptr},
                                                                                  {"class_names", nullptr}}}}));
   EXPECT_EQ(o.code, 0) << o.output;

@@ -1,31 +1,18 @@
 // `orrery evaluate` end to end: the table, the JSON and the chart, and errors with exit 2.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/cli_runner.hpp"
 #include "common/temp_dir.hpp"
 
 using orrery::test::TempDir;
 
 namespace {
 
-struct Outcome {
-  int code;
-  std::string output;
-};
-
-Outcome run(const std::string& args) {
-  const std::string cmd = std::string("cd '") + ORRERY_SOURCE_DIR + "' && '" + ORRERY_CLI + "' evaluate " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+orrery::test::Outcome run(const std::string& args) { return orrery::test::run_orrery("evaluate " + args); }
 
 }  // namespace
 
@@ -34,7 +21,7 @@ TEST(Evaluate, PerfectMapTableJsonAndChart) {
   const std::string x = tmp.write("x.csv", "0,0\n1,0\n0,2\n5,5\n6,5\n9,1\n");
   const std::string y = tmp.write("y.csv", "0,0\n2,0\n0,4\n10,10\n12,10\n18,2\n");  // x scaled by 2
   const std::string l = tmp.write("l.csv", "0\n0\n0\n1\n1\n1\n");
-  const Outcome o = run("--data " + x + " --embedding " + y + " --labels " + l + " --k 1,2,4 --out " +
+  const auto o = run("--data " + x + " --embedding " + y + " --labels " + l + " --k 1,2,4 --out " +
                         tmp.path("q.json") + " --svg " + tmp.path("q.svg"));
   ASSERT_EQ(o.code, 0) << o.output;
   EXPECT_NE(o.output.find("trust"), std::string::npos);
@@ -52,7 +39,7 @@ TEST(Evaluate, BadInputExitsTwoAndWritesNothing) {
   TempDir tmp;
   const std::string x = tmp.write("x.csv", "0,0\n1,0\n0,2\n5,5\n");
   const std::string y3 = tmp.write("y.csv", "0,0\n2,0\n0,4\n");
-  Outcome o = run("--data " + x + " --embedding " + y3 + " --out " + tmp.path("q.json"));
+  auto o = run("--data " + x + " --embedding " + y3 + " --out " + tmp.path("q.json"));
   EXPECT_EQ(o.code, 2) << o.output;
   EXPECT_NE(o.output.find("4 rows"), std::string::npos) << o.output;
   const std::string y = tmp.write("y4.csv", "0,0\n2,0\n0,4\n1,1\n");

@@ -11,6 +11,17 @@
 
 namespace orrery::math {
 
+// Swaps entries a and b of the parallel (distance, index) arrays.
+template <class T, class I>
+ORRERY_HD void swap_entries(T* hd, I* hi, int a, int b) {
+  const T td = hd[a];
+  hd[a] = hd[b];
+  hd[b] = td;
+  const I ti = hi[a];
+  hi[a] = hi[b];
+  hi[b] = ti;
+}
+
 template <class T, class I>
 ORRERY_HD void heap_sift_down(T* hd, I* hi, int size, int pos) {
   while (true) {
@@ -19,12 +30,7 @@ ORRERY_HD void heap_sift_down(T* hd, I* hi, int size, int pos) {
     if (l < size && neighbour_before(hd[worst], hi[worst], hd[l], hi[l])) worst = l;
     if (r < size && neighbour_before(hd[worst], hi[worst], hd[r], hi[r])) worst = r;
     if (worst == pos) return;
-    const T td = hd[pos];
-    hd[pos] = hd[worst];
-    hd[worst] = td;
-    const I ti = hi[pos];
-    hi[pos] = hi[worst];
-    hi[worst] = ti;
+    swap_entries(hd, hi, pos, worst);
     pos = worst;
   }
 }
@@ -39,12 +45,7 @@ ORRERY_HD void heap_offer(T d, I j, T* hd, I* hi, int& size, int k) {
     while (pos > 0) {  // sift up
       const int parent = (pos - 1) / 2;
       if (!neighbour_before(hd[parent], hi[parent], hd[pos], hi[pos])) break;
-      const T td = hd[pos];
-      hd[pos] = hd[parent];
-      hd[parent] = td;
-      const I ti = hi[pos];
-      hi[pos] = hi[parent];
-      hi[parent] = ti;
+      swap_entries(hd, hi, pos, parent);
       pos = parent;
     }
   } else if (neighbour_before(d, j, hd[0], hi[0])) {
@@ -58,12 +59,7 @@ ORRERY_HD void heap_offer(T d, I j, T* hd, I* hi, int& size, int k) {
 template <class T, class I>
 ORRERY_HD void heap_sort_ascending(T* hd, I* hi, int size) {
   for (int end = size - 1; end > 0; --end) {
-    const T td = hd[0];
-    hd[0] = hd[end];
-    hd[end] = td;
-    const I ti = hi[0];
-    hi[0] = hi[end];
-    hi[end] = ti;
+    swap_entries(hd, hi, 0, end);
     heap_sift_down(hd, hi, end, 0);
   }
 }

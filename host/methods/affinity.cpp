@@ -1,0 +1,132 @@
+#include "orrery/affinity.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "orrery/error.hpp"
+#include "orrery/knn.hpp"
+#include "orrery/math/affinity.hpp"
+#include "orrery/math/distance.hpp"
+
+namespace orrery {
+namespace {
+
+constexpr double kEntropyTol = 1e-10;  // |H - log(perplexity)| reached by the bisection
+constexpr int kBisectionSteps = 200;
+
+void check_points(const MatrixD& X) {
+  for (index_t n = 0; n < X.rows; ++n)
+    for (index_t c = 0; c < X.cols; ++c)
+      if (!std::isfinite(X(n, c)))
+        input_error("vectors: row " + std::to_string(n + 1) + ", column " + std::to_string(c + 1) +
+                    " is not a finite number");
+}
+
+[[noreturn]] void duplicate_error(index_t a, index_t b) {
+  input_error("vectors: rows " + std::to_string(std::min(a, b) + 1) + " and " + std::to_string(std::max(a, b) + 1) +
+              " are identical points; remove duplicates first (their neighbour probabilities are not defined)");
+}
+
+int threads_or_default(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
+
+}  // namespace
+
+double SparseAffinity::at(index_t i, index_t j) const {
+  const auto b = col.begin() + row_ptr[static_cast<size_t>(i)], e = col.begin() + row_ptr[static_cast<size_t>(i) + 1];
+  const auto it = std::lower_bound(b, e, j);
+  return it != e && *it == j ? val[static_cast<size_t>(it - col.begin())] : 0.0;
+}
+
+AffinityResult affinities_dense(const MatrixD& X, double perplexity, int threads) {
+  const index_t N = X.rows;
+  check_points(X);
+  if (N < 3 || !(perplexity > 1.0) || !(perplexity < static_cast<double>(N - 1)))
+    input_error("perplexity: expected 1 < perplexity < N - 1 = " + std::to_string(N - 1) + " for " +
+                std::to_string(N) + " points, found " + std::to_string(perplexity));
+  AffinityResult res;
+  res.beta.assign(static_cast<size_t>(N), 0.0);
+  MatrixD cond(N, N, 0.0);
+  const int d = static_cast<int>(X.cols);
+  index_t dup_a = -1, dup_b = -1;
+#pragma omp parallel num_threads(threads_or_default(threads))
+  {
+    std::vector<double> d2(static_cast<size_t>(N));
+#pragma omp for schedule(dynamic, 16)
+    for (index_t i = 0; i < N; ++i) {
+      for (index_t l = 0; l < N; ++l) {
+        d2[l] = math::squared_distance(X.row(i), X.row(l), d);
+        if (l != i && d2[l] == 0.0) {
+#pragma omp critical
+          if (dup_a < 0 || std::min(i, l) < std::min(dup_a, dup_b)) dup_a = i, dup_b = l;
+        }
+      }
+      const double beta =
+          math::bandwidth_for_perplexity<double, index_t>(d2.data(), N, i, perplexity, kEntropyTol, kBisectionSteps);
+      double log_z, shift;
+      math::row_entropy<double, index_t>(d2.data(), N, i, beta, &log_z, &shift);
+      res.beta[static_cast<size_t>(i)] = beta;
+      for (index_t l = 0; l < N; ++l) cond(i, l) = l == i ? 0.0 : std::exp(-beta * (d2[l] - shift) - log_z);
+    }
+  }
+  if (dup_a >= 0) duplicate_error(dup_a, dup_b);
+  res.dense = MatrixD(N, N, 0.0);
+  const double scale = 0.5 / static_cast<double>(N);
+  for (index_t i = 0; i < N; ++i)
+    for (index_t j = 0; j < N; ++j) res.dense(i, j) = (cond(i, j) + cond(j, i)) * scale;
+  return res;
+}
+
+AffinityResult affinities_sparse(const MatrixD& X, double perplexity, int threads) {
+  const index_t N = X.rows;
+  check_points(X);
+  const double k_real = std::ceil(3.0 * perplexity);
+  if (N < 3 || !(perplexity > 1.0) || k_real > static_cast<double>(N - 1))
+    input_error("perplexity: sparse affinities use k = ceil(3 perplexity) neighbours, so perplexity must be in (1, " +
+                std::to_string((N - 1) / 3.0) + "] for " + std::to_string(N) + " points; found " +
+                std::to_string(perplexity));
+  const int k = static_cast<int>(k_real);
+  const KnnGraph g = exact_knn(X, k, threads);
+  AffinityResult res;
+  res.beta.assign(static_cast<size_t>(N), 0.0);
+  std::vector<double> cond(static_cast<size_t>(N) * k);
+  for (index_t i = 0; i < N; ++i)
+    if (g.distances2(i)[0] == 0.0) duplicate_error(i, g.neighbours(i)[0]);
+#pragma omp parallel for schedule(static) num_threads(threads_or_default(threads))
+  for (index_t i = 0; i < N; ++i) {
+    const double* d2 = g.distances2(i);
+    // the neighbour list excludes the point itself, so no entry is skipped (skip = -1)
+    const double beta = math::bandwidth_for_perplexity<double, index_t>(d2, k, -1, perplexity, kEntropyTol,
+                                                                         kBisectionSteps);
+    double log_z, shift;
+    math::row_entropy<double, index_t>(d2, k, -1, beta, &log_z, &shift);
+    res.beta[static_cast<size_t>(i)] = beta;
+    for (int l = 0; l < k; ++l) cond[static_cast<size_t>(i * k + l)] = std::exp(-beta * (d2[l] - shift) - log_z);
+  }
+  // Symmetrise: (p_{j|i} + p_{i|j}) / 2N over the union of both neighbour lists.
+  std::vector<std::map<index_t, double>> rows(static_cast<size_t>(N));
+  const double scale = 0.5 / static_cast<double>(N);
+  for (index_t i = 0; i < N; ++i)
+    for (int l = 0; l < k; ++l) {
+      const index_t j = g.neighbours(i)[l];
+      const double p = cond[static_cast<size_t>(i * k + l)] * scale;
+      rows[static_cast<size_t>(i)][j] += p;
+      rows[static_cast<size_t>(j)][i] += p;
+    }
+  SparseAffinity& S = res.sparse;
+  S.num_points = N;
+  S.row_ptr.assign(1, 0);
+  for (const auto& r : rows) {
+    for (const auto& [j, p] : r) {
+      S.col.push_back(j);
+      S.val.push_back(p);
+    }
+    S.row_ptr.push_back(static_cast<index_t>(S.col.size()));
+  }
+  return res;
+}
+
+}  // namespace orrery

@@ -1,0 +1,37 @@
+// Input affinities of the neighbour-embedding methods (MATH.md §3-4): per-point Gaussian
+// conditionals p_{j|i} = exp(-beta_i d_ij^2) / sum_{l != i} exp(-beta_i d_il^2) with beta_i set so
+// that the entropy of p_{.|i} is log(perplexity) (math/affinity.hpp), symmetrised as
+// P_ij = (p_{j|i} + p_{i|j}) / 2N so that P is symmetric, P_ii = 0 and sum P = 1.
+//
+// Dense mode uses all N - 1 other points per row (exact, O(N^2) memory); sparse mode only each
+// point's k = min(N - 1, ceil(3 perplexity)) exact nearest neighbours (orrery::exact_knn), the
+// usual truncation; when k = N - 1 both modes give the same P.
+#pragma once
+#include <vector>
+
+#include "orrery/types.hpp"
+
+namespace orrery {
+
+// Symmetric sparse matrix in CSR form; columns ascending within a row, no diagonal entries.
+struct SparseAffinity {
+  index_t num_points = 0;
+  std::vector<index_t> row_ptr;  // num_points + 1
+  std::vector<index_t> col;
+  std::vector<double> val;
+  double at(index_t i, index_t j) const;  // 0 when absent
+};
+
+struct AffinityResult {
+  std::vector<double> beta;  // per point precision 1 / sigma_i^2 of its conditional
+  MatrixD dense;             // N x N (dense mode), else empty
+  SparseAffinity sparse;     // sparse mode, else empty
+};
+
+// X: N x d points. Errors (input): perplexity outside (1, N - 1) for dense or > (N - 1) / 3 for
+// sparse is named with N; duplicate points (identical rows) are named by both row numbers;
+// non-finite coordinates by row and column.
+AffinityResult affinities_dense(const MatrixD& X, double perplexity, int threads = 0);
+AffinityResult affinities_sparse(const MatrixD& X, double perplexity, int threads = 0);
+
+}  // namespace orrery

@@ -77,6 +77,7 @@ AffinityResult affinities_dense(const MatrixD& X, double perplexity, int threads
   const double scale = 0.5 / static_cast<double>(N);
   for (index_t i = 0; i < N; ++i)
     for (index_t j = 0; j < N; ++j) res.dense(i, j) = (cond(i, j) + cond(j, i)) * scale;
+  res.conditional = std::move(cond);
   return res;
 }
 

@@ -25,6 +25,7 @@ struct SparseAffinity {
 struct AffinityResult {
   std::vector<double> beta;  // per point precision 1 / sigma_i^2 of its conditional
   MatrixD dense;             // N x N (dense mode), else empty
+  MatrixD conditional;       // N x N rows p_{j|i} (dense mode; NeRV uses them unsymmetrised)
   SparseAffinity sparse;     // sparse mode, else empty
 };
 

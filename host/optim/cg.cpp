@@ -1,0 +1,69 @@
+#include "optim/cg.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace orrery::optim {
+namespace {
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+}  // namespace
+
+CgReport cg_minimize(const CgObjective& f, std::vector<double>& x, const CgOptions& o,
+                     const std::function<void(int, double)>& progress) {
+  CgReport rep;
+  std::vector<double> g(x.size()), g_new(x.size()), x_new(x.size()), d(x.size());
+  rep.f = f(x, g);
+  rep.evaluations = 1;
+  for (size_t i = 0; i < x.size(); ++i) d[i] = -g[i];
+  double step = 1.0 / std::max(1.0, std::sqrt(dot(g, g)));
+  rep.stop_reason = "max_iter";
+  for (int it = 0; it < o.max_iter; ++it) {
+    double gsq = dot(g, g);
+    if (gsq < o.grad_sq_tol) {
+      rep.stop_reason = "gradient";
+      break;
+    }
+    double slope = dot(g, d);
+    if (!(slope < 0)) {  // lost conjugacy: restart
+      for (size_t i = 0; i < x.size(); ++i) d[i] = -g[i];
+      slope = -gsq;
+    }
+    double t = step * 2.0, f_new = rep.f;
+    bool accepted = false;
+    for (int bt = 0; bt <= o.max_backtracks; ++bt) {
+      for (size_t i = 0; i < x.size(); ++i) x_new[i] = x[i] + t * d[i];
+      f_new = f(x_new, g_new);
+      ++rep.evaluations;
+      if (std::isfinite(f_new) && f_new <= rep.f + 1e-4 * t * slope) {
+        accepted = true;
+        break;
+      }
+      t *= 0.5;
+    }
+    if (!accepted) {
+      rep.stop_reason = "line_search";
+      break;
+    }
+    step = t;
+    const double beta = (it + 1) % o.restart == 0 ? 0.0 : std::max(0.0, (dot(g_new, g_new) - dot(g_new, g)) / gsq);
+    for (size_t i = 0; i < x.size(); ++i) d[i] = -g_new[i] + beta * d[i];
+    const double f_old = rep.f;
+    x.swap(x_new);
+    g.swap(g_new);
+    rep.f = f_new;
+    rep.iterations = it + 1;
+    rep.trace.push_back(f_new);
+    if (progress) progress(it, f_new);
+    if (f_old - f_new <= o.ftol * std::max(std::abs(f_new), 1.0)) {
+      rep.stop_reason = "ftol";
+      break;
+    }
+  }
+  return rep;
+}
+
+}  // namespace orrery::optim

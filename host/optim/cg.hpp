@@ -1,0 +1,32 @@
+// Nonlinear conjugate gradient, Polak-Ribiere+ (beta = max(0, g'(g - g_old) / g_old'g_old)), with
+// a restart to steepest descent every `restart` iterations or when the direction is not a
+// descent direction, and a backtracking Armijo line search whose first trial step is the last
+// accepted one grown by 2 (the usual scale memory). Used by NeRV, as in the paper.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace orrery::optim {
+
+struct CgOptions {
+  int max_iter = 500;
+  double ftol = 1e-9;        // stop when f_prev - f <= ftol * max(|f|, 1)
+  double grad_sq_tol = 1e-12;
+  int restart = 50;
+  int max_backtracks = 40;
+};
+
+struct CgReport {
+  int iterations = 0, evaluations = 0;
+  double f = 0.0;
+  std::vector<double> trace;  // f after each iteration
+  std::string stop_reason;    // "ftol", "gradient", "max_iter", "line_search"
+};
+
+using CgObjective = std::function<double(const std::vector<double>& x, std::vector<double>& grad)>;
+
+CgReport cg_minimize(const CgObjective& f, std::vector<double>& x, const CgOptions& options,
+                     const std::function<void(int, double)>& progress = {});
+
+}  // namespace orrery::optim

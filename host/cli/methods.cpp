@@ -1,7 +1,10 @@
 #include "cli/methods.hpp"
 
+#include "cli/ne_run.hpp"
 #include "cli/pe_config.hpp"
 #include "cli/pe_run.hpp"
+#include "orrery/hssne.hpp"
+#include "orrery/nerv.hpp"
 #include "orrery/pe.hpp"
 #include "orrery/posterior_model.hpp"
 
@@ -19,6 +22,10 @@ const std::vector<MethodEntry>& methods() {
                 std::to_string(data.pe.posteriors.cols) + " classes, D = " + std::to_string(cfg.params.dim);
        },
        [](const RunConfig& run, bool quiet) { return run_pe(read_pe_config(run), quiet); }},
+      {"hssne", "Heavy-tailed symmetric SNE (alpha: 0 Gaussian, 1 t-SNE) with the fixed-point optimiser",
+       {{"hssne", [] { return describe_fields(hssne_fields()); }}}, validate_ne, run_ne},
+      {"nerv", "Neighbour retrieval visualisation: precision/recall trade-off lambda, conjugate gradient",
+       {{"nerv", [] { return describe_fields(nerv_fields()); }}}, validate_ne, run_ne},
   };
   return all;
 }

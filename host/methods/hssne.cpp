@@ -39,96 +39,62 @@ namespace {
 
 int nthreads(int t) { return t > 0 ? t : omp_get_max_threads(); }
 
-// Z = sum over ordered pairs i != j of H(|y_i - y_j|^2).
-template <int D>
-double normaliser(const MatrixD& Y, double alpha, int threads) {
-  const index_t N = Y.rows;
-  std::vector<double> row(static_cast<size_t>(N), 0.0);
-#pragma omp parallel for schedule(static) num_threads(nthreads(threads))
-  for (index_t i = 0; i < N; ++i) {
-    double s = 0.0;
-    for (index_t j = 0; j < N; ++j) {
-      if (j == i) continue;
-      double tau = 0.0;
-      for (int d = 0; d < D; ++d) tau += (Y(i, d) - Y(j, d)) * (Y(i, d) - Y(j, d));
-      s += math::heavy_tail(tau, alpha);
-    }
-    row[static_cast<size_t>(i)] = s;
-  }
-  double z = 0.0;
-  for (double v : row) z += v;
-  return z;
-}
-
-struct RowSums {
-  std::vector<double> a, b;  // sum_j A_ij, sum_j B_ij
-  MatrixD ay, grad;          // sum_j (A_ij - B_ij) y_j, dJ/dy_i
-  double p_log_h = 0.0;      // sum_ij P_ij log H_ij
+// Everything one evaluation needs, from one pass over all pairs.
+struct Evaluation {
+  double z = 0.0, p_log_h = 0.0;
+  std::vector<double> a, b;  // A_i = sum_j P_ij S_ij, B_i = sum_j Q_ij S_ij
+  MatrixD ab_y;              // sum_j (A_ij - B_ij) y_j
+  MatrixD grad;              // dJ/dy_i = 4 (y_i (A_i - B_i) - sum_j (A_ij - B_ij) y_j)
 };
 
-// All per-row sums for dense P (prow(i) gives row i) or sparse P.
+// attract(i, f) calls f(j, p_ij) for the row's nonzero affinities; dense rows pass them inside
+// the all-pairs loop (one distance per pair), sparse rows in a second short loop.
 template <int D, class Attract>
-RowSums row_sums(const MatrixD& Y, double alpha, double z, Attract attract, int threads) {
+Evaluation evaluate(const MatrixD& Y, double alpha, bool dense, const MatrixD* P, Attract attract, int threads) {
   const index_t N = Y.rows;
-  RowSums r{std::vector<double>(static_cast<size_t>(N), 0.0), std::vector<double>(static_cast<size_t>(N), 0.0),
-            MatrixD(N, D, 0.0), MatrixD(N, D, 0.0), 0.0};
-  std::vector<double> plh(static_cast<size_t>(N), 0.0);
-  const double inv_z = 1.0 / z;
+  std::vector<math::HssneRow<double, D>> rows(static_cast<size_t>(N));
 #pragma omp parallel for schedule(static) num_threads(nthreads(threads))
   for (index_t i = 0; i < N; ++i) {
-    double a = 0, b = 0, ay[D] = {}, g[D] = {};
-    for (index_t j = 0; j < N; ++j)  // repulsion: every pair, p = 0
-      if (j != i) math::hssne_pair<double, D>(Y.row(i), Y.row(j), 0.0, inv_z, alpha, a, b, ay, g);
-    plh[static_cast<size_t>(i)] = attract(i, [&](index_t j, double p) {  // attraction: q = 0
-      math::hssne_pair<double, D>(Y.row(i), Y.row(j), p, 0.0, alpha, a, b, ay, g);
-      double tau = 0.0;
-      for (int d = 0; d < D; ++d) tau += (Y(i, d) - Y(j, d)) * (Y(i, d) - Y(j, d));
-      return p * math::heavy_tail_log(tau, alpha);
-    });
-    r.a[static_cast<size_t>(i)] = a;
-    r.b[static_cast<size_t>(i)] = b;
+    math::HssneRow<double, D> acc;
+    for (index_t j = 0; j < N; ++j)
+      if (j != i) math::hssne_accumulate<double, D>(Y.row(i), Y.row(j), dense ? (*P)(i, j) : 0.0, alpha, true, acc);
+    if (!dense)
+      attract(i, [&](index_t j, double p) {
+        math::hssne_accumulate<double, D>(Y.row(i), Y.row(j), p, alpha, false, acc);
+      });
+    rows[static_cast<size_t>(i)] = acc;
+  }
+  Evaluation e;
+  for (const auto& r : rows) {
+    e.z += r.h_sum;
+    e.p_log_h += r.p_log_h;
+  }
+  e.a.resize(static_cast<size_t>(N));
+  e.b.resize(static_cast<size_t>(N));
+  e.ab_y = MatrixD(N, D);
+  e.grad = MatrixD(N, D);
+  const double inv_z = 1.0 / e.z;
+  for (index_t i = 0; i < N; ++i) {
+    const auto& r = rows[static_cast<size_t>(i)];
+    e.a[static_cast<size_t>(i)] = r.a_sum;
+    e.b[static_cast<size_t>(i)] = r.hs_sum * inv_z;
     for (int d = 0; d < D; ++d) {
-      r.ay(i, d) = ay[d];
-      r.grad(i, d) = g[d];
+      e.ab_y(i, d) = r.ay[d] - r.hsy[d] * inv_z;
+      e.grad(i, d) = 4.0 * (Y(i, d) * (r.a_sum - r.hs_sum * inv_z) - e.ab_y(i, d));
     }
   }
-  for (double v : plh) r.p_log_h += v;
-  return r;
+  return e;
 }
 
-// Attraction over a dense row: sum_j p_ij (...) for p_ij > 0.
-auto dense_attract(const MatrixD& P) {
-  return [&P](index_t i, const auto& f) {
-    double s = 0.0;
-    for (index_t j = 0; j < P.cols; ++j)
-      if (j != i && P(i, j) > 0) s += f(j, P(i, j));
-    return s;
-  };
+auto no_attract() {
+  return [](index_t, const auto&) {};
 }
 
 auto sparse_attract(const SparseAffinity& P) {
   return [&P](index_t i, const auto& f) {
-    double s = 0.0;
     for (index_t q = P.row_ptr[static_cast<size_t>(i)]; q < P.row_ptr[static_cast<size_t>(i) + 1]; ++q)
-      s += f(P.col[static_cast<size_t>(q)], P.val[static_cast<size_t>(q)]);
-    return s;
+      f(P.col[static_cast<size_t>(q)], P.val[static_cast<size_t>(q)]);
   };
-}
-
-// J = sum P log P - sum P log H + (sum P) log Z.
-template <class Attract>
-double objective_from(double p_log_p, double p_sum, const RowSums& r, double z) {
-  return p_log_p - r.p_log_h + p_sum * std::log(z);
-}
-
-template <int D, class PMat, class Attract>
-double objective_impl(const PMat& P, double p_log_p, double p_sum, Attract attract, const MatrixD& Y, double alpha,
-                      MatrixD* grad, int threads) {
-  (void)P;
-  const double z = normaliser<D>(Y, alpha, threads);
-  RowSums r = row_sums<D>(Y, alpha, z, attract, threads);
-  if (grad) *grad = std::move(r.grad);
-  return objective_from<Attract>(p_log_p, p_sum, r, z);
 }
 
 void entropy_terms(const MatrixD& P, double& plogp, double& psum) {
@@ -149,47 +115,60 @@ void check_shapes(index_t n, const MatrixD& Y) {
 
 }  // namespace
 
+// J = sum P log P - sum P log H + (sum P) log Z.
 double hssne_objective(const MatrixD& P, const MatrixD& Y, double alpha, MatrixD* grad, int threads) {
   check_shapes(P.rows, Y);
   double plogp, psum;
   entropy_terms(P, plogp, psum);
-  const auto att = dense_attract(P);
-  return Y.cols == 2 ? objective_impl<2>(P, plogp, psum, att, Y, alpha, grad, threads)
-                     : objective_impl<3>(P, plogp, psum, att, Y, alpha, grad, threads);
+  const Evaluation e = Y.cols == 2 ? evaluate<2>(Y, alpha, true, &P, no_attract(), threads)
+                                   : evaluate<3>(Y, alpha, true, &P, no_attract(), threads);
+  if (grad) *grad = e.grad;
+  return plogp - e.p_log_h + psum * std::log(e.z);
 }
 
 double hssne_objective(const SparseAffinity& P, const MatrixD& Y, double alpha, MatrixD* grad, int threads) {
   check_shapes(P.num_points, Y);
   double plogp, psum;
   entropy_terms(P, plogp, psum);
-  const auto att = sparse_attract(P);
-  return Y.cols == 2 ? objective_impl<2>(P, plogp, psum, att, Y, alpha, grad, threads)
-                     : objective_impl<3>(P, plogp, psum, att, Y, alpha, grad, threads);
+  const Evaluation e = Y.cols == 2 ? evaluate<2>(Y, alpha, false, nullptr, sparse_attract(P), threads)
+                                   : evaluate<3>(Y, alpha, false, nullptr, sparse_attract(P), threads);
+  if (grad) *grad = e.grad;
+  return plogp - e.p_log_h + psum * std::log(e.z);
 }
 
 namespace {
 
-template <int D>
-double fixed_point_step(const MatrixD& P, double alpha, MatrixD& Y, int threads) {
-  double plogp, psum;
-  entropy_terms(P, plogp, psum);
-  const double z = normaliser<D>(Y, alpha, threads);
-  const RowSums r = row_sums<D>(Y, alpha, z, dense_attract(P), threads);
-  const double J = plogp - r.p_log_h + psum * std::log(z);
-  // y_i <- (y_i sum_j B_ij + sum_j (A_ij - B_ij) y_j) / sum_j A_ij; a point without affinity stays.
+// The paper's update from an evaluation at Y: y_i <- (y_i B_i + sum_j (A_ij - B_ij) y_j) / A_i;
+// a point without affinity stays where it is.
+void apply_fixed_point(const Evaluation& e, MatrixD& Y) {
   for (index_t i = 0; i < Y.rows; ++i) {
-    const double a = r.a[static_cast<size_t>(i)];
+    const double a = e.a[static_cast<size_t>(i)];
     if (!(a > 0)) continue;
-    for (int d = 0; d < D; ++d) Y(i, d) = (Y(i, d) * r.b[static_cast<size_t>(i)] + r.ay(i, d)) / a;
+    for (index_t d = 0; d < Y.cols; ++d) Y(i, d) = (Y(i, d) * e.b[static_cast<size_t>(i)] + e.ab_y(i, d)) / a;
   }
-  return J;
+}
+
+struct DenseEval {
+  double J;
+  Evaluation e;
+};
+
+DenseEval dense_eval(const MatrixD& P, double plogp, double psum, const MatrixD& Y, double alpha, int threads) {
+  Evaluation e = Y.cols == 2 ? evaluate<2>(Y, alpha, true, &P, no_attract(), threads)
+                             : evaluate<3>(Y, alpha, true, &P, no_attract(), threads);
+  const double J = plogp - e.p_log_h + psum * std::log(e.z);
+  return {J, std::move(e)};
 }
 
 }  // namespace
 
 double hssne_fixed_point_step(const MatrixD& P, double alpha, MatrixD& Y, int threads) {
   check_shapes(P.rows, Y);
-  return Y.cols == 2 ? fixed_point_step<2>(P, alpha, Y, threads) : fixed_point_step<3>(P, alpha, Y, threads);
+  double plogp, psum;
+  entropy_terms(P, plogp, psum);
+  const DenseEval cur = dense_eval(P, plogp, psum, Y, alpha, threads);
+  apply_fixed_point(cur.e, Y);
+  return cur.J;
 }
 
 MatrixD mix_same_class_pairs(const MatrixD& P, const std::vector<int>& labels, double rho) {
@@ -225,28 +204,33 @@ HssneResult fit_hssne(const MatrixD& P0, const std::vector<int>& labels, const H
   MatrixD& Y = res.coords;
   res.stop_reason = "max_iter";
   if (prm.optimizer == "fixed_point") {
-    double J = hssne_objective(P, Y, prm.alpha, nullptr, threads);
+    double plogp, psum;
+    entropy_terms(P, plogp, psum);
+    DenseEval cur = dense_eval(P, plogp, psum, Y, prm.alpha, threads);
     for (int it = 0; it < prm.max_iter; ++it) {
       MatrixD next = Y;
-      hssne_fixed_point_step(P, prm.alpha, next, threads);
-      double J_next = hssne_objective(P, next, prm.alpha, nullptr, threads);
+      apply_fixed_point(cur.e, next);
+      DenseEval cand = dense_eval(P, plogp, psum, next, prm.alpha, threads);
       // The update can overshoot when coordinates are large (paper, section 4): halve the step
       // towards the proposal until J does not increase.
-      for (int damp = 0; damp < 20 && J_next > J; ++damp) {
+      for (int damp = 0; damp < 20 && cand.J > cur.J; ++damp) {
         for (size_t q = 0; q < next.data.size(); ++q) next.data[q] = 0.5 * (next.data[q] + Y.data[q]);
-        J_next = hssne_objective(P, next, prm.alpha, nullptr, threads);
+        cand = dense_eval(P, plogp, psum, next, prm.alpha, threads);
         if (damp == 0) ++res.damped_steps;
       }
-      const bool improved = J_next <= J;
-      if (improved) Y = std::move(next);
+      const bool improved = cand.J <= cur.J;
+      const double gain = cur.J - cand.J;
+      if (improved) {
+        Y = std::move(next);
+        cur = std::move(cand);
+      }
       res.iterations = it + 1;
-      res.objective_trace.push_back(improved ? J_next : J);
-      if (progress) progress(it, res.objective_trace.back());
-      if (!improved || J - J_next <= prm.tol * std::abs(J)) {
+      res.objective_trace.push_back(cur.J);
+      if (progress) progress(it, cur.J);
+      if (!improved || gain <= prm.tol * std::abs(cur.J)) {
         res.stop_reason = "tol";
         break;
       }
-      J = J_next;
     }
   } else {
     MatrixD update(N, prm.dim, 0.0), gains(N, prm.dim, 1.0), grad;

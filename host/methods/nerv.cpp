@@ -8,6 +8,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -25,7 +26,9 @@ const std::vector<Field<NervParams>>& nerv_fields() {
        "Trade-off: 1 = recall only (SNE's cost), 0 = precision only; the paper's examples use small values.", 0, 1},
       {"max_iter", &NervParams::max_iter, "Cap on conjugate-gradient iterations.", 1, 1e8},
       {"ftol", &NervParams::ftol, "Stop when an iteration lowers E by less than ftol * max(|E|, 1).", 0, 1},
-      {"init_scale", &NervParams::init_scale, "Standard deviation of the seeded Gaussian start.", 0, kInf, true},
+      {"init_scale", &NervParams::init_scale,
+       "Standard deviation of the seeded Gaussian start, in units of the median input bandwidth sigma.", 0, kInf,
+       true},
   };
   return fields;
 }
@@ -92,12 +95,17 @@ double nerv_objective(const MatrixD& P, const std::vector<double>& beta, const M
 NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm,
                     unsigned long long seed, int threads, const std::function<void(int, double)>& progress) {
   const index_t N = P.rows;
+  // The map uses the input bandwidths, so it must start at the input's length scale: a start of
+  // unit size on data whose sigma is 100 would see uniform q and a vanishing gradient.
+  std::vector<double> sorted = beta;
+  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+  const double sigma = 1.0 / std::sqrt(sorted[sorted.size() / 2]);
   std::mt19937_64 rng(seed);
   std::vector<double> x(static_cast<size_t>(N) * prm.dim);
   for (double& v : x) {  // Box-Muller, independent of the library's distributions
     const double u1 = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
     const double u2 = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
-    v = prm.init_scale * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+    v = prm.init_scale * sigma * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
   }
   MatrixD Y(N, prm.dim), g;
   auto f = [&](const std::vector<double>& xs, std::vector<double>& grad) {

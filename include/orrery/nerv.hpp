@@ -20,7 +20,7 @@ struct NervParams {
   // Conjugate-gradient iteration cap and relative-decrease stop.
   int max_iter = 500;
   double ftol = 1e-9;
-  // Standard deviation of the seeded Gaussian start.
+  // Standard deviation of the seeded Gaussian start, in units of the median input bandwidth.
   double init_scale = 1.0;
 };
 

@@ -35,24 +35,46 @@ ORRERY_HD T heavy_tail_slope(T tau, T alpha) {
   return T(1) / (alpha * tau + T(1));
 }
 
-// Per-pair contributions for point i from point j with affinity p and the global normaliser z:
-// q = H / z; adds to the fixed-point sums A = sum p S, B = sum q S, and the vector
-// sum (A_ij - B_ij) y_j, and to the gradient 4 sum (p - q) S (y_i - y_j).
+// One row's unnormalised sums, accumulated pair by pair in a single pass; the normaliser
+// Z = sum_i h_sum_i is applied afterwards, so nothing needs Z before the pass (B_ij = H_ij S_ij / Z).
 template <class T, int D>
-ORRERY_HD void hssne_pair(const T* yi, const T* yj, T p, T inv_z, T alpha, T& a_sum, T& b_sum, T* ay, T* grad) {
+struct HssneRow {
+  T h_sum = T(0);    // sum_j H_ij                 (its total over i is Z)
+  T a_sum = T(0);    // sum_j P_ij S_ij            (A_i)
+  T hs_sum = T(0);   // sum_j H_ij S_ij            (Z B_i)
+  T p_log_h = T(0);  // sum_j P_ij log H_ij        (for the objective)
+  T ay[D] = {};      // sum_j P_ij S_ij y_j
+  T hsy[D] = {};     // sum_j H_ij S_ij y_j
+};
+
+// Adds pair (i, j): the repulsive part (H terms, every pair) when `repulse`, the attractive part
+// (P terms) when p > 0. alpha = 1 (t-SNE) takes an exact division-only path.
+template <class T, int D>
+ORRERY_HD void hssne_accumulate(const T* yi, const T* yj, T p, T alpha, bool repulse, HssneRow<T, D>& acc) {
   T tau = T(0);
   for (int d = 0; d < D; ++d) {
     const T diff = yi[d] - yj[d];
     tau += diff * diff;
   }
-  const T s = heavy_tail_slope(tau, alpha);
-  const T q = heavy_tail(tau, alpha) * inv_z;
-  const T a = p * s, b = q * s;
-  a_sum += a;
-  b_sum += b;
-  for (int d = 0; d < D; ++d) {
-    ay[d] += (a - b) * yj[d];
-    grad[d] += T(4) * (a - b) * (yi[d] - yj[d]);
+  T h, s;
+  if (alpha == T(1)) {
+    s = T(1) / (T(1) + tau);
+    h = s;
+  } else {
+    s = heavy_tail_slope(tau, alpha);
+    h = heavy_tail(tau, alpha);
+  }
+  if (repulse) {
+    const T hs = h * s;
+    acc.h_sum += h;
+    acc.hs_sum += hs;
+    for (int d = 0; d < D; ++d) acc.hsy[d] += hs * yj[d];
+  }
+  if (p > T(0)) {
+    const T ps = p * s;
+    acc.a_sum += ps;
+    acc.p_log_h += p * heavy_tail_log(tau, alpha);
+    for (int d = 0; d < D; ++d) acc.ay[d] += ps * yj[d];
   }
 }
 

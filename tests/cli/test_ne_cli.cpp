@@ -1,0 +1,104 @@
+// The neighbour-embedding configs run end to end on a Fashion-MNIST subset (limit lowered for
+// test time): outputs complete, classes separated, bad input named with exit 2.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/cli_runner.hpp"
+#include "common/temp_dir.hpp"
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+const char* kImages = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
+
+std::string patched(const orrery::test::TempDir& tmp, const std::string& name, const json& patch) {
+  std::ifstream in(fs::path(ORRERY_SOURCE_DIR) / "configs" / name);
+  json j = json::parse(in);
+  j["output"]["dir"] = tmp.path("out");
+  j.merge_patch(patch);
+  return tmp.write(name, j.dump(2));
+}
+
+json report(const orrery::test::TempDir& tmp) {
+  std::ifstream in(tmp.path("out/report.json"));
+  return json::parse(in);
+}
+
+class NeConfigs : public ::testing::TestWithParam<const char*> {};
+
+}  // namespace
+
+TEST_P(NeConfigs, RunsAndSeparatesClasses) {
+  if (!fs::exists(kImages)) GTEST_SKIP() << "dataset-fashion-mnist is not installed (scripts/setup.sh installs it)";
+  orrery::test::TempDir tmp;
+  const std::string cfg =
+      patched(tmp, GetParam(), {{"input", {{"limit", 300}, {"perplexity", 20}}}, {"params", {{"max_iter", 150}}}});
+  const auto o = orrery::test::run_orrery("run " + cfg + " --quiet");
+  ASSERT_EQ(o.code, 0) << o.output;
+  for (const char* f : {"embedding.npy", "embedding.csv", "report.json", "map.svg"})
+    EXPECT_TRUE(fs::exists(tmp.path(std::string("out/") + f))) << f;
+  const json r = report(tmp);
+  EXPECT_EQ(r["input"]["points"], 300);
+  // 10 classes, 300 images: a faithful map keeps most nearest neighbours in class (raw pixels
+  // give ~0.7 by 1-NN in the input space itself).
+  EXPECT_GT(r["quality"]["homogeneity_1nn"].get<double>(), 0.55) << GetParam();
+  EXPECT_GT(r["quality"]["at_k"][2]["trustworthiness"].get<double>(), 0.85) << GetParam();
+  const auto& trace = r["trace"];
+  ASSERT_GE(trace.size(), 2u);
+  EXPECT_LT(trace.back().get<double>(), trace.front().get<double>());
+}
+
+INSTANTIATE_TEST_SUITE_P(Configs, NeConfigs,
+                         ::testing::Values("hssne_tsne_fashion.json", "hssne_alpha0_fashion.json",
+                                           "hssne_alpha0_5_fashion.json", "hssne_semisupervised_fashion.json",
+                                           "nerv_lambda03_fashion.json"),
+                         [](const ::testing::TestParamInfo<const char*>& p) {
+                           std::string s = p.param;
+                           s = s.substr(0, s.find('.'));
+                           for (char& c : s)
+                             if (c == '-') c = '_';
+                           return s;
+                         });
+
+TEST(NeCli, BadInputIsNamed) {
+  orrery::test::TempDir tmp;
+  const std::string x = tmp.write("x.csv", "0,0\n1,0\n0,1\nnan,2\n3,3\n");
+  const std::string base = tmp.write("c.json", json({{"method", "hssne"},
+                                                      {"input", {{"vectors", x}, {"perplexity", 2}}},
+                                                      {"output", {{"dir", tmp.path("out")}}}})
+                                                   .dump());
+  auto o = orrery::test::run_orrery("run " + base + " --quiet");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("row 4"), std::string::npos) << o.output;
+  const std::string small = tmp.write("s.csv", "0,0\n1,0\n0,1\n2,2\n");
+  const std::string perp = tmp.write("p.json", json({{"method", "nerv"},
+                                                      {"input", {{"vectors", small}, {"perplexity", 30}}},
+                                                      {"output", {{"dir", tmp.path("out")}}}})
+                                                   .dump());
+  o = orrery::test::run_orrery("run " + perp + " --quiet");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("input.perplexity"), std::string::npos) << o.output;
+  const std::string dup = tmp.write("d.csv", "0,0\n1,0\n0,1\n1,0\n2,2\n3,1\n");
+  const std::string dupc = tmp.write("dc.json", json({{"method", "hssne"},
+                                                      {"input", {{"vectors", dup}, {"perplexity", 2}}},
+                                                      {"output", {{"dir", tmp.path("out")}}}})
+                                                   .dump());
+  o = orrery::test::run_orrery("run " + dupc + " --quiet");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("rows 2 and 4"), std::string::npos) << o.output;
+  const std::string bad = tmp.write("b.json", json({{"method", "hssne"},
+                                                    {"input", {{"vectors", small}, {"perplexity", 1.5}}},
+                                                    {"params", {{"alpha", -1}}},
+                                                    {"output", {{"dir", tmp.path("out")}}}})
+                                                 .dump());
+  o = orrery::test::run_orrery("run " + bad + " --quiet");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("params.alpha"), std::string::npos) << o.output;
+  EXPECT_FALSE(fs::exists(tmp.path("out")));
+}

@@ -11,3 +11,5 @@ fill() {  # fill MARKER METHOD
 }
 fill pe-params pe
 fill posterior-model-params posterior_model
+fill hssne-params hssne
+fill nerv-params nerv

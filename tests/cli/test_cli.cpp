@@ -74,7 +74,7 @@ TEST_F(Cli, DefaultsListsEveryParameter) {
   const Outcome md = run_cli("defaults pe --markdown");
   EXPECT_EQ(md.code, 0);
   EXPECT_NE(md.output.find("| `eta_phi` | number | `50` |"), std::string::npos) << md.output;
-  EXPECT_EQ(run_cli("defaults nerv").code, 2);
+  EXPECT_EQ(run_cli("defaults umap").code, 2);
 }
 
 TEST_F(Cli, InfoReportsBuildAndCuda) {
@@ -212,7 +212,9 @@ TEST_F(Cli, NormalizeRowsRescalesInsteadOfFailing) {
 TEST_F(Cli, ReadmeParameterTablesMatchTheCode) {
   const std::string readme = slurp(fs::path(ORRERY_SOURCE_DIR) / "README.md");
   for (const auto& [marker, method] : {std::pair<std::string, std::string>{"pe-params", "pe"},
-                                       {"posterior-model-params", "posterior_model"}}) {
+                                       {"posterior-model-params", "posterior_model"},
+                                       {"hssne-params", "hssne"},
+                                       {"nerv-params", "nerv"}}) {
     const Outcome o = run_cli("defaults " + method + " --markdown");
     ASSERT_EQ(o.code, 0);
     const auto begin = readme.find("<!-- " + marker + ":begin");

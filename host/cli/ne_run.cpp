@@ -23,11 +23,12 @@ struct NeInput {
   std::vector<int> labels;
   std::vector<std::string> class_names;
   double perplexity = 30.0;
+  bool sparse = false;
 };
 
 NeInput load(const RunConfig& run, bool read_files) {
   const json& in = run.input;
-  check_keys(in, "input", {"vectors", "labels", "class_names", "limit", "perplexity"});
+  check_keys(in, "input", {"vectors", "labels", "class_names", "limit", "perplexity", "affinities"});
   const std::string vectors = get_path(in, "vectors", "input");
   if (vectors.empty()) input_error("input.vectors: required (N x d points: npy, csv/tsv/txt or IDX)");
   NeInput d;
@@ -35,6 +36,14 @@ NeInput load(const RunConfig& run, bool read_files) {
     if (!in["perplexity"].is_number() || !(in["perplexity"].get<double>() > 1.0))
       input_error("input.perplexity: expected a number > 1, found " + in["perplexity"].dump());
     d.perplexity = in["perplexity"].get<double>();
+  }
+  if (in.contains("affinities")) {
+    const json& a = in["affinities"];
+    if (!a.is_string() || (a != "dense" && a != "sparse"))
+      input_error("input.affinities: expected dense | sparse, found " + a.dump());
+    d.sparse = a == "sparse";
+    if (d.sparse && run.method == "nerv")
+      input_error("input.affinities: nerv needs dense affinities (its cost uses every pair's input probability)");
   }
   if (in.contains("class_names")) {
     if (!in["class_names"].is_array()) input_error("input.class_names: expected a list of strings");
@@ -85,7 +94,8 @@ json run_ne(const RunConfig& run, bool quiet) {
   const int threads = backend->threads();
   const double t_read = seconds_since(t0);
   const auto t1 = Clock::now();
-  const AffinityResult aff = affinities_dense(in.X, in.perplexity, threads);
+  const AffinityResult aff =
+      in.sparse ? affinities_sparse(in.X, in.perplexity, threads) : affinities_dense(in.X, in.perplexity, threads);
   const double t_aff = seconds_since(t1);
   const auto t2 = Clock::now();
   auto progress = [&](int it, double J) {
@@ -99,7 +109,8 @@ json run_ne(const RunConfig& run, bool quiet) {
   if (run.method == "hssne") {
     HssneParams p;
     read_fields(run.params, p, hssne_fields(), "params");
-    const HssneResult r = fit_hssne(aff.dense, in.labels, p, run.seed, threads, progress);
+    const HssneResult r = in.sparse ? fit_hssne(aff.sparse, p, run.seed, threads, progress)
+                                    : fit_hssne(aff.dense, in.labels, p, run.seed, threads, progress);
     Y = r.coords;
     trace = r.objective_trace;
     params = fields_to_json(p, hssne_fields());
@@ -154,7 +165,7 @@ json run_ne(const RunConfig& run, bool quiet) {
   }
   json report = report_header(run, *backend);
   report["params"] = params;
-  report["input"] = {{"points", N}, {"dims", in.X.cols}, {"perplexity", in.perplexity}, {"affinities", "dense"}};
+  report["input"] = {{"points", N}, {"dims", in.X.cols}, {"perplexity", in.perplexity}, {"affinities", in.sparse ? "sparse" : "dense"}};
   report["result"] = result;
   report["trace"] = trace;
   report["quality"] = quality;

@@ -160,6 +160,25 @@ DenseEval dense_eval(const MatrixD& P, double plogp, double psum, const MatrixD&
   return {J, std::move(e)};
 }
 
+DenseEval dense_eval(const SparseAffinity& P, double plogp, double psum, const MatrixD& Y, double alpha,
+                     int threads) {
+  Evaluation e = Y.cols == 2 ? evaluate<2>(Y, alpha, false, nullptr, sparse_attract(P), threads)
+                             : evaluate<3>(Y, alpha, false, nullptr, sparse_attract(P), threads);
+  const double J = plogp - e.p_log_h + psum * std::log(e.z);
+  return {J, std::move(e)};
+}
+
+MatrixD scaled(const MatrixD& P, double f) {
+  MatrixD out = P;
+  for (double& v : out.data) v *= f;
+  return out;
+}
+SparseAffinity scaled(const SparseAffinity& P, double f) {
+  SparseAffinity out = P;
+  for (double& v : out.val) v *= f;
+  return out;
+}
+
 }  // namespace
 
 double hssne_fixed_point_step(const MatrixD& P, double alpha, MatrixD& Y, int threads) {
@@ -189,10 +208,11 @@ MatrixD mix_same_class_pairs(const MatrixD& P, const std::vector<int>& labels, d
   return out;
 }
 
-HssneResult fit_hssne(const MatrixD& P0, const std::vector<int>& labels, const HssneParams& prm,
-                      unsigned long long seed, int threads, const std::function<void(int, double)>& progress) {
-  const index_t N = P0.rows;
-  const MatrixD P = prm.rho > 0 ? mix_same_class_pairs(P0, labels, prm.rho) : P0;
+namespace {
+
+template <class PM>
+HssneResult fit_impl(const PM& P, index_t N, const HssneParams& prm, unsigned long long seed, int threads,
+                     const std::function<void(int, double)>& progress) {
   HssneResult res;
   res.coords = MatrixD(N, prm.dim);
   std::mt19937_64 rng(seed);
@@ -236,10 +256,8 @@ HssneResult fit_hssne(const MatrixD& P0, const std::vector<int>& labels, const H
     MatrixD update(N, prm.dim, 0.0), gains(N, prm.dim, 1.0), grad;
     for (int it = 0; it < prm.max_iter; ++it) {
       const bool exaggerate = it < prm.exaggeration_iter;
-      MatrixD Pe = P;
-      if (exaggerate)
-        for (double& v : Pe.data) v *= prm.exaggeration;
-      const double J = hssne_objective(exaggerate ? Pe : P, Y, prm.alpha, &grad, threads);
+      const double J = exaggerate ? hssne_objective(scaled(P, prm.exaggeration), Y, prm.alpha, &grad, threads)
+                                  : hssne_objective(P, Y, prm.alpha, &grad, threads);
       const double mom = it < prm.momentum_switch ? prm.momentum : prm.final_momentum;
       for (size_t q = 0; q < Y.data.size(); ++q) {
         // delta-bar-delta gains, as in t-SNE implementations
@@ -256,6 +274,20 @@ HssneResult fit_hssne(const MatrixD& P0, const std::vector<int>& labels, const H
   for (double v : Y.data)
     if (!std::isfinite(v)) internal_error("HSSNE produced non-finite coordinates");
   return res;
+}
+
+}  // namespace
+
+HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const HssneParams& prm,
+                      unsigned long long seed, int threads, const std::function<void(int, double)>& progress) {
+  if (prm.rho > 0) return fit_impl(mix_same_class_pairs(P, labels, prm.rho), P.rows, prm, seed, threads, progress);
+  return fit_impl(P, P.rows, prm, seed, threads, progress);
+}
+
+HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& prm, unsigned long long seed, int threads,
+                      const std::function<void(int, double)>& progress) {
+  if (prm.rho > 0) input_error("params.rho: semi-supervised mixing needs dense affinities (input.affinities)");
+  return fit_impl(P, P.num_points, prm, seed, threads, progress);
 }
 
 }  // namespace orrery

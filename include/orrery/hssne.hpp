@@ -60,6 +60,11 @@ HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const Hs
                       unsigned long long seed, int threads = 0,
                       const std::function<void(int, double)>& progress = {});
 
+// Fits on sparse P (kNN affinities): the attraction runs over the neighbour lists only, the
+// repulsion still over all pairs (exact). rho > 0 is an input error (mixing needs dense P).
+HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& params, unsigned long long seed, int threads = 0,
+                      const std::function<void(int, double)>& progress = {});
+
 // One fixed-point update of MATH.md §4 on dense P (exposed for tests): returns J at the input Y.
 double hssne_fixed_point_step(const MatrixD& P, double alpha, MatrixD& Y, int threads = 0);
 

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "orrery/affinity.hpp"
+#include "orrery/error.hpp"
 #include "orrery/hssne.hpp"
 #include "orrery/math/neighbor.hpp"
 #include "orrery/quality.hpp"
@@ -162,4 +163,20 @@ TEST(Hssne, SemiSupervisedMixing) {
   EXPECT_NEAR(total, 1.0, 1e-15);
   EXPECT_NEAR(same, 0.5 * (2.0 / 12.0) + 0.5, 1e-15) << "the only known same-class pair gets all of rho";
   EXPECT_NEAR(M(2, 3), 0.5 / 12.0, 1e-15);
+}
+
+TEST(Hssne, SparseFitEqualsDenseFitWhenListsCoverAllPoints) {
+  std::vector<int> labels;
+  const MatrixD X = clusters(labels, 6);
+  MatrixD Xs(31, 4);
+  for (index_t i = 0; i < 31; ++i)
+    for (int d = 0; d < 4; ++d) Xs(i, d) = X(i * 4, d);
+  HssneParams prm;
+  prm.max_iter = 50;
+  const HssneResult d = fit_hssne(affinities_dense(Xs, 10.0).dense, {}, prm, 3);
+  const HssneResult s = fit_hssne(affinities_sparse(Xs, 10.0).sparse, prm, 3);
+  ASSERT_EQ(d.iterations, s.iterations);
+  for (size_t q = 0; q < d.coords.data.size(); ++q) EXPECT_NEAR(d.coords.data[q], s.coords.data[q], 1e-9);
+  prm.rho = 0.2;
+  EXPECT_THROW(fit_hssne(affinities_sparse(Xs, 10.0).sparse, prm, 3), Error);
 }

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "bench_common.hpp"
 #include "io/readers.hpp"
 #include "io/writers.hpp"
 #include "orrery/affinity.hpp"
@@ -16,23 +17,6 @@
 #include "orrery/quality.hpp"
 
 namespace orrery {
-
-namespace {
-json run_python(const std::string& cmd) {
-  std::string line;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    while (fgets(buf, sizeof buf, p)) line += buf;
-    pclose(p);
-  }
-  try {
-    return json::parse(line);
-  } catch (const std::exception&) {
-    std::cerr << "[hssne] scikit-learn run failed: " << cmd << "\n";
-    return json::object();
-  }
-}
-}  // namespace
 
 int run_ne_bench(int argc, char** argv) {
   std::vector<index_t> sizes = {2000};
@@ -70,10 +54,7 @@ int run_ne_bench(int argc, char** argv) {
   std::printf("%6s %6s %10s %12s %8s | %10s %8s %8s | %10s %8s %8s\n", "N", "iters", "orrery_s", "pairs/s", "5nn",
               "exact_s", "5nn", "ratio", "bh_s", "5nn", "ratio");
   for (index_t N : sizes) {
-    MatrixD X(N, 49, 0.0);
-    for (index_t n = 0; n < N; ++n)
-      for (int r = 0; r < 28; ++r)
-        for (int c = 0; c < 28; ++c) X(n, (r / 4) * 7 + c / 4) += raw(n, r * 28 + c) / 16.0;
+    const MatrixD X = bench::pooled_images(raw, N);
     const std::vector<int> labels(all_labels.begin(), all_labels.begin() + N);
     const auto t0 = std::chrono::steady_clock::now();
     HssneParams prm;
@@ -94,9 +75,9 @@ int run_ne_bench(int argc, char** argv) {
     files.add(yp, io::npy_bytes(labels));
     files.commit();
     const std::string base = python + " bench/sklearn_tsne.py " + xp + " " + yp + " ";
-    const json ex = sklearn_exact ? run_python(base + "exact " + std::to_string(perplexity) + " " + std::to_string(iters))
+    const json ex = sklearn_exact ? bench::run_json_command(base + "exact " + std::to_string(perplexity) + " " + std::to_string(iters))
                                   : json::object();
-    const json bh = run_python(base + "barnes_hut " + std::to_string(perplexity) + " " + std::to_string(iters));
+    const json bh = bench::run_json_command(base + "barnes_hut " + std::to_string(perplexity) + " " + std::to_string(iters));
     const double ex_s = ex.value("seconds", std::nan("")), bh_s = bh.value("seconds", std::nan(""));
     std::printf("%6lld %6d %10.2f %12.3g %8.3f | %10.2f %8.3f %7.1fx | %10.2f %8.3f %7.2fx\n",
                 static_cast<long long>(N), iters, secs, pairs / secs, acc, ex_s, ex.value("knn5_accuracy", std::nan("")),
@@ -106,11 +87,7 @@ int run_ne_bench(int argc, char** argv) {
                        {"orrery_seconds", secs}, {"orrery_pairs_per_second", pairs / secs},
                        {"orrery_knn5_accuracy", acc}, {"sklearn_exact", ex}, {"sklearn_barnes_hut", bh}});
   }
-  if (!out.empty()) {
-    io::OutputSet files;
-    files.add(out, records.dump(2) + "\n");
-    files.commit();
-  }
+  bench::write_records(out, records);
   return 0;
 }
 

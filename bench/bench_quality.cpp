@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "bench_common.hpp"
 #include "io/readers.hpp"
 #include "io/writers.hpp"
 #include "orrery/config.hpp"
@@ -47,10 +48,8 @@ int run_quality_bench(int argc, char** argv) {
   for (index_t N : sizes) {
     if (N > raw.rows) input_error("quality: --n " + std::to_string(N) + " exceeds the " + std::to_string(raw.rows) +
                                   " images in " + images);
-    MatrixD X(N, 49, 0.0), Y(N, 2, 0.0);
-    for (index_t n = 0; n < N; ++n)
-      for (int r = 0; r < 28; ++r)
-        for (int c = 0; c < 28; ++c) X(n, (r / 4) * 7 + c / 4) += raw(n, r * 28 + c) / 16.0;
+    const MatrixD X = bench::pooled_images(raw, N);
+    MatrixD Y(N, 2, 0.0);
     std::mt19937_64 rng(7);
     std::normal_distribution<double> z(0.0, 1.0);
     std::vector<double> proj(49 * 2);
@@ -76,18 +75,7 @@ int run_quality_bench(int argc, char** argv) {
     files.add(yp, io::npy_bytes(Y));
     files.commit();
     const std::string cmd = python + " bench/sklearn_trustworthiness.py " + xp + " " + yp + " " + std::to_string(k);
-    std::string line;
-    if (FILE* p = popen(cmd.c_str(), "r")) {
-      char buf[4096];
-      while (fgets(buf, sizeof buf, p)) line += buf;
-      pclose(p);
-    }
-    json sk = json::object();
-    try {
-      sk = json::parse(line);
-    } catch (const std::exception&) {
-      std::cerr << "[quality] scikit-learn run failed (" << cmd << ")\n";
-    }
+    const json sk = bench::run_json_command(cmd);
     const double sk_s = sk.contains("seconds_trustworthiness")
                             ? sk["seconds_trustworthiness"].get<double>() + sk["seconds_continuity"].get<double>()
                             : std::nan("");
@@ -100,11 +88,7 @@ int run_quality_bench(int argc, char** argv) {
                        {"orrery_trustworthiness", rep.at_k[0].trustworthiness},
                        {"orrery_continuity", rep.at_k[0].continuity}, {"peak_rss_mib", rss}, {"sklearn", sk}});
   }
-  if (!out.empty()) {
-    io::OutputSet files;
-    files.add(out, records.dump(2) + "\n");
-    files.commit();
-  }
+  bench::write_records(out, records);
   return 0;
 }
 

@@ -7,8 +7,8 @@
 #include <omp.h>
 
 #include <cmath>
-#include <random>
 
+#include "methods/random.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/neighbor.hpp"
 
@@ -215,12 +215,7 @@ HssneResult fit_impl(const PM& P, index_t N, const HssneParams& prm, unsigned lo
                      const std::function<void(int, double)>& progress) {
   HssneResult res;
   res.coords = MatrixD(N, prm.dim);
-  std::mt19937_64 rng(seed);
-  for (double& v : res.coords.data) {  // Box-Muller, independent of the library's distributions
-    const double u1 = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
-    const double u2 = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
-    v = prm.init_scale * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  }
+  res.coords.data = seeded_gaussian(res.coords.data.size(), seed, prm.init_scale);
   MatrixD& Y = res.coords;
   res.stop_reason = "max_iter";
   if (prm.optimizer == "fixed_point") {

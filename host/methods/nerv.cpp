@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 
+#include "methods/random.hpp"
 #include "optim/cg.hpp"
 #include "orrery/error.hpp"
 
@@ -100,13 +100,7 @@ NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const Ner
   std::vector<double> sorted = beta;
   std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
   const double sigma = 1.0 / std::sqrt(sorted[sorted.size() / 2]);
-  std::mt19937_64 rng(seed);
-  std::vector<double> x(static_cast<size_t>(N) * prm.dim);
-  for (double& v : x) {  // Box-Muller, independent of the library's distributions
-    const double u1 = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
-    const double u2 = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
-    v = prm.init_scale * sigma * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  }
+  std::vector<double> x = seeded_gaussian(static_cast<size_t>(N) * prm.dim, seed, prm.init_scale * sigma);
   MatrixD Y(N, prm.dim), g;
   auto f = [&](const std::vector<double>& xs, std::vector<double>& grad) {
     Y.data = xs;

@@ -16,6 +16,7 @@
 #include <numeric>
 #include <random>
 
+#include "methods/random.hpp"
 #include "optim/lbfgs.hpp"
 #include "orrery/error.hpp"
 
@@ -58,22 +59,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// Standard normals from a seeded mt19937_64 by Box-Muller, written out so that the stream does
-// not depend on the standard library's distribution implementation.
-std::vector<double> gaussian(size_t n, unsigned long long seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<double> out(n);
-  const double two_pi = 6.283185307179586;
-  for (size_t i = 0; i < n; i += 2) {
-    const double u1 = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
-    const double u2 = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
-    const double rad = std::sqrt(-2.0 * std::log(u1));
-    out[i] = rad * std::cos(two_pi * u2);
-    if (i + 1 < n) out[i + 1] = rad * std::sin(two_pi * u2);
-  }
-  return out;
 }
 
 void rescale_rms(std::vector<double>& phi, int K, int D, double radius) {
@@ -161,10 +146,10 @@ std::vector<double> initial_classes(const PeInput& in, const PeParams& prm, unsi
   }
   if (prm.class_init == "mds" && mds_init(in.posteriors, D, phi)) {
     // Axes MDS could not fill (e.g. K = 2) get a small seeded spread so gradients can open them.
-    const auto z = gaussian(phi.size(), seed);
+    const auto z = seeded_gaussian(phi.size(), seed);
     for (size_t i = 0; i < phi.size(); ++i) phi[i] += 1e-3 * z[i];
   } else {
-    phi = gaussian(static_cast<size_t>(K) * D, seed);
+    phi = seeded_gaussian(static_cast<size_t>(K) * D, seed);
   }
   rescale_rms(phi, K, D, prm.init_scale);
   return phi;

@@ -1,5 +1,7 @@
 #include "optim/cg.hpp"
 
+#include "optim/line_search.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -32,23 +34,14 @@ CgReport cg_minimize(const CgObjective& f, std::vector<double>& x, const CgOptio
       for (size_t i = 0; i < x.size(); ++i) d[i] = -g[i];
       slope = -gsq;
     }
-    double t = step * 2.0, f_new = rep.f;
-    bool accepted = false;
-    for (int bt = 0; bt <= o.max_backtracks; ++bt) {
-      for (size_t i = 0; i < x.size(); ++i) x_new[i] = x[i] + t * d[i];
-      f_new = f(x_new, g_new);
-      ++rep.evaluations;
-      if (std::isfinite(f_new) && f_new <= rep.f + 1e-4 * t * slope) {
-        accepted = true;
-        break;
-      }
-      t *= 0.5;
-    }
-    if (!accepted) {
+    const LineSearchResult ls = backtrack_armijo(f, x, d, rep.f, slope, step * 2.0, o.max_backtracks, x_new, g_new);
+    rep.evaluations += ls.evaluations;
+    if (!ls.accepted) {
       rep.stop_reason = "line_search";
       break;
     }
-    step = t;
+    step = ls.t;
+    const double f_new = ls.f;
     const double beta = (it + 1) % o.restart == 0 ? 0.0 : std::max(0.0, (dot(g_new, g_new) - dot(g_new, g)) / gsq);
     for (size_t i = 0; i < x.size(); ++i) d[i] = -g_new[i] + beta * d[i];
     const double f_old = rep.f;

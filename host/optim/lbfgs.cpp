@@ -1,5 +1,7 @@
 #include "optim/lbfgs.hpp"
 
+#include "optim/line_search.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -70,22 +72,13 @@ LbfgsReport lbfgs_minimize(const LbfgsObjective& f, std::vector<double>& x, cons
     }
     // First step without curvature information: unit length, as the scale of x is unknown.
     double t = mem.empty() ? std::min(1.0, 1.0 / std::sqrt(st.grad_sq)) : 1.0;
-    bool accepted = false;
-    double f_new = st.f;
-    for (int bt = 0; bt <= options.max_backtracks; ++bt) {
-      for (size_t i = 0; i < x.size(); ++i) x_new[i] = x[i] + t * d[i];
-      f_new = f(x_new, g_new);
-      ++st.evaluations;
-      if (std::isfinite(f_new) && f_new <= st.f + 1e-4 * t * slope) {
-        accepted = true;
-        break;
-      }
-      t *= 0.5;
-    }
-    if (!accepted) {
+    const LineSearchResult ls = backtrack_armijo(f, x, d, st.f, slope, t, options.max_backtracks, x_new, g_new);
+    st.evaluations += ls.evaluations;
+    if (!ls.accepted) {
       report.stop_reason = "line_search";
       break;
     }
+    const double f_new = ls.f;
     Pair p{std::vector<double>(x.size()), std::vector<double>(x.size()), 0.0};
     for (size_t i = 0; i < x.size(); ++i) {
       p.s[i] = x_new[i] - x[i];

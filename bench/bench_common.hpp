@@ -1,0 +1,47 @@
+// Pieces shared by the benchmark drivers that compare with scikit-learn.
+#pragma once
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "io/writers.hpp"
+#include "orrery/config.hpp"
+#include "orrery/types.hpp"
+
+namespace orrery::bench {
+
+// The first N Fashion-MNIST images (rows of 784 pixels) average-pooled 4 x 4 to 7 x 7 = 49 values:
+// deterministic, no fitted model, small enough for exact peers.
+inline MatrixD pooled_images(const MatrixD& raw, index_t N) {
+  MatrixD X(N, 49, 0.0);
+  for (index_t n = 0; n < N; ++n)
+    for (int r = 0; r < 28; ++r)
+      for (int c = 0; c < 28; ++c) X(n, (r / 4) * 7 + c / 4) += raw(n, r * 28 + c) / 16.0;
+  return X;
+}
+
+// Runs a command that prints one JSON line (a peer's timing); an empty object when it fails.
+inline json run_json_command(const std::string& cmd) {
+  std::string line;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    while (fgets(buf, sizeof buf, p)) line += buf;
+    pclose(p);
+  }
+  try {
+    return json::parse(line);
+  } catch (const std::exception&) {
+    std::cerr << "[bench] peer run failed: " << cmd << "\n";
+    return json::object();
+  }
+}
+
+// Writes the records atomically when a path was given.
+inline void write_records(const std::string& path, const json& records) {
+  if (path.empty()) return;
+  io::OutputSet files;
+  files.add(path, records.dump(2) + "\n");
+  files.commit();
+}
+
+}  // namespace orrery::bench

@@ -1,0 +1,39 @@
+// Backtracking line search with the Armijo condition f(x + t d) <= f(x) + c t g'd (c = 1e-4),
+// halving t from t0; shared by L-BFGS and nonlinear CG. Non-finite trial values count as failures.
+#pragma once
+#include <cmath>
+#include <functional>
+#include <vector>
+
+namespace orrery::optim {
+
+using Objective = std::function<double(const std::vector<double>& x, std::vector<double>& grad)>;
+
+struct LineSearchResult {
+  bool accepted = false;
+  double t = 0.0, f = 0.0;
+  int evaluations = 0;
+};
+
+// On success x_new, g_new hold the accepted point and its gradient.
+inline LineSearchResult backtrack_armijo(const Objective& f, const std::vector<double>& x, const std::vector<double>& d,
+                                         double f0, double slope, double t0, int max_backtracks,
+                                         std::vector<double>& x_new, std::vector<double>& g_new) {
+  LineSearchResult r;
+  double t = t0;
+  for (int bt = 0; bt <= max_backtracks; ++bt) {
+    for (size_t i = 0; i < x.size(); ++i) x_new[i] = x[i] + t * d[i];
+    const double fv = f(x_new, g_new);
+    ++r.evaluations;
+    if (std::isfinite(fv) && fv <= f0 + 1e-4 * t * slope) {
+      r.accepted = true;
+      r.t = t;
+      r.f = fv;
+      return r;
+    }
+    t *= 0.5;
+  }
+  return r;
+}
+
+}  // namespace orrery::optim

@@ -56,8 +56,29 @@ Evaluation evaluate(const MatrixD& Y, double alpha, bool dense, const MatrixD* P
 #pragma omp parallel for schedule(static) num_threads(nthreads(threads))
   for (index_t i = 0; i < N; ++i) {
     math::HssneRow<double, D> acc;
-    for (index_t j = 0; j < N; ++j)
-      if (j != i) math::hssne_accumulate<double, D>(Y.row(i), Y.row(j), dense ? (*P)(i, j) : 0.0, alpha, true, acc);
+    if (dense) {
+      for (index_t j = 0; j < N; ++j)
+        if (j != i) math::hssne_accumulate<double, D>(Y.row(i), Y.row(j), (*P)(i, j), alpha, true, acc);
+    } else {
+      // Repulsion alone, written for the vectoriser: the j == i term is added and removed after
+      // (H(0) = S(0) = 1), so the loop has no branch on j.
+      double h_sum = 0.0, hs_sum = 0.0, hsy[D] = {};
+      const double* yi = Y.row(i);
+      const double* yall = Y.data.data();
+#pragma omp simd reduction(+ : h_sum, hs_sum, hsy[:D])
+      for (index_t j = 0; j < N; ++j) {
+        double tau = 0.0;
+        for (int d = 0; d < D; ++d) tau += (yi[d] - yall[j * D + d]) * (yi[d] - yall[j * D + d]);
+        double h, s;
+        math::heavy_tail_pair(tau, alpha, h, s);
+        h_sum += h;
+        hs_sum += h * s;
+        for (int d = 0; d < D; ++d) hsy[d] += h * s * yall[j * D + d];
+      }
+      acc.h_sum = h_sum - 1.0;
+      acc.hs_sum = hs_sum - 1.0;
+      for (int d = 0; d < D; ++d) acc.hsy[d] = hsy[d] - yi[d];
+    }
     if (!dense)
       attract(i, [&](index_t j, double p) {
         math::hssne_accumulate<double, D>(Y.row(i), Y.row(j), p, alpha, false, acc);

@@ -35,6 +35,18 @@ ORRERY_HD T heavy_tail_slope(T tau, T alpha) {
   return T(1) / (alpha * tau + T(1));
 }
 
+// H and S of one squared distance; alpha = 1 (t-SNE) takes an exact division-only path.
+template <class T>
+ORRERY_HD void heavy_tail_pair(T tau, T alpha, T& h, T& s) {
+  if (alpha == T(1)) {
+    s = T(1) / (T(1) + tau);
+    h = s;
+  } else {
+    s = heavy_tail_slope(tau, alpha);
+    h = heavy_tail(tau, alpha);
+  }
+}
+
 // One row's unnormalised sums, accumulated pair by pair in a single pass; the normaliser
 // Z = sum_i h_sum_i is applied afterwards, so nothing needs Z before the pass (B_ij = H_ij S_ij / Z).
 template <class T, int D>
@@ -57,13 +69,7 @@ ORRERY_HD void hssne_accumulate(const T* yi, const T* yj, T p, T alpha, bool rep
     tau += diff * diff;
   }
   T h, s;
-  if (alpha == T(1)) {
-    s = T(1) / (T(1) + tau);
-    h = s;
-  } else {
-    s = heavy_tail_slope(tau, alpha);
-    h = heavy_tail(tau, alpha);
-  }
+  heavy_tail_pair(tau, alpha, h, s);
   if (repulse) {
     const T hs = h * s;
     acc.h_sum += h;

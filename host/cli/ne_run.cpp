@@ -12,6 +12,7 @@
 #include "orrery/error.hpp"
 #include "orrery/hssne.hpp"
 #include "orrery/nerv.hpp"
+#include "orrery/pca.hpp"
 #include "orrery/quality.hpp"
 #include "report/svg_map.hpp"
 
@@ -24,14 +25,22 @@ struct NeInput {
   std::vector<std::string> class_names;
   double perplexity = 30.0;
   bool sparse = false;
+  bool distances = false;  // X is an N x N distance matrix
+  int pca = 0;
 };
 
 NeInput load(const RunConfig& run, bool read_files) {
   const json& in = run.input;
-  check_keys(in, "input", {"vectors", "labels", "class_names", "limit", "perplexity", "affinities"});
-  const std::string vectors = get_path(in, "vectors", "input");
-  if (vectors.empty()) input_error("input.vectors: required (N x d points: npy, csv/tsv/txt or IDX)");
+  check_keys(in, "input", {"vectors", "distances", "pca", "labels", "class_names", "limit", "perplexity", "affinities"});
+  const std::string vectors_path = get_path(in, "vectors", "input"), distances_path = get_path(in, "distances", "input");
+  if (vectors_path.empty() == distances_path.empty())
+    input_error("input: give exactly one of 'vectors' (N x d points: npy, csv/tsv/txt or IDX) or 'distances' "
+                "(a symmetric N x N distance matrix)");
+  const std::string vectors = vectors_path.empty() ? distances_path : vectors_path;
   NeInput d;
+  d.distances = !distances_path.empty();
+  d.pca = static_cast<int>(get_count(in, "pca", "input", 0));
+  if (d.pca > 0 && d.distances) input_error("input.pca: applies to vectors, not to a distance matrix");
   if (in.contains("perplexity")) {
     if (!in["perplexity"].is_number() || !(in["perplexity"].get<double>() > 1.0))
       input_error("input.perplexity: expected a number > 1, found " + in["perplexity"].dump());
@@ -42,6 +51,8 @@ NeInput load(const RunConfig& run, bool read_files) {
     if (!a.is_string() || (a != "dense" && a != "sparse"))
       input_error("input.affinities: expected dense | sparse, found " + a.dump());
     d.sparse = a == "sparse";
+    if (d.sparse && !distances_path.empty())
+      input_error("input.affinities: sparse affinities need vectors (their neighbour search), not distances");
     if (d.sparse && run.method == "nerv")
       input_error("input.affinities: nerv needs dense affinities (its cost uses every pair's input probability)");
   }
@@ -65,6 +76,13 @@ NeInput load(const RunConfig& run, bool read_files) {
   check_keys(run.output_extra, "output", {"dir", "format", "svg"});
   if (!read_files) return d;
   d.X = io::read_matrix(vectors, limit);
+  if (d.distances && limit > 0 && d.X.cols > d.X.rows) {  // the first `limit` points: a square block
+    MatrixD block(d.X.rows, d.X.rows);
+    for (index_t i = 0; i < d.X.rows; ++i)
+      for (index_t j = 0; j < d.X.rows; ++j) block(i, j) = d.X(i, j);
+    d.X = std::move(block);
+  }
+  if (d.pca > 0) d.X = pca_project(d.X, d.pca);
   if (!labels.empty()) {
     d.labels = io::read_labels(labels, limit);
     if (static_cast<index_t>(d.labels.size()) != d.X.rows)
@@ -81,7 +99,8 @@ NeInput load(const RunConfig& run, bool read_files) {
 
 std::string validate_ne(const RunConfig& run) {
   const NeInput d = load(run, true);
-  return run.method + ", " + std::to_string(d.X.rows) + " points of dimension " + std::to_string(d.X.cols);
+  return run.method + ", " + std::to_string(d.X.rows) + " points" +
+         (d.distances ? " (distance matrix)" : " of dimension " + std::to_string(d.X.cols));
 }
 
 json run_ne(const RunConfig& run, bool quiet) {
@@ -94,8 +113,9 @@ json run_ne(const RunConfig& run, bool quiet) {
   const int threads = backend->threads();
   const double t_read = seconds_since(t0);
   const auto t1 = Clock::now();
-  const AffinityResult aff =
-      in.sparse ? affinities_sparse(in.X, in.perplexity, threads) : affinities_dense(in.X, in.perplexity, threads);
+  const AffinityResult aff = in.distances ? affinities_from_distances(in.X, in.perplexity, threads)
+                            : in.sparse  ? affinities_sparse(in.X, in.perplexity, threads)
+                                         : affinities_dense(in.X, in.perplexity, threads);
   const double t_aff = seconds_since(t1);
   const auto t2 = Clock::now();
   auto progress = [&](int it, double J) {
@@ -138,6 +158,7 @@ json run_ne(const RunConfig& run, bool quiet) {
   for (int& k : req.ks) k = static_cast<int>(std::min<index_t>(k, N - 1));
   req.curve = false;
   req.threads = threads;
+  req.input_is_distance_matrix = in.distances;
   const json quality = quality_json(evaluate_quality(in.X, Y, in.labels, req));
   const double t_eval = seconds_since(t3);
 
@@ -165,7 +186,8 @@ json run_ne(const RunConfig& run, bool quiet) {
   }
   json report = report_header(run, *backend);
   report["params"] = params;
-  report["input"] = {{"points", N}, {"dims", in.X.cols}, {"perplexity", in.perplexity}, {"affinities", in.sparse ? "sparse" : "dense"}};
+  report["input"] = {{"points", N}, {"dims", in.X.cols}, {"perplexity", in.perplexity}, {"affinities", in.sparse ? "sparse" : "dense"},
+                     {"source", in.distances ? "distances" : "vectors"}, {"pca", in.pca}};
   report["result"] = result;
   report["trace"] = trace;
   report["quality"] = quality;

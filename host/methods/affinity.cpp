@@ -41,29 +41,29 @@ double SparseAffinity::at(index_t i, index_t j) const {
   return it != e && *it == j ? val[static_cast<size_t>(it - col.begin())] : 0.0;
 }
 
-AffinityResult affinities_dense(const MatrixD& X, double perplexity, int threads) {
-  const index_t N = X.rows;
-  check_points(X);
+namespace {
+
+// Dense affinities from rows of squared distances: row(i, d2) fills d2 (N entries) for point i.
+template <class Row>
+AffinityResult dense_from_rows(index_t N, double perplexity, int threads, const Row& row) {
   if (N < 3 || !(perplexity > 1.0) || !(perplexity < static_cast<double>(N - 1)))
     input_error("perplexity: expected 1 < perplexity < N - 1 = " + std::to_string(N - 1) + " for " +
                 std::to_string(N) + " points, found " + std::to_string(perplexity));
   AffinityResult res;
   res.beta.assign(static_cast<size_t>(N), 0.0);
   MatrixD cond(N, N, 0.0);
-  const int d = static_cast<int>(X.cols);
   index_t dup_a = -1, dup_b = -1;
 #pragma omp parallel num_threads(threads_or_default(threads))
   {
     std::vector<double> d2(static_cast<size_t>(N));
 #pragma omp for schedule(dynamic, 16)
     for (index_t i = 0; i < N; ++i) {
-      for (index_t l = 0; l < N; ++l) {
-        d2[l] = math::squared_distance(X.row(i), X.row(l), d);
+      row(i, d2);
+      for (index_t l = 0; l < N; ++l)
         if (l != i && d2[l] == 0.0) {
 #pragma omp critical
           if (dup_a < 0 || std::min(i, l) < std::min(dup_a, dup_b)) dup_a = i, dup_b = l;
         }
-      }
       const double beta =
           math::bandwidth_for_perplexity<double, index_t>(d2.data(), N, i, perplexity, kEntropyTol, kBisectionSteps);
       double log_z, shift;
@@ -79,6 +79,37 @@ AffinityResult affinities_dense(const MatrixD& X, double perplexity, int threads
     for (index_t j = 0; j < N; ++j) res.dense(i, j) = (cond(i, j) + cond(j, i)) * scale;
   res.conditional = std::move(cond);
   return res;
+}
+
+}  // namespace
+
+AffinityResult affinities_dense(const MatrixD& X, double perplexity, int threads) {
+  check_points(X);
+  const int d = static_cast<int>(X.cols);
+  return dense_from_rows(X.rows, perplexity, threads, [&](index_t i, std::vector<double>& d2) {
+    for (index_t l = 0; l < X.rows; ++l) d2[l] = math::squared_distance(X.row(i), X.row(l), d);
+  });
+}
+
+AffinityResult affinities_from_distances(const MatrixD& D, double perplexity, int threads) {
+  const index_t N = D.rows;
+  if (D.cols != N)
+    input_error("distances: expected a square N x N matrix, found " + std::to_string(D.rows) + " x " +
+                std::to_string(D.cols));
+  for (index_t i = 0; i < N; ++i)
+    for (index_t j = 0; j < N; ++j) {
+      const double v = D(i, j);
+      if (!std::isfinite(v) || v < 0)
+        input_error("distances: row " + std::to_string(i + 1) + ", column " + std::to_string(j + 1) +
+                    ": expected a finite non-negative distance, found " + std::to_string(v));
+      if (i == j && v != 0)
+        input_error("distances: row " + std::to_string(i + 1) + " has a non-zero diagonal entry " + std::to_string(v));
+      if (std::abs(v - D(j, i)) > 1e-9 * std::max(1.0, v))
+        input_error("distances: not symmetric at rows " + std::to_string(i + 1) + " and " + std::to_string(j + 1));
+    }
+  return dense_from_rows(N, perplexity, threads, [&](index_t i, std::vector<double>& d2) {
+    for (index_t l = 0; l < N; ++l) d2[l] = D(i, l) * D(i, l);
+  });
 }
 
 AffinityResult affinities_sparse(const MatrixD& X, double perplexity, int threads) {

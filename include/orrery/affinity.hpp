@@ -34,5 +34,8 @@ struct AffinityResult {
 // non-finite coordinates by row and column.
 AffinityResult affinities_dense(const MatrixD& X, double perplexity, int threads = 0);
 AffinityResult affinities_sparse(const MatrixD& X, double perplexity, int threads = 0);
+// Dense affinities from a precomputed symmetric N x N distance matrix (zero diagonal); zero
+// off-diagonal distances are duplicate points, an input error as above.
+AffinityResult affinities_from_distances(const MatrixD& D, double perplexity, int threads = 0);
 
 }  // namespace orrery

@@ -102,3 +102,40 @@ TEST(NeCli, BadInputIsNamed) {
   EXPECT_NE(o.output.find("params.alpha"), std::string::npos) << o.output;
   EXPECT_FALSE(fs::exists(tmp.path("out")));
 }
+
+TEST(NeCli, DistanceMatrixAndPcaInputs) {
+  orrery::test::TempDir tmp;
+  // 40 points on three well separated blobs in 6-D, as vectors and as a distance matrix
+  std::ostringstream xs, ds, ls;
+  std::vector<std::vector<double>> pts;
+  for (int i = 0; i < 40; ++i) {
+    std::vector<double> p(6);
+    for (int c = 0; c < 6; ++c) p[c] = (c == i % 3 ? 20.0 : 0.0) + ((i * 7 + c * 3) % 11) * 0.1 + i * 0.013 * (c + 1);
+    pts.push_back(p);
+    for (int c = 0; c < 6; ++c) xs << (c ? "," : "") << p[c];
+    xs << "\n";
+    ls << i % 3 << "\n";
+  }
+  for (int i = 0; i < 40; ++i) {
+    for (int j = 0; j < 40; ++j) {
+      double s = 0;
+      for (int c = 0; c < 6; ++c) s += (pts[i][c] - pts[j][c]) * (pts[i][c] - pts[j][c]);
+      ds << (j ? "," : "") << std::sqrt(s);
+    }
+    ds << "\n";
+  }
+  const std::string x = tmp.write("x.csv", xs.str()), d = tmp.write("d.csv", ds.str()), l = tmp.write("l.csv", ls.str());
+  for (const auto& input : {json{{"distances", d}, {"labels", l}, {"perplexity", 5}},
+                            json{{"vectors", x}, {"pca", 3}, {"labels", l}, {"perplexity", 5}}}) {
+    const std::string cfg = tmp.write("c.json", json({{"method", "nerv"}, {"input", input},
+                                                      {"params", {{"max_iter", 60}}},
+                                                      {"output", {{"dir", tmp.path("out")}}}})
+                                                    .dump());
+    const auto o = orrery::test::run_orrery("run " + cfg + " --quiet");
+    ASSERT_EQ(o.code, 0) << o.output;
+    const json r = report(tmp);
+    EXPECT_EQ(r["input"]["source"], input.contains("distances") ? "distances" : "vectors");
+    EXPECT_GE(r["quality"]["homogeneity_1nn"].get<double>(), 0.95) << input.dump();
+    fs::remove_all(tmp.path("out"));
+  }
+}

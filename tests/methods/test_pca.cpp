@@ -1,0 +1,80 @@
+// PCA by subspace iteration: uncorrelated components in decreasing variance, the planted main
+// axis recovered, total variance kept when no dimension is dropped, deterministic output.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "orrery/affinity.hpp"
+#include "orrery/error.hpp"
+#include "orrery/pca.hpp"
+
+using namespace orrery;
+
+namespace {
+
+MatrixD planted(index_t n, unsigned seed) {
+  // axis u = (1, 2, 2, 0, 0)/3 with standard deviation 5, then decreasing noise per coordinate
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> z(0, 1);
+  const double u[5] = {1 / 3.0, 2 / 3.0, 2 / 3.0, 0, 0};
+  MatrixD X(n, 5);
+  for (index_t i = 0; i < n; ++i) {
+    const double t = 5 * z(rng);
+    for (int c = 0; c < 5; ++c) X(i, c) = 10 + t * u[c] + (0.5 + 0.1 * c) * z(rng);
+  }
+  return X;
+}
+
+double covariance(const MatrixD& Y, int a, int b) {
+  double ma = 0, mb = 0, s = 0;
+  for (index_t i = 0; i < Y.rows; ++i) ma += Y(i, a) / Y.rows, mb += Y(i, b) / Y.rows;
+  for (index_t i = 0; i < Y.rows; ++i) s += (Y(i, a) - ma) * (Y(i, b) - mb);
+  return s / (Y.rows - 1);
+}
+
+}  // namespace
+
+TEST(Pca, ComponentsAreUncorrelatedOrderedAndFindThePlantedAxis) {
+  const MatrixD X = planted(2000, 1);
+  const MatrixD Y = pca_project(X, 5);
+  double total_x = 0, total_y = 0;
+  for (int a = 0; a < 5; ++a) {
+    total_x += covariance(X, a, a);
+    total_y += covariance(Y, a, a);
+    if (a > 0) {
+      EXPECT_GE(covariance(Y, a - 1, a - 1), covariance(Y, a, a));
+    }
+    for (int b = 0; b < a; ++b) EXPECT_NEAR(covariance(Y, a, b), 0.0, 1e-8 * total_x) << a << "," << b;
+  }
+  EXPECT_NEAR(total_y, total_x, 1e-9 * total_x) << "an orthonormal basis keeps the total variance";
+  // The first component is the projection on the planted axis (up to sampling noise).
+  double cov = 0, vx = 0;
+  for (index_t i = 0; i < X.rows; ++i) {
+    const double t = (X(i, 0) - 10) / 3 + 2 * (X(i, 1) - 10) / 3 + 2 * (X(i, 2) - 10) / 3;
+    cov += t * Y(i, 0);
+    vx += t * t;
+  }
+  EXPECT_GT(std::abs(cov) / std::sqrt(vx * covariance(Y, 0, 0) * (X.rows - 1)), 0.99);
+  EXPECT_EQ(pca_project(X, 2).data, pca_project(X, 2, 1).data) << "same output for any thread count";
+  EXPECT_THROW(pca_project(X, 6), Error);
+}
+
+TEST(Affinity, FromDistancesEqualsFromVectors) {
+  const MatrixD X = planted(60, 2);
+  MatrixD D(60, 60);
+  for (index_t i = 0; i < 60; ++i)
+    for (index_t j = 0; j < 60; ++j) {
+      double s = 0;
+      for (int c = 0; c < 5; ++c) s += (X(i, c) - X(j, c)) * (X(i, c) - X(j, c));
+      D(i, j) = std::sqrt(s);
+    }
+  const AffinityResult a = affinities_dense(X, 10.0), b = affinities_from_distances(D, 10.0);
+  for (size_t q = 0; q < a.dense.data.size(); ++q) EXPECT_NEAR(a.dense.data[q], b.dense.data[q], 1e-12);
+  MatrixD bad = D;
+  bad(3, 7) += 1.0;
+  EXPECT_THROW(affinities_from_distances(bad, 10.0), Error);
+  bad = D;
+  bad(5, 5) = 0.1;
+  EXPECT_THROW(affinities_from_distances(bad, 10.0), Error);
+}

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <string>
 
 #include "orrery/error.hpp"
@@ -112,16 +111,57 @@ AffinityResult affinities_from_distances(const MatrixD& D, double perplexity, in
   });
 }
 
-AffinityResult affinities_sparse(const MatrixD& X, double perplexity, int threads) {
-  const index_t N = X.rows;
-  check_points(X);
+namespace {
+
+void check_sparse_perplexity(index_t N, double perplexity) {
   const double k_real = std::ceil(3.0 * perplexity);
   if (N < 3 || !(perplexity > 1.0) || k_real > static_cast<double>(N - 1))
     input_error("perplexity: sparse affinities use k = ceil(3 perplexity) neighbours, so perplexity must be in (1, " +
                 std::to_string((N - 1) / 3.0) + "] for " + std::to_string(N) + " points; found " +
                 std::to_string(perplexity));
-  const int k = static_cast<int>(k_real);
-  const KnnGraph g = exact_knn(X, k, threads);
+}
+
+// Rows (i, j, value) -> CSR with ascending columns; equal (i, j) entries are summed in input order.
+SparseAffinity csr_from_triples(index_t N, const std::vector<index_t>& ri, const std::vector<index_t>& cj,
+                                const std::vector<double>& v) {
+  SparseAffinity S;
+  S.num_points = N;
+  std::vector<index_t> count(static_cast<size_t>(N) + 1, 0);
+  for (index_t i : ri) ++count[static_cast<size_t>(i) + 1];
+  for (size_t i = 0; i < static_cast<size_t>(N); ++i) count[i + 1] += count[i];
+  std::vector<index_t> order(ri.size());
+  {
+    std::vector<index_t> next(count.begin(), count.end() - 1);
+    for (size_t q = 0; q < ri.size(); ++q) order[static_cast<size_t>(next[static_cast<size_t>(ri[q])]++)] = static_cast<index_t>(q);
+  }
+  S.row_ptr.assign(1, 0);
+  S.col.reserve(ri.size());
+  S.val.reserve(ri.size());
+  for (index_t i = 0; i < N; ++i) {
+    auto b = order.begin() + count[static_cast<size_t>(i)], e = order.begin() + count[static_cast<size_t>(i) + 1];
+    std::stable_sort(b, e, [&](index_t x, index_t y) { return cj[static_cast<size_t>(x)] < cj[static_cast<size_t>(y)]; });
+    for (auto it = b; it != e; ++it) {
+      const index_t j = cj[static_cast<size_t>(*it)];
+      if (static_cast<index_t>(S.col.size()) > S.row_ptr.back() && S.col.back() == j)
+        S.val.back() += v[static_cast<size_t>(*it)];
+      else {
+        S.col.push_back(j);
+        S.val.push_back(v[static_cast<size_t>(*it)]);
+      }
+    }
+    S.row_ptr.push_back(static_cast<index_t>(S.col.size()));
+  }
+  return S;
+}
+
+}  // namespace
+
+AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int threads) {
+  const index_t N = g.num_points;
+  const int k = g.k;
+  check_sparse_perplexity(N, perplexity);
+  if (k < static_cast<int>(std::ceil(3.0 * perplexity)))
+    internal_error("affinities_from_knn: the graph has fewer than ceil(3 perplexity) neighbours");
   AffinityResult res;
   res.beta.assign(static_cast<size_t>(N), 0.0);
   std::vector<double> cond(static_cast<size_t>(N) * k);
@@ -138,27 +178,32 @@ AffinityResult affinities_sparse(const MatrixD& X, double perplexity, int thread
     res.beta[static_cast<size_t>(i)] = beta;
     for (int l = 0; l < k; ++l) cond[static_cast<size_t>(i * k + l)] = std::exp(-beta * (d2[l] - shift) - log_z);
   }
-  // Symmetrise: (p_{j|i} + p_{i|j}) / 2N over the union of both neighbour lists.
-  std::vector<std::map<index_t, double>> rows(static_cast<size_t>(N));
-  const double scale = 0.5 / static_cast<double>(N);
+  const size_t nnz = static_cast<size_t>(N) * k;
+  std::vector<index_t> ri(nnz), cj(nnz);
   for (index_t i = 0; i < N; ++i)
     for (int l = 0; l < k; ++l) {
-      const index_t j = g.neighbours(i)[l];
-      const double p = cond[static_cast<size_t>(i * k + l)] * scale;
-      rows[static_cast<size_t>(i)][j] += p;
-      rows[static_cast<size_t>(j)][i] += p;
+      ri[static_cast<size_t>(i * k + l)] = i;
+      cj[static_cast<size_t>(i * k + l)] = g.neighbours(i)[l];
     }
-  SparseAffinity& S = res.sparse;
-  S.num_points = N;
-  S.row_ptr.assign(1, 0);
-  for (const auto& r : rows) {
-    for (const auto& [j, p] : r) {
-      S.col.push_back(j);
-      S.val.push_back(p);
-    }
-    S.row_ptr.push_back(static_cast<index_t>(S.col.size()));
+  // Unsymmetrised rows p_{j|i} (NeRV), columns ascending.
+  res.sparse_conditional = csr_from_triples(N, ri, cj, cond);
+  // Symmetrise: (p_{j|i} + p_{i|j}) / 2N over the union of both neighbour lists.
+  const double scale = 0.5 / static_cast<double>(N);
+  std::vector<index_t> ri2(2 * nnz), cj2(2 * nnz);
+  std::vector<double> v2(2 * nnz);
+  for (size_t q = 0; q < nnz; ++q) {
+    ri2[2 * q] = ri[q], cj2[2 * q] = cj[q], v2[2 * q] = cond[q] * scale;
+    ri2[2 * q + 1] = cj[q], cj2[2 * q + 1] = ri[q], v2[2 * q + 1] = cond[q] * scale;
   }
+  res.sparse = csr_from_triples(N, ri2, cj2, v2);
   return res;
+}
+
+AffinityResult affinities_sparse(const MatrixD& X, double perplexity, int threads) {
+  check_points(X);
+  check_sparse_perplexity(X.rows, perplexity);
+  return affinities_from_knn(exact_knn(X, static_cast<int>(std::ceil(3.0 * perplexity)), threads), perplexity,
+                             threads);
 }
 
 }  // namespace orrery

@@ -27,6 +27,7 @@ struct AffinityResult {
   MatrixD dense;             // N x N (dense mode), else empty
   MatrixD conditional;       // N x N rows p_{j|i} (dense mode; NeRV uses them unsymmetrised)
   SparseAffinity sparse;     // sparse mode, else empty
+  SparseAffinity sparse_conditional;  // sparse mode: rows p_{j|i} on the k neighbours (NeRV)
 };
 
 // X: N x d points. Errors (input): perplexity outside (1, N - 1) for dense or > (N - 1) / 3 for
@@ -34,6 +35,11 @@ struct AffinityResult {
 // non-finite coordinates by row and column.
 AffinityResult affinities_dense(const MatrixD& X, double perplexity, int threads = 0);
 AffinityResult affinities_sparse(const MatrixD& X, double perplexity, int threads = 0);
+
+// Sparse affinities from a precomputed kNN graph (any backend's; k >= ceil(3 perplexity), all k
+// neighbours are used): the same result as affinities_sparse when the graph is exact_knn's.
+struct KnnGraph;
+AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int threads = 0);
 // Dense affinities from a precomputed symmetric N x N distance matrix (zero diagonal); zero
 // off-diagonal distances are duplicate points, an input error as above.
 AffinityResult affinities_from_distances(const MatrixD& D, double perplexity, int threads = 0);

@@ -11,6 +11,7 @@
 #include "orrery/affinity.hpp"
 #include "orrery/error.hpp"
 #include "orrery/hssne.hpp"
+#include "orrery/knn.hpp"
 #include "orrery/nerv.hpp"
 #include "orrery/pca.hpp"
 #include "orrery/quality.hpp"
@@ -107,15 +108,23 @@ json run_ne(const RunConfig& run, bool quiet) {
   const auto t0 = Clock::now();
   NeInput in = load(run, true);
   const index_t N = in.X.rows;
-  auto backend = make_backend(run.device, run.threads);
-  if (backend->is_cuda())
-    input_error("device: " + run.method + " runs on the CPU only so far; set \"device\": \"cpu\" (or auto without a GPU)");
+  // NeRV's pairs run on the CPU; "auto" then means the CPU for it, an explicit CUDA device is an error.
+  const bool cpu_only = run.method == "nerv";
+  auto backend = make_backend(cpu_only && run.device == "auto" ? "cpu" : run.device, run.threads);
+  if (backend->is_cuda() && cpu_only)
+    input_error("device: " + run.method + " runs on the CPU only so far; set \"device\": \"cpu\" or \"auto\"");
   const int threads = backend->threads();
   const double t_read = seconds_since(t0);
   const auto t1 = Clock::now();
-  const AffinityResult aff = in.distances ? affinities_from_distances(in.X, in.perplexity, threads)
-                            : in.sparse  ? affinities_sparse(in.X, in.perplexity, threads)
-                                         : affinities_dense(in.X, in.perplexity, threads);
+  // Sparse affinities: the neighbour search on the backend's device, the rows on the host.
+  const AffinityResult aff =
+      in.distances ? affinities_from_distances(in.X, in.perplexity, threads)
+      : in.sparse  ? (backend->is_cuda()
+                          ? affinities_from_knn(exact_knn_cuda(in.X, static_cast<int>(std::ceil(3.0 * in.perplexity)),
+                                                               backend->device_index()),
+                                                in.perplexity, threads)
+                          : affinities_sparse(in.X, in.perplexity, threads))
+                   : affinities_dense(in.X, in.perplexity, threads);
   const double t_aff = seconds_since(t1);
   const auto t2 = Clock::now();
   auto progress = [&](int it, double J) {
@@ -129,8 +138,8 @@ json run_ne(const RunConfig& run, bool quiet) {
   if (run.method == "hssne") {
     HssneParams p;
     read_fields(run.params, p, hssne_fields(), "params");
-    const HssneResult r = in.sparse ? fit_hssne(aff.sparse, p, run.seed, threads, progress)
-                                    : fit_hssne(aff.dense, in.labels, p, run.seed, threads, progress);
+    const HssneResult r = in.sparse ? fit_hssne(aff.sparse, p, run.seed, *backend, progress)
+                                    : fit_hssne(aff.dense, in.labels, p, run.seed, *backend, progress);
     Y = r.coords;
     trace = r.objective_trace;
     params = fields_to_json(p, hssne_fields());
@@ -159,7 +168,7 @@ json run_ne(const RunConfig& run, bool quiet) {
   req.curve = false;
   req.threads = threads;
   req.input_is_distance_matrix = in.distances;
-  const json quality = quality_json(evaluate_quality(in.X, Y, in.labels, req));
+  const json quality = quality_json(evaluate_quality(in.X, Y, in.labels, req, backend.get()));
   const double t_eval = seconds_since(t3);
 
   io::OutputSet out;

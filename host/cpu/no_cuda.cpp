@@ -22,3 +22,18 @@ RankRows rank_rows_cuda(const MatrixD&, const MatrixD&, int, bool, int) {
 }
 
 }  // namespace orrery
+
+#include "orrery/hssne.hpp"
+#include "orrery/knn.hpp"
+
+namespace orrery {
+
+std::unique_ptr<HssneEngine> make_hssne_engine_cuda(int, const MatrixD*, const SparseAffinity*, double, int) {
+  throw Error(ErrorKind::cuda, "device: CUDA requested for HSSNE, but this orrery was " + cuda_status());
+}
+
+KnnGraph exact_knn_cuda(const MatrixD&, int, int) {
+  throw Error(ErrorKind::cuda, "device: CUDA requested for the neighbour search, but this orrery was " + cuda_status());
+}
+
+}  // namespace orrery

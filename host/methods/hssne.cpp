@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "methods/random.hpp"
+#include "orrery/backend.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/neighbor.hpp"
 
@@ -39,24 +40,23 @@ namespace {
 
 int nthreads(int t) { return t > 0 ? t : omp_get_max_threads(); }
 
-// Everything one evaluation needs, from one pass over all pairs.
-struct Evaluation {
-  double z = 0.0, p_log_h = 0.0;
-  std::vector<double> a, b;  // A_i = sum_j P_ij S_ij, B_i = sum_j Q_ij S_ij
-  MatrixD ab_y;              // sum_j (A_ij - B_ij) y_j
-  MatrixD grad;              // dJ/dy_i = 4 (y_i (A_i - B_i) - sum_j (A_ij - B_ij) y_j)
-};
+void resize_sums(HssneSums& s, index_t N, int D) {
+  for (auto* v : {&s.h, &s.p_log_h, &s.a, &s.hs}) v->assign(static_cast<size_t>(N), 0.0);
+  if (s.ay.rows != N || s.ay.cols != D) s.ay = MatrixD(N, D);
+  if (s.hsy.rows != N || s.hsy.cols != D) s.hsy = MatrixD(N, D);
+}
 
-// attract(i, f) calls f(j, p_ij) for the row's nonzero affinities; dense rows pass them inside
-// the all-pairs loop (one distance per pair), sparse rows in a second short loop.
-template <int D, class Attract>
-Evaluation evaluate(const MatrixD& Y, double alpha, bool dense, const MatrixD* P, Attract attract, int threads) {
+// One pass over all pairs. Dense rows take P_ij inside the all-pairs loop (one distance per
+// pair); sparse rows run the repulsion alone, then the attraction over the row's list.
+template <int D>
+void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, int threads,
+              HssneSums& out) {
   const index_t N = Y.rows;
-  std::vector<math::HssneRow<double, D>> rows(static_cast<size_t>(N));
+  resize_sums(out, N, D);
 #pragma omp parallel for schedule(static) num_threads(nthreads(threads))
   for (index_t i = 0; i < N; ++i) {
     math::HssneRow<double, D> acc;
-    if (dense) {
+    if (P) {
       for (index_t j = 0; j < N; ++j)
         if (j != i) math::hssne_accumulate<double, D>(Y.row(i), Y.row(j), (*P)(i, j), alpha, true, acc);
     } else {
@@ -78,55 +78,87 @@ Evaluation evaluate(const MatrixD& Y, double alpha, bool dense, const MatrixD* P
       acc.h_sum = h_sum - 1.0;
       acc.hs_sum = hs_sum - 1.0;
       for (int d = 0; d < D; ++d) acc.hsy[d] = hsy[d] - yi[d];
+      for (index_t q = S->row_ptr[static_cast<size_t>(i)]; q < S->row_ptr[static_cast<size_t>(i) + 1]; ++q)
+        math::hssne_accumulate<double, D>(yi, Y.row(S->col[static_cast<size_t>(q)]), S->val[static_cast<size_t>(q)],
+                                          alpha, false, acc);
     }
-    if (!dense)
-      attract(i, [&](index_t j, double p) {
-        math::hssne_accumulate<double, D>(Y.row(i), Y.row(j), p, alpha, false, acc);
-      });
-    rows[static_cast<size_t>(i)] = acc;
-  }
-  Evaluation e;
-  for (const auto& r : rows) {
-    e.z += r.h_sum;
-    e.p_log_h += r.p_log_h;
-  }
-  e.a.resize(static_cast<size_t>(N));
-  e.b.resize(static_cast<size_t>(N));
-  e.ab_y = MatrixD(N, D);
-  e.grad = MatrixD(N, D);
-  const double inv_z = 1.0 / e.z;
-  for (index_t i = 0; i < N; ++i) {
-    const auto& r = rows[static_cast<size_t>(i)];
-    e.a[static_cast<size_t>(i)] = r.a_sum;
-    e.b[static_cast<size_t>(i)] = r.hs_sum * inv_z;
+    const auto k = static_cast<size_t>(i);
+    out.h[k] = acc.h_sum;
+    out.p_log_h[k] = acc.p_log_h;
+    out.a[k] = acc.a_sum;
+    out.hs[k] = acc.hs_sum;
     for (int d = 0; d < D; ++d) {
-      e.ab_y(i, d) = r.ay[d] - r.hsy[d] * inv_z;
-      e.grad(i, d) = 4.0 * (Y(i, d) * (r.a_sum - r.hs_sum * inv_z) - e.ab_y(i, d));
+      out.ay(i, d) = acc.ay[d];
+      out.hsy(i, d) = acc.hsy[d];
     }
   }
+}
+
+class CpuHssneEngine final : public HssneEngine {
+ public:
+  CpuHssneEngine(const MatrixD* P, const SparseAffinity* S, double alpha, int dim, int threads)
+      : P_(P), S_(S), alpha_(alpha), dim_(dim), threads_(threads) {}
+  std::string name() const override { return "cpu"; }
+  void sums(const MatrixD& Y, HssneSums& out) override {
+    if (Y.cols != dim_) internal_error("hssne: Y has the wrong dimension");
+    if (dim_ == 2) cpu_sums<2>(Y, alpha_, P_, S_, threads_, out);
+    else cpu_sums<3>(Y, alpha_, P_, S_, threads_, out);
+  }
+
+ private:
+  const MatrixD* P_;
+  const SparseAffinity* S_;
+  double alpha_;
+  int dim_, threads_;
+};
+
+// Everything the optimisers need at one Y.
+struct Evaluation {
+  double J = 0.0;       // KL(cP || Q) for the affinities scaled by c (early exaggeration)
+  double J_true = 0.0;  // KL(P || Q), c = 1
+  std::vector<double> a, b;  // A_i = c sum_j P_ij S_ij, B_i = sum_j Q_ij S_ij
+  MatrixD ab_y;              // sum_j (A_ij - B_ij) y_j
+  MatrixD grad;              // dJ/dy_i = 4 (y_i (A_i - B_i) - sum_j (A_ij - B_ij) y_j)
+};
+
+// Sum over P of p log p and of p (the constant part of KL).
+struct Entropy {
+  double plogp = 0.0, psum = 0.0;
+};
+Entropy entropy_terms(const std::vector<double>& values) {
+  Entropy e;
+  for (double p : values)
+    if (p > 0) e.plogp += p * std::log(p), e.psum += p;
   return e;
 }
 
-auto no_attract() {
-  return [](index_t, const auto&) {};
-}
-
-auto sparse_attract(const SparseAffinity& P) {
-  return [&P](index_t i, const auto& f) {
-    for (index_t q = P.row_ptr[static_cast<size_t>(i)]; q < P.row_ptr[static_cast<size_t>(i) + 1]; ++q)
-      f(P.col[static_cast<size_t>(q)], P.val[static_cast<size_t>(q)]);
-  };
-}
-
-void entropy_terms(const MatrixD& P, double& plogp, double& psum) {
-  plogp = psum = 0.0;
-  for (double p : P.data)
-    if (p > 0) plogp += p * std::log(p), psum += p;
-}
-void entropy_terms(const SparseAffinity& P, double& plogp, double& psum) {
-  plogp = psum = 0.0;
-  for (double p : P.val)
-    if (p > 0) plogp += p * std::log(p), psum += p;
+// J = sum cP log cP - c sum P log H + c (sum P) log Z, from the engine's sums (row order).
+Evaluation evaluate(HssneEngine& engine, HssneSums& s, const Entropy& ent, const MatrixD& Y, double c) {
+  engine.sums(Y, s);
+  const index_t N = Y.rows;
+  double z = 0.0, p_log_h = 0.0;
+  for (index_t i = 0; i < N; ++i) {
+    z += s.h[static_cast<size_t>(i)];
+    p_log_h += s.p_log_h[static_cast<size_t>(i)];
+  }
+  Evaluation e;
+  e.J_true = ent.plogp - p_log_h + ent.psum * std::log(z);
+  e.J = c * (ent.plogp + ent.psum * std::log(c)) - c * p_log_h + c * ent.psum * std::log(z);
+  e.a.resize(static_cast<size_t>(N));
+  e.b.resize(static_cast<size_t>(N));
+  e.ab_y = MatrixD(N, Y.cols);
+  e.grad = MatrixD(N, Y.cols);
+  const double inv_z = 1.0 / z;
+  for (index_t i = 0; i < N; ++i) {
+    const auto k = static_cast<size_t>(i);
+    e.a[k] = c * s.a[k];
+    e.b[k] = s.hs[k] * inv_z;
+    for (index_t d = 0; d < Y.cols; ++d) {
+      e.ab_y(i, d) = c * s.ay(i, d) - s.hsy(i, d) * inv_z;
+      e.grad(i, d) = 4.0 * (Y(i, d) * (e.a[k] - e.b[k]) - e.ab_y(i, d));
+    }
+  }
+  return e;
 }
 
 void check_shapes(index_t n, const MatrixD& Y) {
@@ -134,30 +166,15 @@ void check_shapes(index_t n, const MatrixD& Y) {
   if (Y.cols != 2 && Y.cols != 3) internal_error("hssne: D must be 2 or 3");
 }
 
-}  // namespace
-
-// J = sum P log P - sum P log H + (sum P) log Z.
-double hssne_objective(const MatrixD& P, const MatrixD& Y, double alpha, MatrixD* grad, int threads) {
-  check_shapes(P.rows, Y);
-  double plogp, psum;
-  entropy_terms(P, plogp, psum);
-  const Evaluation e = Y.cols == 2 ? evaluate<2>(Y, alpha, true, &P, no_attract(), threads)
-                                   : evaluate<3>(Y, alpha, true, &P, no_attract(), threads);
-  if (grad) *grad = e.grad;
-  return plogp - e.p_log_h + psum * std::log(e.z);
+double objective_on_cpu(const MatrixD* P, const SparseAffinity* S, const MatrixD& Y, double alpha, MatrixD* grad,
+                        int threads) {
+  check_shapes(P ? P->rows : S->num_points, Y);
+  CpuHssneEngine engine(P, S, alpha, static_cast<int>(Y.cols), threads);
+  HssneSums sums;
+  Evaluation e = evaluate(engine, sums, entropy_terms(P ? P->data : S->val), Y, 1.0);
+  if (grad) *grad = std::move(e.grad);
+  return e.J;
 }
-
-double hssne_objective(const SparseAffinity& P, const MatrixD& Y, double alpha, MatrixD* grad, int threads) {
-  check_shapes(P.num_points, Y);
-  double plogp, psum;
-  entropy_terms(P, plogp, psum);
-  const Evaluation e = Y.cols == 2 ? evaluate<2>(Y, alpha, false, nullptr, sparse_attract(P), threads)
-                                   : evaluate<3>(Y, alpha, false, nullptr, sparse_attract(P), threads);
-  if (grad) *grad = e.grad;
-  return plogp - e.p_log_h + psum * std::log(e.z);
-}
-
-namespace {
 
 // The paper's update from an evaluation at Y: y_i <- (y_i B_i + sum_j (A_ij - B_ij) y_j) / A_i;
 // a point without affinity stays where it is.
@@ -169,46 +186,34 @@ void apply_fixed_point(const Evaluation& e, MatrixD& Y) {
   }
 }
 
-struct DenseEval {
-  double J;
-  Evaluation e;
-};
-
-DenseEval dense_eval(const MatrixD& P, double plogp, double psum, const MatrixD& Y, double alpha, int threads) {
-  Evaluation e = Y.cols == 2 ? evaluate<2>(Y, alpha, true, &P, no_attract(), threads)
-                             : evaluate<3>(Y, alpha, true, &P, no_attract(), threads);
-  const double J = plogp - e.p_log_h + psum * std::log(e.z);
-  return {J, std::move(e)};
-}
-
-DenseEval dense_eval(const SparseAffinity& P, double plogp, double psum, const MatrixD& Y, double alpha,
-                     int threads) {
-  Evaluation e = Y.cols == 2 ? evaluate<2>(Y, alpha, false, nullptr, sparse_attract(P), threads)
-                             : evaluate<3>(Y, alpha, false, nullptr, sparse_attract(P), threads);
-  const double J = plogp - e.p_log_h + psum * std::log(e.z);
-  return {J, std::move(e)};
-}
-
-MatrixD scaled(const MatrixD& P, double f) {
-  MatrixD out = P;
-  for (double& v : out.data) v *= f;
-  return out;
-}
-SparseAffinity scaled(const SparseAffinity& P, double f) {
-  SparseAffinity out = P;
-  for (double& v : out.val) v *= f;
-  return out;
-}
-
 }  // namespace
+
+std::unique_ptr<HssneEngine> make_hssne_engine(Backend& backend, const MatrixD& P, double alpha, int dim) {
+  if (backend.is_cuda()) return make_hssne_engine_cuda(backend.device_index(), &P, nullptr, alpha, dim);
+  return std::make_unique<CpuHssneEngine>(&P, nullptr, alpha, dim, backend.threads());
+}
+
+std::unique_ptr<HssneEngine> make_hssne_engine(Backend& backend, const SparseAffinity& P, double alpha, int dim) {
+  if (backend.is_cuda()) return make_hssne_engine_cuda(backend.device_index(), nullptr, &P, alpha, dim);
+  return std::make_unique<CpuHssneEngine>(nullptr, &P, alpha, dim, backend.threads());
+}
+
+// J = sum P log P - sum P log H + (sum P) log Z.
+double hssne_objective(const MatrixD& P, const MatrixD& Y, double alpha, MatrixD* grad, int threads) {
+  return objective_on_cpu(&P, nullptr, Y, alpha, grad, threads);
+}
+
+double hssne_objective(const SparseAffinity& P, const MatrixD& Y, double alpha, MatrixD* grad, int threads) {
+  return objective_on_cpu(nullptr, &P, Y, alpha, grad, threads);
+}
 
 double hssne_fixed_point_step(const MatrixD& P, double alpha, MatrixD& Y, int threads) {
   check_shapes(P.rows, Y);
-  double plogp, psum;
-  entropy_terms(P, plogp, psum);
-  const DenseEval cur = dense_eval(P, plogp, psum, Y, alpha, threads);
-  apply_fixed_point(cur.e, Y);
-  return cur.J;
+  CpuHssneEngine engine(&P, nullptr, alpha, static_cast<int>(Y.cols), threads);
+  HssneSums sums;
+  const Evaluation e = evaluate(engine, sums, entropy_terms(P.data), Y, 1.0);
+  apply_fixed_point(e, Y);
+  return e.J;
 }
 
 MatrixD mix_same_class_pairs(const MatrixD& P, const std::vector<int>& labels, double rho) {
@@ -231,27 +236,25 @@ MatrixD mix_same_class_pairs(const MatrixD& P, const std::vector<int>& labels, d
 
 namespace {
 
-template <class PM>
-HssneResult fit_impl(const PM& P, index_t N, const HssneParams& prm, unsigned long long seed, int threads,
-                     const std::function<void(int, double)>& progress) {
+HssneResult fit_impl(HssneEngine& engine, const Entropy& ent, index_t N, const HssneParams& prm,
+                     unsigned long long seed, const std::function<void(int, double)>& progress) {
   HssneResult res;
   res.coords = MatrixD(N, prm.dim);
   res.coords.data = seeded_gaussian(res.coords.data.size(), seed, prm.init_scale);
   MatrixD& Y = res.coords;
+  HssneSums sums;
   res.stop_reason = "max_iter";
   if (prm.optimizer == "fixed_point") {
-    double plogp, psum;
-    entropy_terms(P, plogp, psum);
-    DenseEval cur = dense_eval(P, plogp, psum, Y, prm.alpha, threads);
+    Evaluation cur = evaluate(engine, sums, ent, Y, 1.0);
     for (int it = 0; it < prm.max_iter; ++it) {
       MatrixD next = Y;
-      apply_fixed_point(cur.e, next);
-      DenseEval cand = dense_eval(P, plogp, psum, next, prm.alpha, threads);
+      apply_fixed_point(cur, next);
+      Evaluation cand = evaluate(engine, sums, ent, next, 1.0);
       // The update can overshoot when coordinates are large (paper, section 4): halve the step
       // towards the proposal until J does not increase.
       for (int damp = 0; damp < 20 && cand.J > cur.J; ++damp) {
         for (size_t q = 0; q < next.data.size(); ++q) next.data[q] = 0.5 * (next.data[q] + Y.data[q]);
-        cand = dense_eval(P, plogp, psum, next, prm.alpha, threads);
+        cand = evaluate(engine, sums, ent, next, 1.0);
         if (damp == 0) ++res.damped_steps;
       }
       const bool improved = cand.J <= cur.J;
@@ -269,22 +272,23 @@ HssneResult fit_impl(const PM& P, index_t N, const HssneParams& prm, unsigned lo
       }
     }
   } else {
-    MatrixD update(N, prm.dim, 0.0), gains(N, prm.dim, 1.0), grad;
+    MatrixD update(N, prm.dim, 0.0), gains(N, prm.dim, 1.0);
     for (int it = 0; it < prm.max_iter; ++it) {
       const bool exaggerate = it < prm.exaggeration_iter;
-      const double J = exaggerate ? hssne_objective(scaled(P, prm.exaggeration), Y, prm.alpha, &grad, threads)
-                                  : hssne_objective(P, Y, prm.alpha, &grad, threads);
+      const Evaluation e = evaluate(engine, sums, ent, Y, exaggerate ? prm.exaggeration : 1.0);
       const double mom = it < prm.momentum_switch ? prm.momentum : prm.final_momentum;
       for (size_t q = 0; q < Y.data.size(); ++q) {
         // delta-bar-delta gains, as in t-SNE implementations
-        gains.data[q] = (grad.data[q] > 0) != (update.data[q] > 0) ? gains.data[q] + 0.2 : gains.data[q] * 0.8;
+        const double g = e.grad.data[q];
+        gains.data[q] = (g > 0) != (update.data[q] > 0) ? gains.data[q] + 0.2 : gains.data[q] * 0.8;
         gains.data[q] = std::max(gains.data[q], 0.01);
-        update.data[q] = mom * update.data[q] - prm.learning_rate * gains.data[q] * grad.data[q];
+        update.data[q] = mom * update.data[q] - prm.learning_rate * gains.data[q] * g;
         Y.data[q] += update.data[q];
       }
+      // The trace holds KL(P || Q) without exaggeration, at the Y the step was taken from.
       res.iterations = it + 1;
-      res.objective_trace.push_back(exaggerate ? hssne_objective(P, Y, prm.alpha, nullptr, threads) : J);
-      if (progress) progress(it, res.objective_trace.back());
+      res.objective_trace.push_back(e.J_true);
+      if (progress) progress(it, e.J_true);
     }
   }
   for (double v : Y.data)
@@ -295,15 +299,30 @@ HssneResult fit_impl(const PM& P, index_t N, const HssneParams& prm, unsigned lo
 }  // namespace
 
 HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const HssneParams& prm,
+                      unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress) {
+  const MatrixD mixed = prm.rho > 0 ? mix_same_class_pairs(P, labels, prm.rho) : MatrixD();
+  const MatrixD& Pm = prm.rho > 0 ? mixed : P;
+  auto engine = make_hssne_engine(backend, Pm, prm.alpha, prm.dim);
+  return fit_impl(*engine, entropy_terms(Pm.data), P.rows, prm, seed, progress);
+}
+
+HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const HssneParams& prm,
                       unsigned long long seed, int threads, const std::function<void(int, double)>& progress) {
-  if (prm.rho > 0) return fit_impl(mix_same_class_pairs(P, labels, prm.rho), P.rows, prm, seed, threads, progress);
-  return fit_impl(P, P.rows, prm, seed, threads, progress);
+  auto cpu = make_backend("cpu", threads);
+  return fit_hssne(P, labels, prm, seed, *cpu, progress);
+}
+
+HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& prm, unsigned long long seed, Backend& backend,
+                      const std::function<void(int, double)>& progress) {
+  if (prm.rho > 0) input_error("params.rho: semi-supervised mixing needs dense affinities (input.affinities)");
+  auto engine = make_hssne_engine(backend, P, prm.alpha, prm.dim);
+  return fit_impl(*engine, entropy_terms(P.val), P.num_points, prm, seed, progress);
 }
 
 HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& prm, unsigned long long seed, int threads,
                       const std::function<void(int, double)>& progress) {
-  if (prm.rho > 0) input_error("params.rho: semi-supervised mixing needs dense affinities (input.affinities)");
-  return fit_impl(P, P.num_points, prm, seed, threads, progress);
+  auto cpu = make_backend("cpu", threads);
+  return fit_hssne(P, prm, seed, *cpu, progress);
 }
 
 }  // namespace orrery

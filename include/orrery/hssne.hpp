@@ -3,6 +3,7 @@
 // gradient descent with momentum and early exaggeration (the t-SNE schedule) for comparison.
 #pragma once
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,8 @@
 #include "orrery/types.hpp"
 
 namespace orrery {
+
+class Backend;
 
 struct HssneParams {
   // Output dimension D (2 or 3).
@@ -48,6 +51,34 @@ struct HssneResult {
   std::string stop_reason;  // "tol", "max_iter"
 };
 
+// Unnormalised per-row sums of one evaluation at Y, from one pass over all pairs (MATH.md §4):
+// everything the objective, the gradient and the fixed-point update need. Z = sum_i h_i.
+struct HssneSums {
+  std::vector<double> h;        // sum_j H_ij              (row i's share of Z)
+  std::vector<double> p_log_h;  // sum_j P_ij log H_ij
+  std::vector<double> a;        // A_i = sum_j P_ij S_ij
+  std::vector<double> hs;       // Z B_i = sum_j H_ij S_ij
+  MatrixD ay;                   // sum_j P_ij S_ij y_j      (N x D)
+  MatrixD hsy;                  // sum_j H_ij S_ij y_j      (N x D)
+};
+
+// Affinities resident on one backend. The CPU engine sums in double with the rows spread over
+// threads; the CUDA engine keeps P on the device, sums tiles of pairs in float and tiles into
+// double, in a fixed order (same input, same device: same bits).
+class HssneEngine {
+ public:
+  virtual ~HssneEngine() = default;
+  virtual std::string name() const = 0;
+  virtual void sums(const MatrixD& Y, HssneSums& out) = 0;
+};
+
+// P (dense N x N, or sparse CSR) must outlive the engine. alpha >= 0, dim 2 or 3.
+std::unique_ptr<HssneEngine> make_hssne_engine(Backend& backend, const MatrixD& P, double alpha, int dim);
+std::unique_ptr<HssneEngine> make_hssne_engine(Backend& backend, const SparseAffinity& P, double alpha, int dim);
+// The CUDA engine (kernels/hssne.cu); exactly one of dense, sparse is non-null.
+std::unique_ptr<HssneEngine> make_hssne_engine_cuda(int device, const MatrixD* dense, const SparseAffinity* sparse,
+                                                    double alpha, int dim);
+
 // KL(P || Q) and its gradient (N x D) at Y for dense P, by the definition; used by the tests and
 // by the optimisers.
 double hssne_objective(const MatrixD& P, const MatrixD& Y, double alpha, MatrixD* grad, int threads = 0);
@@ -55,13 +86,18 @@ double hssne_objective(const MatrixD& P, const MatrixD& Y, double alpha, MatrixD
 // The same for sparse P (the repulsive normaliser is still exact over all pairs).
 double hssne_objective(const SparseAffinity& P, const MatrixD& Y, double alpha, MatrixD* grad, int threads = 0);
 
-// Fits on dense P; labels (-1 unknown) are used only when rho > 0.
+// Fits on dense P; labels (-1 unknown) are used only when rho > 0. The backend evaluates the
+// sums over pairs (the optimiser's few O(N D) steps run on the host); `threads` means the CPU.
+HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const HssneParams& params,
+                      unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {});
 HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const HssneParams& params,
                       unsigned long long seed, int threads = 0,
                       const std::function<void(int, double)>& progress = {});
 
 // Fits on sparse P (kNN affinities): the attraction runs over the neighbour lists only, the
 // repulsion still over all pairs (exact). rho > 0 is an input error (mixing needs dense P).
+HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& params, unsigned long long seed, Backend& backend,
+                      const std::function<void(int, double)>& progress = {});
 HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& params, unsigned long long seed, int threads = 0,
                       const std::function<void(int, double)>& progress = {});
 

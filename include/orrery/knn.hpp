@@ -28,4 +28,9 @@ struct KnnGraph {
 // threads <= 0: the OpenMP default.
 KnnGraph exact_knn(const MatrixD& X, int k, int threads = 0);
 
+// The same search on a CUDA device (kernels/knn.cu): one thread per query over the same double
+// distances and the same bounded heap, so the graph equals exact_knn's wherever the distances
+// agree to the last bit (always for integer-valued inputs; otherwise up to order among near-ties).
+KnnGraph exact_knn_cuda(const MatrixD& X, int k, int device);
+
 }  // namespace orrery

@@ -27,25 +27,45 @@ MatrixD pca_project(const MatrixD& X, int dims, int threads) {
   std::vector<double> mean(static_cast<size_t>(d), 0.0);
   for (index_t n = 0; n < N; ++n)
     for (index_t c = 0; c < d; ++c) mean[c] += X(n, c) / static_cast<double>(N);
-  MatrixD C(d, d, 0.0);
-#pragma omp parallel for schedule(dynamic, 4) num_threads(nt)
-  for (index_t a = 0; a < d; ++a)
-    for (index_t b = a; b < d; ++b) {
-      double s = 0.0;
-      for (index_t n = 0; n < N; ++n) s += (X(n, a) - mean[a]) * (X(n, b) - mean[b]);
-      C(a, b) = C(b, a) = s / static_cast<double>(std::max<index_t>(N - 1, 1));
+  // C accumulated over blocks of kBlock rows, each block transposed (d x kBlock) so that every
+  // entry is a contiguous dot product; entry (a, b) sums its blocks in row order whichever thread
+  // computes it, so the result does not depend on the thread count.
+  constexpr index_t kBlock = 64;
+  MatrixD C(d, d, 0.0), XT(d, kBlock, 0.0);
+  for (index_t n0 = 0; n0 < N; n0 += kBlock) {
+    const index_t nb = std::min(kBlock, N - n0);
+    for (index_t a = 0; a < d; ++a)
+      for (index_t q = 0; q < kBlock; ++q) XT(a, q) = q < nb ? X(n0 + q, a) - mean[static_cast<size_t>(a)] : 0.0;
+#pragma omp parallel for schedule(dynamic, 8) num_threads(nt)
+    for (index_t a = 0; a < d; ++a) {
+      const double* xa = XT.row(a);
+      for (index_t b = a; b < d; ++b) {
+        const double* xb = XT.row(b);
+        double s = 0.0;
+#pragma omp simd reduction(+ : s)
+        for (index_t q = 0; q < kBlock; ++q) s += xa[q] * xb[q];
+        C(a, b) += s;
+      }
     }
+  }
+  const double inv = 1.0 / static_cast<double>(std::max<index_t>(N - 1, 1));
+  for (index_t a = 0; a < d; ++a)
+    for (index_t b = a; b < d; ++b) C(b, a) = C(a, b) = C(a, b) * inv;
   // V: d x dims, a fixed start (not random, so no seed is needed)
   MatrixD V(d, dims, 0.0), W(d, dims, 0.0);
   for (index_t c = 0; c < d; ++c)
     for (int k = 0; k < dims; ++k) V(c, k) = (c % dims == k ? 1.0 : 0.0) + 1e-3 * ((c * 7 + k * 13) % 17);
   std::vector<double> prev(static_cast<size_t>(dims), 0.0);
   for (int it = 0; it < kMaxIterations; ++it) {
+    MatrixD VT(dims, d);
+    for (index_t b = 0; b < d; ++b)
+      for (int k = 0; k < dims; ++k) VT(k, b) = V(b, k);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (index_t a = 0; a < d; ++a)
       for (int k = 0; k < dims; ++k) {
+        const double *ca = C.row(a), *vk = VT.row(k);
         double s = 0.0;
-        for (index_t b = 0; b < d; ++b) s += C(a, b) * V(b, k);
+        for (index_t b = 0; b < d; ++b) s += ca[b] * vk[b];
         W(a, k) = s;
       }
     // modified Gram-Schmidt; the norms before normalisation are the Rayleigh estimates
@@ -130,14 +150,23 @@ MatrixD pca_project(const MatrixD& X, int dims, int threads) {
     if (V(best, k) < 0)
       for (index_t a = 0; a < d; ++a) V(a, k) = -V(a, k);
   }
-  MatrixD out(N, dims, 0.0);
-#pragma omp parallel for schedule(static) num_threads(nt)
-  for (index_t n = 0; n < N; ++n)
-    for (int k = 0; k < dims; ++k) {
-      double s = 0.0;
-      for (index_t a = 0; a < d; ++a) s += (X(n, a) - mean[a]) * V(a, k);
-      out(n, k) = s;
+  MatrixD out(N, dims, 0.0), VT(dims, d);
+  for (index_t a = 0; a < d; ++a)
+    for (int k = 0; k < dims; ++k) VT(k, a) = V(a, k);
+#pragma omp parallel num_threads(nt)
+  {
+    std::vector<double> xc(static_cast<size_t>(d));
+#pragma omp for schedule(static)
+    for (index_t n = 0; n < N; ++n) {
+      for (index_t a = 0; a < d; ++a) xc[static_cast<size_t>(a)] = X(n, a) - mean[static_cast<size_t>(a)];
+      for (int k = 0; k < dims; ++k) {
+        const double* vk = VT.row(k);
+        double s = 0.0;
+        for (index_t a = 0; a < d; ++a) s += xc[static_cast<size_t>(a)] * vk[a];
+        out(n, k) = s;
+      }
     }
+  }
   return out;
 }
 

@@ -3,6 +3,7 @@
 // images 4 x 4 average-pooled to 49 dimensions. Reports seconds (affinities included), the exact
 // gradient's pairs per second, and the leave-one-out 5-NN accuracy of each map.
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -11,6 +12,9 @@
 #include "io/readers.hpp"
 #include "io/writers.hpp"
 #include "orrery/affinity.hpp"
+#include "orrery/backend.hpp"
+#include "orrery/knn.hpp"
+#include "orrery/pca.hpp"
 #include "orrery/config.hpp"
 #include "orrery/error.hpp"
 #include "orrery/hssne.hpp"
@@ -86,6 +90,99 @@ int run_ne_bench(int argc, char** argv) {
     records.push_back({{"bench", "hssne"}, {"n", N}, {"affinities", sparse ? "sparse" : "dense"}, {"dims", 49}, {"perplexity", perplexity}, {"iterations", iters},
                        {"orrery_seconds", secs}, {"orrery_pairs_per_second", pairs / secs},
                        {"orrery_knn5_accuracy", acc}, {"sklearn_exact", ex}, {"sklearn_barnes_hut", bh}});
+  }
+  bench::write_records(out, records);
+  return 0;
+}
+
+// `orrery_bench hssne-scale`: exact HSSNE alpha = 1 (sparse P, fixed-point) on the first N of all
+// 70,000 Fashion-MNIST images (training then test set), PCA to --pca dimensions, on one device.
+// Times each stage apart (PCA on the host, neighbour search + affinities on the device, the fit)
+// and the exact gradient's pairs per second (the mean of 20 evaluations at the final map).
+int run_ne_scale_bench(int argc, char** argv) {
+  std::vector<index_t> sizes = {2000, 10000, 70000};
+  int iters = 1000, pca = 50, threads = 0;
+  double perplexity = 30;
+  std::string device = "auto", dir = "/usr/share/datasets/fashion-mnist", out;
+  for (int a = 2; a < argc; ++a) {
+    const std::string opt = argv[a];
+    if (a + 1 >= argc) input_error("hssne-scale: option " + opt + " needs a value");
+    const std::string v = argv[++a];
+    if (opt == "--n") {
+      sizes.clear();
+      std::stringstream ss(v);
+      std::string item;
+      while (std::getline(ss, item, ',')) sizes.push_back(static_cast<index_t>(std::stod(item)));
+    } else if (opt == "--iters") iters = std::stoi(v);
+    else if (opt == "--pca") pca = std::stoi(v);
+    else if (opt == "--perplexity") perplexity = std::stod(v);
+    else if (opt == "--device") device = v;
+    else if (opt == "--threads") threads = std::stoi(v);
+    else if (opt == "--data") dir = v;
+    else if (opt == "--out") out = v;
+    else input_error("hssne-scale: unknown option '" + opt + "'");
+  }
+  auto backend = make_backend(device, threads);
+  std::cerr << "[hssne-scale] " << backend->name() << "\n";
+  const auto clock = [] { return std::chrono::steady_clock::now(); };
+  const auto since = [](auto t) { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(); };
+  MatrixD all = io::read_matrix(dir + "/train-images-idx3-ubyte.gz");
+  std::vector<int> all_labels = io::read_labels(dir + "/train-labels-idx1-ubyte.gz");
+  {
+    const MatrixD test = io::read_matrix(dir + "/t10k-images-idx3-ubyte.gz");
+    const std::vector<int> tl = io::read_labels(dir + "/t10k-labels-idx1-ubyte.gz");
+    all.data.insert(all.data.end(), test.data.begin(), test.data.end());
+    all.rows += test.rows;
+    all_labels.insert(all_labels.end(), tl.begin(), tl.end());
+  }
+  json records = json::array();
+  std::printf("%6s %6s %8s %8s %8s %8s %10s %12s %12s %6s\n", "N", "iters", "pca_s", "aff_s", "fit_s", "total_s",
+              "s/iter", "pairs/s fit", "pairs/s grad", "5nn");
+  for (index_t N : sizes) {
+    if (N > all.rows) input_error("hssne-scale: --n " + std::to_string(N) + " exceeds the 70000 images");
+    MatrixD X(N, all.cols);
+    std::copy(all.data.begin(), all.data.begin() + N * all.cols, X.data.begin());
+    for (double& v : X.data) v /= 255.0;
+    const std::vector<int> labels(all_labels.begin(), all_labels.begin() + N);
+    const auto t0 = clock();
+    const MatrixD Xp = pca > 0 ? pca_project(X, pca, threads) : X;
+    const double pca_s = since(t0);
+    const auto t1 = clock();
+    const int k = static_cast<int>(std::ceil(3.0 * perplexity));
+    const AffinityResult aff = affinities_from_knn(
+        backend->is_cuda() ? exact_knn_cuda(Xp, k, backend->device_index()) : exact_knn(Xp, k, threads), perplexity,
+        threads);
+    const double aff_s = since(t1);
+    HssneParams prm;
+    prm.max_iter = iters;
+    prm.tol = 0;
+    const auto t2 = clock();
+    const HssneResult fit = fit_hssne(aff.sparse, prm, 1, *backend);
+    const double fit_s = since(t2);
+    const double evals = fit.iterations + fit.damped_steps + 1;
+    const double pairs = static_cast<double>(N) * (N - 1);
+    auto engine = make_hssne_engine(*backend, aff.sparse, prm.alpha, prm.dim);
+    HssneSums sums;
+    engine->sums(fit.coords, sums);
+    const auto t3 = clock();
+    const int reps = 20;
+    for (int r = 0; r < reps; ++r) engine->sums(fit.coords, sums);
+    const double grad_s = since(t3) / reps;
+    QualityRequest req;
+    req.ks = {5};
+    req.curve = false;
+    const double acc = evaluate_quality(fit.coords, fit.coords, labels, req, backend.get()).at_k[0].knn_accuracy;
+    const double total = pca_s + aff_s + fit_s;
+    std::printf("%6lld %6d %8.2f %8.2f %8.2f %8.2f %10.4f %12.3g %12.3g %6.3f\n", static_cast<long long>(N),
+                fit.iterations, pca_s, aff_s, fit_s, total, fit_s / fit.iterations, pairs * evals / fit_s,
+                pairs / grad_s, acc);
+    std::fflush(stdout);
+    records.push_back({{"bench", "hssne-scale"}, {"device", backend->name()}, {"n", N}, {"pca", pca},
+                       {"perplexity", perplexity}, {"iterations", fit.iterations}, {"damped_steps", fit.damped_steps},
+                       {"pca_seconds", pca_s}, {"affinity_seconds", aff_s}, {"fit_seconds", fit_s},
+                       {"total_seconds", total}, {"pairs_per_second_fit", pairs * evals / fit_s},
+                       {"gradient_seconds", grad_s}, {"pairs_per_second_gradient", pairs / grad_s},
+                       {"knn5_accuracy", acc}, {"objective", fit.objective_trace.back()}});
   }
   bench::write_records(out, records);
   return 0;

@@ -311,6 +311,7 @@ int run_pe(const Options& o) {
 namespace orrery {
 int run_quality_bench(int argc, char** argv);  // bench/bench_quality.cpp
 int run_ne_bench(int argc, char** argv);       // bench/bench_ne.cpp
+int run_ne_scale_bench(int argc, char** argv);  // bench/bench_ne.cpp
 }
 
 int main(int argc, char** argv) {
@@ -326,7 +327,8 @@ int main(int argc, char** argv) {
     const std::string what = argv[1];
     if (what == "quality") return orrery::run_quality_bench(argc, argv);
     if (what == "hssne") return orrery::run_ne_bench(argc, argv);
-    if (what != "pe") input_error("unknown benchmark '" + what + "'; expected: pe, quality, hssne");
+    if (what == "hssne-scale") return orrery::run_ne_scale_bench(argc, argv);
+    if (what != "pe") input_error("unknown benchmark '" + what + "'; expected: pe, quality, hssne, hssne-scale");
     return run_pe(parse_options(argc, argv));
   } catch (const orrery::Error& e) {
     std::cerr << "error: " << e.what() << "\n";

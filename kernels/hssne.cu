@@ -5,9 +5,8 @@
 // hssne_accumulate as the CPU), then adds the tile's sums into double accumulators, so rounding
 // grows with the tile (256 pairs), not with N. The j range is split into a few chunks (grid.y) so
 // that small N still fills the device; each chunk writes its partial sums.
-// Pass 2, per point (hssne_finish_kernel): the chunks' partials summed in chunk order, the j = i
-// term removed (the tiles include it: H(0) = S(0) = 1), and for sparse P the attraction over the
-// point's CSR row in double. Same input, same device, same launch shape: the same bits.
+// Pass 2, per point (hssne_finish_kernel): the chunks' partials summed in chunk order, and for
+// sparse P the attraction over the point's CSR row in double. Same input, same device, same launch shape: the same bits.
 //
 // Dense P is read transposed (thread i reads Pt[j N + i] = P_ij), so a warp reads consecutive
 // words. Y travels each evaluation (N D doubles up, 2 + 2 D doubles per point down); P stays.
@@ -32,12 +31,37 @@ constexpr int kRepulsive = 2 + D;
 template <int D>
 constexpr int kAll = 4 + 2 * D;
 
+// One tile's pairs in float. The tile holding i itself (kSkipSelf) leaves the pair (i, i) out;
+// every other tile runs without the test.
+template <int D, bool kDense, bool kSkipSelf>
+__device__ __forceinline__ void tile_sums(const float4* tile, int count, const float* yi, long long i, long long t0,
+                                          long long N, float alpha, const float* __restrict__ Pt,
+                                          math::HssneRow<double, D>& acc) {
+  math::HssneRow<float, D> t;
+  for (int q = 0; q < count; ++q) {
+    if (kSkipSelf && t0 + q == i) continue;
+    const float4 yj4 = tile[q];
+    const float yj[3] = {yj4.x, yj4.y, yj4.z};
+    const float p = kDense ? Pt[(t0 + q) * N + i] : 0.f;
+    math::hssne_accumulate<float, D>(yi, yj, p, alpha, true, t);
+  }
+  acc.h_sum += t.h_sum;
+  acc.hs_sum += t.hs_sum;
+  acc.a_sum += t.a_sum;
+  acc.p_log_h += t.p_log_h;
+  for (int d = 0; d < D; ++d) {
+    acc.hsy[d] += t.hsy[d];
+    acc.ay[d] += t.ay[d];
+  }
+}
+
 template <int D, bool kDense>
 __global__ void __launch_bounds__(kThreads) hssne_pairs_kernel(const float4* __restrict__ y, long long N,
                                                               float alpha, const float* __restrict__ Pt,
                                                               long long chunk, double* __restrict__ partial) {
   __shared__ float4 tile[kThreads];
-  const long long i = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x;
+  const long long first = static_cast<long long>(blockIdx.x) * kThreads;
+  const long long i = first + threadIdx.x;
   const long long j0 = static_cast<long long>(blockIdx.y) * chunk;
   const long long j1 = j0 + chunk < N ? j0 + chunk : N;
   const float4 yi4 = i < N ? y[i] : make_float4(0.f, 0.f, 0.f, 0.f);
@@ -49,21 +73,8 @@ __global__ void __launch_bounds__(kThreads) hssne_pairs_kernel(const float4* __r
     __syncthreads();
     if (i >= N) continue;
     const int count = static_cast<int>(j1 - t0 < kThreads ? j1 - t0 : kThreads);
-    math::HssneRow<float, D> t;
-    for (int q = 0; q < count; ++q) {
-      const float4 yj4 = tile[q];
-      const float yj[3] = {yj4.x, yj4.y, yj4.z};
-      const float p = kDense ? Pt[(t0 + q) * N + i] : 0.f;
-      math::hssne_accumulate<float, D>(yi, yj, p, alpha, true, t);
-    }
-    acc.h_sum += t.h_sum;
-    acc.hs_sum += t.hs_sum;
-    acc.a_sum += t.a_sum;
-    acc.p_log_h += t.p_log_h;
-    for (int d = 0; d < D; ++d) {
-      acc.hsy[d] += t.hsy[d];
-      acc.ay[d] += t.ay[d];
-    }
+    if (t0 == first) tile_sums<D, kDense, true>(tile, count, yi, i, t0, N, alpha, Pt, acc);
+    else tile_sums<D, kDense, false>(tile, count, yi, i, t0, N, alpha, Pt, acc);
   }
   if (i >= N) return;
   constexpr int F = kDense ? kAll<D> : kRepulsive<D>;
@@ -80,7 +91,7 @@ __global__ void __launch_bounds__(kThreads) hssne_pairs_kernel(const float4* __r
 
 // Results per point i, row-major: h, hs, hsy[D], a, p_log_h, ay[D].
 template <int D, bool kDense>
-__global__ void hssne_finish_kernel(const double* __restrict__ yd, const float4* __restrict__ y, long long N,
+__global__ void hssne_finish_kernel(const double* __restrict__ yd, long long N,
                                     int chunks, double alpha, const double* __restrict__ partial,
                                     const index_t* __restrict__ row_ptr, const index_t* __restrict__ col,
                                     const double* __restrict__ val, double* __restrict__ result) {
@@ -90,12 +101,6 @@ __global__ void hssne_finish_kernel(const double* __restrict__ yd, const float4*
   double sum[kAll<D>] = {};
   for (int c = 0; c < chunks; ++c)
     for (int f = 0; f < F; ++f) sum[f] += partial[(static_cast<long long>(c) * F + f) * N + i];
-  // remove the j = i term the tiles included, with the float coordinates they used
-  const float4 yi4 = y[i];
-  const float yi[3] = {yi4.x, yi4.y, yi4.z};
-  sum[0] -= 1.0;
-  sum[1] -= 1.0;
-  for (int d = 0; d < D; ++d) sum[2 + d] -= static_cast<double>(yi[d]);
   if (!kDense) {
     math::HssneRow<double, D> att;
     for (index_t q = row_ptr[i]; q < row_ptr[i + 1]; ++q)
@@ -136,9 +141,10 @@ class CudaHssneEngine final : public HssneEngine {
       col_.upload(sparse->col.data(), sparse->col.size());
       val_.upload(sparse->val.data(), sparse->val.size());
     }
-    // Enough blocks for every multiprocessor: split j into chunks of whole tiles.
+    // Many blocks per multiprocessor (several waves, so the last one's tail is short): split j
+    // into chunks of whole tiles.
     const long long blocks_i = (N_ + kThreads - 1) / kThreads;
-    const long long target = 4LL * prop.multiProcessorCount;
+    const long long target = 32LL * prop.multiProcessorCount;
     chunks_ = static_cast<int>(std::min<long long>(std::max<long long>(1, (target + blocks_i - 1) / blocks_i), blocks_i));
     const long long tiles = blocks_i;
     chunk_ = ((tiles + chunks_ - 1) / chunks_) * kThreads;
@@ -191,10 +197,10 @@ class CudaHssneEngine final : public HssneEngine {
     ORRERY_CUDA_LAUNCHED("hssne_pairs_kernel");
     const int pb = static_cast<int>((N_ + 127) / 128);
     if (dense_)
-      hssne_finish_kernel<D, true><<<pb, 128>>>(yd_.get(), y4_.get(), N_, chunks_, alpha_, partial_.get(), nullptr,
+      hssne_finish_kernel<D, true><<<pb, 128>>>(yd_.get(), N_, chunks_, alpha_, partial_.get(), nullptr,
                                                 nullptr, nullptr, result_.get());
     else
-      hssne_finish_kernel<D, false><<<pb, 128>>>(yd_.get(), y4_.get(), N_, chunks_, alpha_, partial_.get(),
+      hssne_finish_kernel<D, false><<<pb, 128>>>(yd_.get(), N_, chunks_, alpha_, partial_.get(),
                                                  row_ptr_.get(), col_.get(), val_.get(), result_.get());
     ORRERY_CUDA_LAUNCHED("hssne_finish_kernel");
   }

@@ -3,6 +3,7 @@
 // files and the CPU tests cover the exact code the kernels run.
 #pragma once
 #include <cmath>
+#include <type_traits>
 
 #if defined(__CUDACC__)
 #define ORRERY_HD __host__ __device__ __forceinline__
@@ -41,6 +42,21 @@ template <class T>
 ORRERY_HD T hd_abs(T a) {
   return a < T(0) ? -a : a;
 }
+// 1 / x. Float on the device uses the hardware reciprocal (__fdividef: at most 2 ulp, not the
+// correctly rounded division), which is what the all-pairs kernels spend most of their time on;
+// everywhere else, and for double, the exact division.
+template <class T>
+ORRERY_HD T hd_recip(T x) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same_v<T, float>)
+    return __fdividef(1.0f, x);
+  else
+    return T(1) / x;
+#else
+  return T(1) / x;
+#endif
+}
+
 template <class T>
 ORRERY_HD bool hd_isfinite(T x) {
 #if !defined(__CUDA_ARCH__)

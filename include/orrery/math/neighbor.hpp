@@ -32,14 +32,14 @@ ORRERY_HD T heavy_tail_log(T tau, T alpha) {
 
 template <class T>
 ORRERY_HD T heavy_tail_slope(T tau, T alpha) {
-  return T(1) / (alpha * tau + T(1));
+  return hd_recip(alpha * tau + T(1));
 }
 
 // H and S of one squared distance; alpha = 1 (t-SNE) takes an exact division-only path.
 template <class T>
 ORRERY_HD void heavy_tail_pair(T tau, T alpha, T& h, T& s) {
   if (alpha == T(1)) {
-    s = T(1) / (T(1) + tau);
+    s = hd_recip(T(1) + tau);
     h = s;
   } else {
     s = heavy_tail_slope(tau, alpha);

@@ -1,0 +1,141 @@
+// NeRV (MATH.md §3), per-pair arithmetic shared by the CPU loops (host/methods/nerv.cpp) and the
+// CUDA kernels; T is the float type (double on the CPU).
+//
+// Row i of the map: s_ij = -beta_i d_ij with d_ij = |y_i - y_j|^2, q_{j|i} = exp(s_ij - lse_i),
+// lse_i = log sum_{j != i} exp(s_ij); lp_ij = log p_{j|i} (floored, orrery/nerv.hpp), P_i = sum_j p_ij.
+//
+// Row pass. Shifting by m_i = -beta_i min_{j != i} d_ij (the largest s_ij) keeps every term
+// w_ij = exp(s_ij - m_i) in (0, 1] with the largest equal to 1, so nothing overflows and Z_i >= 1:
+//   Z_i = sum_j w_ij,   T_i = sum_j w_ij (s_ij - m_i - lp_ij),   U_i = sum_j p_ij (lp_ij + beta_i d_ij)
+//   lse_i = m_i + log Z_i,   KL(q_i || p_i) = T_i / Z_i - log Z_i,   KL(p_i || q_i) = U_i + lse_i P_i
+// (KL(p || q) = sum_j p_ij (lp_ij - s_ij + lse_i); one exp per pair, one log per row.)
+//
+// Pair pass. E = sum_i lambda KL(p_i || q_i) + (1 - lambda) KL(q_i || p_i) depends on d_ij through
+// row i with derivative
+//   c_ij = beta_i [lambda (p_ij - P_i q_ij) - (1 - lambda) q_ij (log q_ij - lp_ij - KL(q_i || p_i))]
+// (P_i = 1 for normalised rows), and dE/dy_i = 2 sum_j (c_ij + c_ji)(y_i - y_j), c_ji with row j's
+// scalars and p_{i|j}. Here log q_ij = s_ij - lse_i <= 0 needs no log, one exp per direction.
+//
+// Sparse rows (p listed for some j only): the all-pairs loops use p = 0 and lp = the row's floor lpf
+// for every j, and each listed pair then adds the difference (nerv_row_listed, nerv_pair_c_listed).
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "orrery/math/hd.hpp"
+
+namespace orrery::math {
+
+// exp(x) for finite x <= 700; below -708.4 the result is flushed to 0 (exp(-708.4) ~ 2.2e-308, the
+// smallest normal double). The CPU double version is branch-free arithmetic so that a `omp simd`
+// loop calling it vectorises without libmvec (glibc only offers its vector exp under -ffast-math):
+// x = k ln2 + r, |r| <= ln2 / 2, by Cody-Waite reduction; exp(r) by its Taylor polynomial to r^13
+// (truncation < 5e-18); 2^k assembled in the exponent bits, zero when k + 1023 <= 0. Within 1 ulp
+// of std::exp over [-708, 0] (tested). Inputs with |x| >= 1024 or NaN are treated as -1024 (-> 0).
+template <class T>
+ORRERY_HD T exp_nonpositive(T x) {
+#if defined(__CUDA_ARCH__)
+  return hd_exp(x);
+#else
+  if constexpr (!std::is_same<T, double>::value) {
+    return hd_exp(x);
+  } else {
+    constexpr double kShift = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
+    constexpr std::uint64_t kShiftBits = 0x4338000000000000ull;
+    constexpr double kLog2e = 1.4426950408889634;
+    constexpr double kLn2Hi = 6.93147180369123816490e-01;  // 21 trailing zero bits: k kLn2Hi is exact
+    constexpr double kLn2Lo = 1.90821492927058770002e-10;
+    // Clamp |x| >= 1024 (biased exponent >= 0x409) and non-finite x to -1024 on the bits: an FP
+    // select here would stop GCC's if-conversion (-ftrapping-math) and the loop would not vectorise.
+    std::uint64_t ux;
+    std::memcpy(&ux, &x, sizeof ux);
+    const std::uint64_t big = ((((ux >> 52) & 0x7FFu) - 0x409u) >> 63) - 1u;  // all ones: clamp
+    ux = (ux & ~big) | (0xC090000000000000ull & big);
+    double xc;
+    std::memcpy(&xc, &ux, sizeof xc);
+    const double t = xc * kLog2e + kShift;
+    const double k = t - kShift;
+    const double r = (xc - k * kLn2Hi) - k * kLn2Lo;
+    double p = 1.0 / 6227020800.0;
+    p = p * r + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    std::uint64_t ut;
+    std::memcpy(&ut, &t, sizeof ut);
+    const std::uint64_t e = ut - kShiftBits + 1023u;             // k + 1023 (two's complement)
+    const std::uint64_t keep = ((e - 1u) >> 63) - 1u;  // all ones when e >= 1, else 0
+    const std::uint64_t us = (e << 52) & keep;
+    double s;
+    std::memcpy(&s, &us, sizeof s);
+    return p * s;
+  }
+#endif
+}
+
+// log of an input probability raised to the floor (so KL(q || p) stays finite).
+template <class T>
+ORRERY_HD T nerv_log_prob(T p, T floor) {
+  return hd_log(hd_max(p, floor));
+}
+
+// One pair's terms of the row sums: w_ij, w_ij (s_ij - m_i - lp_ij) and p_ij (lp_ij + beta_i d_ij).
+template <class T>
+struct NervRowTerms {
+  T w, wt, pu;
+};
+
+template <class T>
+ORRERY_HD NervRowTerms<T> nerv_row_terms(T d, T beta, T m, T p, T lp) {
+  const T s = -beta * d - m;
+  const T w = exp_nonpositive(s);
+  return {w, w * (s - lp), p * (lp + beta * d)};
+}
+
+// A listed pair of a sparse row whose all-pairs term used (p = 0, lp = lpf): what to add to wt, pu.
+template <class T>
+ORRERY_HD NervRowTerms<T> nerv_row_listed(T d, T beta, T m, T p, T lp, T lpf) {
+  const T w = exp_nonpositive(-beta * d - m);
+  return {T(0), w * (lpf - lp), p * (lp + beta * d)};
+}
+
+// A row's scalars, from its shift m and sums Z, T, U, P (header comment).
+template <class T>
+struct NervRow {
+  T beta, lse, kl_qp, kl_pq, p_sum;
+};
+
+template <class T>
+ORRERY_HD NervRow<T> nerv_row_finish(T beta, T m, T z, T t, T u, T p_sum) {
+  const T lz = hd_log(z);
+  const T lse = m + lz;
+  return {beta, lse, t / z - lz, u + lse * p_sum, p_sum};
+}
+
+// c_ij, the cost's derivative with respect to d_ij through row i (scalars beta, lse, kl_qp, p_sum of
+// row i; p = p_{j|i}, lp its floored log).
+template <class T>
+ORRERY_HD T nerv_pair_c(T d, T beta, T lse, T kl_qp, T p_sum, T p, T lp, T lambda) {
+  const T lq = -beta * d - lse;
+  const T q = exp_nonpositive(lq);
+  return beta * (lambda * (p - p_sum * q) - (T(1) - lambda) * q * (lq - lp - kl_qp));
+}
+
+// c_ij(p, lp) - c_ij(0, lpf): the correction for a listed pair of a sparse row.
+template <class T>
+ORRERY_HD T nerv_pair_c_listed(T d, T beta, T lse, T p, T lp, T lpf, T lambda) {
+  const T q = exp_nonpositive(-beta * d - lse);
+  return beta * (lambda * p + (T(1) - lambda) * q * (lp - lpf));
+}
+
+}  // namespace orrery::math

@@ -121,35 +121,60 @@ void check_sparse_perplexity(index_t N, double perplexity) {
                 std::to_string(perplexity));
 }
 
-// Rows (i, j, value) -> CSR with ascending columns; equal (i, j) entries are summed in input order.
-SparseAffinity csr_from_triples(index_t N, const std::vector<index_t>& ri, const std::vector<index_t>& cj,
-                                const std::vector<double>& v) {
+// Transpose of a CSR matrix; walking rows in order leaves every transposed row's columns ascending.
+SparseAffinity transpose(const SparseAffinity& A) {
+  const auto n = static_cast<size_t>(A.num_points);
+  SparseAffinity T;
+  T.num_points = A.num_points;
+  T.row_ptr.assign(n + 1, 0);
+  for (index_t j : A.col) ++T.row_ptr[static_cast<size_t>(j) + 1];
+  for (size_t i = 0; i < n; ++i) T.row_ptr[i + 1] += T.row_ptr[i];
+  T.col.resize(A.col.size());
+  T.val.resize(A.val.size());
+  std::vector<index_t> next(T.row_ptr.begin(), T.row_ptr.end() - 1);
+  for (size_t i = 0; i < n; ++i)
+    for (index_t q = A.row_ptr[i]; q < A.row_ptr[i + 1]; ++q) {
+      const auto at = static_cast<size_t>(next[static_cast<size_t>(A.col[static_cast<size_t>(q)])]++);
+      T.col[at] = static_cast<index_t>(i);
+      T.val[at] = A.val[static_cast<size_t>(q)];
+    }
+  return T;
+}
+
+// scale (A + B) for CSR matrices with ascending columns: rows merged in parallel (sizes first).
+SparseAffinity scaled_sum(const SparseAffinity& A, const SparseAffinity& B, double scale, int threads) {
+  const index_t N = A.num_points;
+  const auto n = static_cast<size_t>(N);
   SparseAffinity S;
   S.num_points = N;
-  std::vector<index_t> count(static_cast<size_t>(N) + 1, 0);
-  for (index_t i : ri) ++count[static_cast<size_t>(i) + 1];
-  for (size_t i = 0; i < static_cast<size_t>(N); ++i) count[i + 1] += count[i];
-  std::vector<index_t> order(ri.size());
-  {
-    std::vector<index_t> next(count.begin(), count.end() - 1);
-    for (size_t q = 0; q < ri.size(); ++q) order[static_cast<size_t>(next[static_cast<size_t>(ri[q])]++)] = static_cast<index_t>(q);
-  }
-  S.row_ptr.assign(1, 0);
-  S.col.reserve(ri.size());
-  S.val.reserve(ri.size());
-  for (index_t i = 0; i < N; ++i) {
-    auto b = order.begin() + count[static_cast<size_t>(i)], e = order.begin() + count[static_cast<size_t>(i) + 1];
-    std::stable_sort(b, e, [&](index_t x, index_t y) { return cj[static_cast<size_t>(x)] < cj[static_cast<size_t>(y)]; });
-    for (auto it = b; it != e; ++it) {
-      const index_t j = cj[static_cast<size_t>(*it)];
-      if (static_cast<index_t>(S.col.size()) > S.row_ptr.back() && S.col.back() == j)
-        S.val.back() += v[static_cast<size_t>(*it)];
-      else {
-        S.col.push_back(j);
-        S.val.push_back(v[static_cast<size_t>(*it)]);
-      }
+  S.row_ptr.assign(n + 1, 0);
+  // merge(i, emit) walks both rows of i in column order; emit(col, value) once per distinct column
+  auto merge = [&](index_t i, auto&& emit) {
+    const auto r = static_cast<size_t>(i);
+    index_t p = A.row_ptr[r], pe = A.row_ptr[r + 1], q = B.row_ptr[r], qe = B.row_ptr[r + 1];
+    while (p < pe || q < qe) {
+      const index_t ca = p < pe ? A.col[static_cast<size_t>(p)] : N, cb = q < qe ? B.col[static_cast<size_t>(q)] : N;
+      if (ca == cb) emit(ca, (A.val[static_cast<size_t>(p++)] + B.val[static_cast<size_t>(q++)]) * scale);
+      else if (ca < cb) emit(ca, A.val[static_cast<size_t>(p++)] * scale);
+      else emit(cb, B.val[static_cast<size_t>(q++)] * scale);
     }
-    S.row_ptr.push_back(static_cast<index_t>(S.col.size()));
+  };
+#pragma omp parallel for schedule(static) num_threads(threads_or_default(threads))
+  for (index_t i = 0; i < N; ++i) {
+    index_t m = 0;
+    merge(i, [&](index_t, double) { ++m; });
+    S.row_ptr[static_cast<size_t>(i) + 1] = m;
+  }
+  for (size_t i = 0; i < n; ++i) S.row_ptr[i + 1] += S.row_ptr[i];
+  S.col.resize(static_cast<size_t>(S.row_ptr[n]));
+  S.val.resize(S.col.size());
+#pragma omp parallel for schedule(static) num_threads(threads_or_default(threads))
+  for (index_t i = 0; i < N; ++i) {
+    auto at = static_cast<size_t>(S.row_ptr[static_cast<size_t>(i)]);
+    merge(i, [&](index_t c, double v) {
+      S.col[at] = c;
+      S.val[at++] = v;
+    });
   }
   return S;
 }
@@ -178,24 +203,29 @@ AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int thr
     res.beta[static_cast<size_t>(i)] = beta;
     for (int l = 0; l < k; ++l) cond[static_cast<size_t>(i * k + l)] = std::exp(-beta * (d2[l] - shift) - log_z);
   }
-  const size_t nnz = static_cast<size_t>(N) * k;
-  std::vector<index_t> ri(nnz), cj(nnz);
-  for (index_t i = 0; i < N; ++i)
-    for (int l = 0; l < k; ++l) {
-      ri[static_cast<size_t>(i * k + l)] = i;
-      cj[static_cast<size_t>(i * k + l)] = g.neighbours(i)[l];
+  // Unsymmetrised rows p_{j|i} (NeRV): each neighbour list sorted by column.
+  SparseAffinity& C = res.sparse_conditional;
+  C.num_points = N;
+  C.row_ptr.resize(static_cast<size_t>(N) + 1);
+  for (index_t i = 0; i <= N; ++i) C.row_ptr[static_cast<size_t>(i)] = i * k;
+  C.col.resize(static_cast<size_t>(N) * k);
+  C.val.resize(C.col.size());
+#pragma omp parallel num_threads(threads_or_default(threads))
+  {
+    std::vector<int> order(static_cast<size_t>(k));
+#pragma omp for schedule(static)
+    for (index_t i = 0; i < N; ++i) {
+      const index_t* nb = g.neighbours(i);
+      for (int l = 0; l < k; ++l) order[static_cast<size_t>(l)] = l;
+      std::sort(order.begin(), order.end(), [&](int x, int y) { return nb[x] < nb[y]; });
+      for (int l = 0; l < k; ++l) {
+        C.col[static_cast<size_t>(i * k + l)] = nb[order[static_cast<size_t>(l)]];
+        C.val[static_cast<size_t>(i * k + l)] = cond[static_cast<size_t>(i * k + order[static_cast<size_t>(l)])];
+      }
     }
-  // Unsymmetrised rows p_{j|i} (NeRV), columns ascending.
-  res.sparse_conditional = csr_from_triples(N, ri, cj, cond);
-  // Symmetrise: (p_{j|i} + p_{i|j}) / 2N over the union of both neighbour lists.
-  const double scale = 0.5 / static_cast<double>(N);
-  std::vector<index_t> ri2(2 * nnz), cj2(2 * nnz);
-  std::vector<double> v2(2 * nnz);
-  for (size_t q = 0; q < nnz; ++q) {
-    ri2[2 * q] = ri[q], cj2[2 * q] = cj[q], v2[2 * q] = cond[q] * scale;
-    ri2[2 * q + 1] = cj[q], cj2[2 * q + 1] = ri[q], v2[2 * q + 1] = cond[q] * scale;
   }
-  res.sparse = csr_from_triples(N, ri2, cj2, v2);
+  // Symmetrise: (p_{j|i} + p_{i|j}) / 2N over the union of both neighbour lists.
+  res.sparse = scaled_sum(C, transpose(C), 0.5 / static_cast<double>(N), threads);
   return res;
 }
 

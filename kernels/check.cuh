@@ -68,6 +68,32 @@ class DeviceBuffer {
   size_t n_ = 0;
 };
 
+// Page-locked host memory of n elements (transfers run at full link speed); moves, never copies.
+template <class T>
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  ~PinnedBuffer() {
+    if (ptr_) cudaFreeHost(ptr_);
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  void resize(size_t n) {
+    if (n == n_) return;
+    if (ptr_) cudaFreeHost(ptr_);
+    ptr_ = nullptr;
+    n_ = 0;
+    if (n) check(cudaMallocHost(reinterpret_cast<void**>(&ptr_), n * sizeof(T)), "cudaMallocHost", __FILE__, __LINE__);
+    n_ = n;
+  }
+  T* get() const { return ptr_; }
+  size_t size() const { return n_; }
+
+ private:
+  T* ptr_ = nullptr;
+  size_t n_ = 0;
+};
+
 }  // namespace orrery::cuda
 
 #define ORRERY_CUDA_CHECK(call) ::orrery::cuda::check((call), #call, __FILE__, __LINE__)

@@ -9,7 +9,8 @@
 // sparse P the attraction over the point's CSR row in double. Same input, same device, same launch shape: the same bits.
 //
 // Dense P is read transposed (thread i reads Pt[j N + i] = P_ij), so a warp reads consecutive
-// words. Y travels each evaluation (N D doubles up, 2 + 2 D doubles per point down); P stays.
+// words. Y travels each evaluation (N D doubles up, 4 + 2 D doubles per point down, through
+// page-locked buffers); P stays.
 #include <algorithm>
 #include <memory>
 #include <vector>
@@ -38,12 +39,18 @@ __device__ __forceinline__ void tile_sums(const float4* tile, int count, const f
                                           long long N, float alpha, const float* __restrict__ Pt,
                                           math::HssneRow<double, D>& acc) {
   math::HssneRow<float, D> t;
-  for (int q = 0; q < count; ++q) {
-    if (kSkipSelf && t0 + q == i) continue;
+  auto pair = [&](int q) {
     const float4 yj4 = tile[q];
     const float yj[3] = {yj4.x, yj4.y, yj4.z};
     const float p = kDense ? Pt[(t0 + q) * N + i] : 0.f;
     math::hssne_accumulate<float, D>(yi, yj, p, alpha, true, t);
+  };
+  if (!kSkipSelf && count == kThreads) {  // a full tile: a fixed trip count the compiler unrolls
+#pragma unroll 8
+    for (int q = 0; q < kThreads; ++q) pair(q);
+  } else {
+    for (int q = 0; q < count; ++q)
+      if (!kSkipSelf || t0 + q != i) pair(q);
   }
   acc.h_sum += t.h_sum;
   acc.hs_sum += t.hs_sum;
@@ -155,6 +162,7 @@ class CudaHssneEngine final : public HssneEngine {
     partial_.resize(static_cast<size_t>(chunks_) * F * N_);
     result_.resize(static_cast<size_t>(N_) * (4 + 2 * dim));
     host_.resize(result_.size());
+    host_y_.resize(static_cast<size_t>(N_) * dim);
   }
 
   std::string name() const override { return name_; }
@@ -162,19 +170,20 @@ class CudaHssneEngine final : public HssneEngine {
   void sums(const MatrixD& Y, HssneSums& out) override {
     if (Y.rows != N_ || Y.cols != dim_) internal_error("hssne (cuda): Y has the wrong shape");
     ORRERY_CUDA_CHECK(cudaSetDevice(device_));
-    yd_.upload(Y.data.data(), Y.data.size());
+    std::copy(Y.data.begin(), Y.data.end(), host_y_.get());
+    ORRERY_CUDA_CHECK(cudaMemcpy(yd_.get(), host_y_.get(), Y.data.size() * sizeof(double), cudaMemcpyHostToDevice));
     const int pb = static_cast<int>((N_ + 127) / 128);
     to_float4_kernel<<<pb, 128>>>(yd_.get(), N_, dim_, y4_.get());
     ORRERY_CUDA_LAUNCHED("to_float4_kernel");
     if (dim_ == 2) launch<2>();
     else launch<3>();
-    result_.download(host_.data(), host_.size());
+    result_.download(host_.get(), host_.size());
     const int F = 4 + 2 * dim_;
     for (auto* v : {&out.h, &out.p_log_h, &out.a, &out.hs}) v->resize(static_cast<size_t>(N_));
     if (out.ay.rows != N_ || out.ay.cols != dim_) out.ay = MatrixD(N_, dim_);
     if (out.hsy.rows != N_ || out.hsy.cols != dim_) out.hsy = MatrixD(N_, dim_);
     for (long long i = 0; i < N_; ++i) {
-      const double* r = host_.data() + i * F;
+      const double* r = host_.get() + i * F;
       const auto k = static_cast<size_t>(i);
       out.h[k] = r[0];
       out.hs[k] = r[1];
@@ -216,7 +225,7 @@ class CudaHssneEngine final : public HssneEngine {
   cuda::DeviceBuffer<index_t> row_ptr_, col_;
   cuda::DeviceBuffer<double> val_, yd_, partial_, result_;
   cuda::DeviceBuffer<float4> y4_;
-  std::vector<double> host_;
+  cuda::PinnedBuffer<double> host_, host_y_;
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "methods/random.hpp"
@@ -132,8 +133,11 @@ Entropy entropy_terms(const std::vector<double>& values) {
   return e;
 }
 
-// J = sum cP log cP - c sum P log H + c (sum P) log Z, from the engine's sums (row order).
-Evaluation evaluate(HssneEngine& engine, HssneSums& s, const Entropy& ent, const MatrixD& Y, double c) {
+// J = sum cP log cP - c sum P log H + c (sum P) log Z, from the engine's sums (row order). `e`
+// keeps its buffers from call to call (no allocation per iteration); the gradient is formed only
+// when asked for.
+void evaluate_into(HssneEngine& engine, HssneSums& s, const Entropy& ent, const MatrixD& Y, double c, bool with_grad,
+                   Evaluation& e) {
   engine.sums(Y, s);
   const index_t N = Y.rows;
   double z = 0.0, p_log_h = 0.0;
@@ -141,13 +145,12 @@ Evaluation evaluate(HssneEngine& engine, HssneSums& s, const Entropy& ent, const
     z += s.h[static_cast<size_t>(i)];
     p_log_h += s.p_log_h[static_cast<size_t>(i)];
   }
-  Evaluation e;
   e.J_true = ent.plogp - p_log_h + ent.psum * std::log(z);
   e.J = c * (ent.plogp + ent.psum * std::log(c)) - c * p_log_h + c * ent.psum * std::log(z);
   e.a.resize(static_cast<size_t>(N));
   e.b.resize(static_cast<size_t>(N));
-  e.ab_y = MatrixD(N, Y.cols);
-  e.grad = MatrixD(N, Y.cols);
+  if (e.ab_y.rows != N || e.ab_y.cols != Y.cols) e.ab_y = MatrixD(N, Y.cols);
+  if (with_grad && (e.grad.rows != N || e.grad.cols != Y.cols)) e.grad = MatrixD(N, Y.cols);
   const double inv_z = 1.0 / z;
   for (index_t i = 0; i < N; ++i) {
     const auto k = static_cast<size_t>(i);
@@ -155,9 +158,14 @@ Evaluation evaluate(HssneEngine& engine, HssneSums& s, const Entropy& ent, const
     e.b[k] = s.hs[k] * inv_z;
     for (index_t d = 0; d < Y.cols; ++d) {
       e.ab_y(i, d) = c * s.ay(i, d) - s.hsy(i, d) * inv_z;
-      e.grad(i, d) = 4.0 * (Y(i, d) * (e.a[k] - e.b[k]) - e.ab_y(i, d));
+      if (with_grad) e.grad(i, d) = 4.0 * (Y(i, d) * (e.a[k] - e.b[k]) - e.ab_y(i, d));
     }
   }
+}
+
+Evaluation evaluate(HssneEngine& engine, HssneSums& s, const Entropy& ent, const MatrixD& Y, double c) {
+  Evaluation e;
+  evaluate_into(engine, s, ent, Y, c, true, e);
   return e;
 }
 
@@ -245,23 +253,25 @@ HssneResult fit_impl(HssneEngine& engine, const Entropy& ent, index_t N, const H
   HssneSums sums;
   res.stop_reason = "max_iter";
   if (prm.optimizer == "fixed_point") {
-    Evaluation cur = evaluate(engine, sums, ent, Y, 1.0);
+    Evaluation cur, cand;
+    evaluate_into(engine, sums, ent, Y, 1.0, false, cur);
+    MatrixD next = Y;
     for (int it = 0; it < prm.max_iter; ++it) {
-      MatrixD next = Y;
+      std::copy(Y.data.begin(), Y.data.end(), next.data.begin());
       apply_fixed_point(cur, next);
-      Evaluation cand = evaluate(engine, sums, ent, next, 1.0);
+      evaluate_into(engine, sums, ent, next, 1.0, false, cand);
       // The update can overshoot when coordinates are large (paper, section 4): halve the step
       // towards the proposal until J does not increase.
       for (int damp = 0; damp < 20 && cand.J > cur.J; ++damp) {
         for (size_t q = 0; q < next.data.size(); ++q) next.data[q] = 0.5 * (next.data[q] + Y.data[q]);
-        cand = evaluate(engine, sums, ent, next, 1.0);
+        evaluate_into(engine, sums, ent, next, 1.0, false, cand);
         if (damp == 0) ++res.damped_steps;
       }
       const bool improved = cand.J <= cur.J;
       const double gain = cur.J - cand.J;
       if (improved) {
-        Y = std::move(next);
-        cur = std::move(cand);
+        std::swap(Y, next);
+        std::swap(cur, cand);
       }
       res.iterations = it + 1;
       res.objective_trace.push_back(cur.J);
@@ -273,9 +283,10 @@ HssneResult fit_impl(HssneEngine& engine, const Entropy& ent, index_t N, const H
     }
   } else {
     MatrixD update(N, prm.dim, 0.0), gains(N, prm.dim, 1.0);
+    Evaluation e;
     for (int it = 0; it < prm.max_iter; ++it) {
       const bool exaggerate = it < prm.exaggeration_iter;
-      const Evaluation e = evaluate(engine, sums, ent, Y, exaggerate ? prm.exaggeration : 1.0);
+      evaluate_into(engine, sums, ent, Y, exaggerate ? prm.exaggeration : 1.0, true, e);
       const double mom = it < prm.momentum_switch ? prm.momentum : prm.final_momentum;
       for (size_t q = 0; q < Y.data.size(); ++q) {
         // delta-bar-delta gains, as in t-SNE implementations

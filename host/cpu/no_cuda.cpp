@@ -37,3 +37,14 @@ KnnGraph exact_knn_cuda(const MatrixD&, int, int) {
 }
 
 }  // namespace orrery
+
+#include "orrery/snerv.hpp"
+
+namespace orrery {
+
+MatrixD learning_metric_distances_cuda(const ClassMixture&, const MatrixD&, int, int) {
+  throw Error(ErrorKind::cuda, "device: CUDA requested for the learning-metric distances, but this orrery was " +
+                                   cuda_status());
+}
+
+}  // namespace orrery

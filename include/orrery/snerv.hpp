@@ -1,0 +1,71 @@
+// Supervised NeRV (Peltonen, Aidos, Kaski; MATH.md §3): NeRV on learning-metric distances. A
+// class-posterior model p(c|x), the discriminative mixture of labelled Gaussians
+//   p(c|x) = sum_k beta_ck exp(-|x - m_k|^2 / 2s^2) / sum_k exp(-|x - m_k|^2 / 2s^2),
+// is fitted to the labelled points by conjugate gradient on the conditional class log-likelihood
+// (beta_.k = softmax(theta_.k), so it stays on the simplex); K and s are chosen by internal k-fold
+// validation of that likelihood unless given. The Fisher information of the model defines a local
+// metric; distances are integrated along straight paths in T pieces (math/fisher.hpp).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "orrery/config.hpp"
+#include "orrery/types.hpp"
+
+namespace orrery {
+
+struct ClassMixtureParams {
+  // K, the number of Gaussian components; 0 chooses it from {C, 2C, 4C} (C classes, at most a
+  // quarter of the labelled points) by validation.
+  int components = 0;
+  // s, the shared width; 0 chooses it from {1/2, 1, 2} x the root median squared distance of a
+  // labelled point to its nearest initial centre, by validation.
+  double width = 0.0;
+  // Folds of the internal validation (over the labelled points) that choose K and s.
+  int folds = 5;
+  // Conjugate-gradient iterations of the final fit (validation fits use at most 100).
+  int max_iter = 200;
+  // Pieces T of the straight-path distance.
+  int pieces = 10;
+};
+
+const std::vector<Field<ClassMixtureParams>>& class_mixture_fields();
+
+struct ValidationPoint {
+  int components = 0;
+  double width = 0.0;
+  double loglik = 0.0;  // mean held-out log p(true class | x) over the folds
+};
+
+struct ClassMixture {
+  int num_classes = 0;
+  double width = 0.0;
+  MatrixD centres;  // K x d
+  MatrixD beta;     // K x C, rows on the simplex
+  double train_loglik = 0.0;  // mean log p(true class | x) over the labelled points
+  int iterations = 0;         // CG iterations of the final fit
+  std::vector<ValidationPoint> selection;  // every (K, s) validated, in order; empty when both given
+};
+
+// Fits on the rows with labels >= 0 (labels -1 are ignored); C = max label + 1. Errors (input):
+// length mismatch, fewer than two classes, a class without labelled points, non-finite X.
+ClassMixture fit_class_mixture(const MatrixD& X, const std::vector<int>& labels, const ClassMixtureParams& params,
+                               unsigned long long seed, int threads = 0);
+
+// p(c | x) for every row (N x C).
+MatrixD class_mixture_posteriors(const ClassMixture& model, const MatrixD& X);
+
+// The fit's objective for fixed width and class count: the mean negative log-likelihood of the
+// labelled rows at parameters z = [centres (K x d, row-major), theta (K x C)], and its gradient.
+double class_mixture_loss(const MatrixD& X, const std::vector<int>& labels, int num_classes, double width, int K,
+                          const std::vector<double>& z, std::vector<double>* grad, int threads = 0);
+
+// v' J(x) v for the model's Fisher information at x (tests; the distances use the shared math).
+double class_mixture_fisher(const ClassMixture& model, const double* x, const double* v);
+
+// Learning-metric distances between all rows (N x N, symmetric, zero diagonal), straight paths of
+// `pieces` pieces. CPU: rows of pairs in parallel; CUDA: a thread per pair (kernels/snerv.cu).
+MatrixD learning_metric_distances(const ClassMixture& model, const MatrixD& X, int pieces, int threads = 0);
+MatrixD learning_metric_distances_cuda(const ClassMixture& model, const MatrixD& X, int pieces, int device);
+
+}  // namespace orrery

@@ -1,0 +1,173 @@
+// The class-posterior model of supervised NeRV and its learning metric.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "orrery/error.hpp"
+#include "orrery/math/fisher.hpp"
+#include "orrery/snerv.hpp"
+
+using namespace orrery;
+
+namespace {
+
+// C Gaussian blobs in d dimensions, n points each, centres 4 apart along the axes.
+void blobs(int C, int n, int d, unsigned seed, MatrixD& X, std::vector<int>& y) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> z(0.0, 1.0);
+  X = MatrixD(C * n, d);
+  y.assign(static_cast<size_t>(C * n), 0);
+  for (int c = 0; c < C; ++c)
+    for (int q = 0; q < n; ++q) {
+      const index_t r = c * n + q;
+      y[static_cast<size_t>(r)] = c;
+      for (int j = 0; j < d; ++j) X(r, j) = z(rng) + (j == c % d ? 4.0 * (1 + c / d) : 0.0);
+    }
+}
+
+ClassMixture small_model(int d, int C, int K, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> z(0.0, 1.0);
+  std::uniform_real_distribution<double> u(0.1, 1.0);
+  ClassMixture m;
+  m.num_classes = C;
+  m.width = 1.3;
+  m.centres = MatrixD(K, d);
+  for (double& v : m.centres.data) v = 2.0 * z(rng);
+  m.beta = MatrixD(K, C);
+  for (int k = 0; k < K; ++k) {
+    double s = 0;
+    for (int c = 0; c < C; ++c) s += (m.beta(k, c) = u(rng));
+    for (int c = 0; c < C; ++c) m.beta(k, c) /= s;
+  }
+  return m;
+}
+
+double kl(const MatrixD& P, index_t a, index_t b) {
+  double s = 0;
+  for (index_t c = 0; c < P.cols; ++c) s += P(a, c) * std::log(P(a, c) / P(b, c));
+  return s;
+}
+
+}  // namespace
+
+TEST(ClassMixture, LossGradientMatchesFiniteDifferences) {
+  MatrixD X;
+  std::vector<int> y;
+  blobs(3, 15, 4, 1, X, y);
+  y[3] = -1;  // unlabelled rows do not count
+  const int K = 5, C = 3;
+  std::mt19937_64 rng(2);
+  std::normal_distribution<double> z(0.0, 1.0);
+  std::vector<double> p(static_cast<size_t>(K) * (X.cols + C));
+  for (double& v : p) v = 1.5 * z(rng);
+  std::vector<double> g;
+  class_mixture_loss(X, y, C, 1.7, K, p, &g);
+  for (size_t q = 0; q < p.size(); ++q) {
+    const double h = 1e-6;
+    std::vector<double> a = p, b = p;
+    a[q] += h;
+    b[q] -= h;
+    const double fd = (class_mixture_loss(X, y, C, 1.7, K, a, nullptr) - class_mixture_loss(X, y, C, 1.7, K, b, nullptr)) / (2 * h);
+    EXPECT_NEAR(g[q], fd, 1e-6 * std::max(1.0, std::abs(fd))) << "parameter " << q;
+  }
+}
+
+TEST(ClassMixture, FisherInformationIsTwiceTheLocalKl) {
+  // KL(p(x) || p(x + e v)) = e^2 v'J(x)v / 2 + O(e^3): so v'Jv = lim 2 KL / e^2.
+  const ClassMixture m = small_model(3, 4, 6, 3);
+  const double x[3] = {0.3, -0.7, 1.1}, v[3] = {0.6, 0.2, -0.9};
+  const double vjv = class_mixture_fisher(m, x, v);
+  ASSERT_GT(vjv, 0.0);
+  for (double e : {1e-3, 1e-4}) {
+    MatrixD pts(2, 3);
+    for (int j = 0; j < 3; ++j) pts(0, j) = x[j], pts(1, j) = x[j] + e * v[j];
+    const MatrixD P = class_mixture_posteriors(m, pts);
+    EXPECT_NEAR(2.0 * kl(P, 0, 1) / (e * e), vjv, 1e-2 * vjv * (e / 1e-3));
+  }
+}
+
+TEST(ClassMixture, DistancesAreSymmetricNonNegativeAndLocallyTheFisherNorm) {
+  const ClassMixture m = small_model(4, 3, 5, 4);
+  MatrixD X(30, 4);
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> z(0.0, 1.5);
+  for (double& v : X.data) v = z(rng);
+  // two nearby points: the path integral tends to the Fisher norm of the step
+  for (int j = 0; j < 4; ++j) X(1, j) = X(0, j) + 1e-4 * (j + 1);
+  const MatrixD D = learning_metric_distances(m, X, 10);
+  for (index_t i = 0; i < X.rows; ++i) {
+    EXPECT_EQ(D(i, i), 0.0);
+    for (index_t j = 0; j < X.rows; ++j) {
+      EXPECT_GE(D(i, j), 0.0);
+      EXPECT_EQ(D(i, j), D(j, i));
+    }
+  }
+  const double v[4] = {1e-4, 2e-4, 3e-4, 4e-4};
+  const double mid[4] = {X(0, 0) + 0.5 * v[0], X(0, 1) + 0.5 * v[1], X(0, 2) + 0.5 * v[2], X(0, 3) + 0.5 * v[3]};
+  EXPECT_NEAR(D(0, 1), std::sqrt(class_mixture_fisher(m, mid, v)), 1e-6 * D(0, 1));
+  // the midpoint rule is symmetric in the two ends, whatever the order of the arguments
+  const int K = 5;
+  std::vector<double> u1(K), u2(K), h(K), s(3 * K);
+  for (int k = 0; k < K; ++k)
+    for (int j = 0; j < 4; ++j) {
+      u1[k] += m.centres(k, j) * X(2, j);
+      u2[k] += m.centres(k, j) * X(7, j);
+      h[k] += 0.5 * m.centres(k, j) * m.centres(k, j);
+    }
+  const double w = 1.0 / (m.width * m.width);
+  const double a = math::fisher_path_distance(u1.data(), u2.data(), h.data(), m.beta.data.data(), w, K, 3, 10, 1e-12, s.data());
+  const double b = math::fisher_path_distance(u2.data(), u1.data(), h.data(), m.beta.data.data(), w, K, 3, 10, 1e-12, s.data());
+  EXPECT_NEAR(a, b, 1e-12 * a);
+  EXPECT_NEAR(a, D(2, 7), 1e-12 * a);
+  // more pieces converge: T = 10 is within 1% of T = 200 here
+  const double fine = learning_metric_distances(m, X, 200)(2, 7);
+  EXPECT_NEAR(D(2, 7), fine, 1e-2 * fine);
+}
+
+TEST(ClassMixture, FitSeparatesBlobsAndRepeats) {
+  MatrixD X;
+  std::vector<int> y;
+  blobs(3, 40, 5, 6, X, y);
+  ClassMixtureParams prm;
+  prm.folds = 3;
+  const ClassMixture a = fit_class_mixture(X, y, prm, 9, 1), b = fit_class_mixture(X, y, prm, 9, 2);
+  EXPECT_EQ(a.centres.data, b.centres.data);
+  EXPECT_EQ(a.beta.data, b.beta.data);
+  EXPECT_FALSE(a.selection.empty());
+  EXPECT_GT(a.train_loglik, std::log(0.9));
+  const MatrixD P = class_mixture_posteriors(a, X);
+  int right = 0;
+  for (index_t n = 0; n < X.rows; ++n) {
+    double rs = 0;
+    index_t best = 0;
+    for (index_t c = 0; c < P.cols; ++c) {
+      rs += P(n, c);
+      if (P(n, c) > P(n, best)) best = c;
+    }
+    EXPECT_NEAR(rs, 1.0, 1e-12);
+    right += best == y[static_cast<size_t>(n)];
+  }
+  EXPECT_GE(right, 0.95 * X.rows);
+  // the chosen (K, s) is the validated best
+  double best = -1e300;
+  for (const auto& v : a.selection) best = std::max(best, v.loglik);
+  bool found = false;
+  for (const auto& v : a.selection)
+    found |= v.loglik == best && v.components == a.centres.rows && v.width == a.width;
+  EXPECT_TRUE(found);
+}
+
+TEST(ClassMixture, BadLabelsAreInputErrors) {
+  MatrixD X;
+  std::vector<int> y;
+  blobs(2, 10, 3, 7, X, y);
+  std::vector<int> one(y.size(), 0);
+  EXPECT_THROW(fit_class_mixture(X, one, {}, 1), Error);
+  std::vector<int> gap = y;
+  for (int& v : gap) v = v == 1 ? 2 : v;  // class 1 empty
+  EXPECT_THROW(fit_class_mixture(X, gap, {}, 1), Error);
+  X(4, 1) = std::nan("");
+  EXPECT_THROW(fit_class_mixture(X, y, {}, 1), Error);
+}

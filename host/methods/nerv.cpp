@@ -1,9 +1,20 @@
-// NeRV on the CPU, exact. With d_ij = |y_i - y_j|^2 and q_j = exp(-beta_i d_ij) / Z_i, the cost's
-// derivative with respect to one squared distance of row i is
-//   c_ij = lambda beta_i (p_j - q_j) - (1 - lambda) beta_i q_j (log(q_j / p_j) - KL(q_i || p_i)),
-// and dE/dy_i = 2 sum_j (c_ij + c_ji)(y_i - y_j) because y_i enters rows i and j. Log-sum-exp keeps
-// Z_i finite; input probabilities below kProbabilityFloor are raised to it so KL(q || p) stays
-// finite for pairs whose Gaussian input probability underflowed.
+// NeRV on the CPU, exact over all pairs. The per-pair arithmetic is math/nerv.hpp's (formulas in its
+// header comment), the code the CUDA kernels run too. One evaluation is one pass over the rows; per
+// row i:
+//   1. the squared distances to all points and the shift m_i from the nearest other point;
+//   2. one exp per pair, w_ij = exp(s_ij - m_i), kept in a row buffer, and the row sums giving lse_i,
+//      KL(q_i || p_i) and KL(p_i || q_i);
+//   3. (with the gradient) c_ij from q_ij = w_ij / Z_i, no second exp; 2 c_ij (y_i - y_j) is summed
+//      into dE/dy_i, and 2 c_ij (y_j - y_i), the same pair's share of dE/dy_j, is scattered into an
+//      N x D accumulator owned by the row's block (kBlocks fixed blocks of rows, whatever the thread
+//      count); the blocks' accumulators are added in block order at the end.
+// Each row of P (and of log P) is read once, by rows, while it is in cache. Beyond P the memory is
+// O(N): the row scalars, per thread three row buffers, and the kBlocks accumulators. Rows are summed
+// in j order and blocks in block order, so results do not depend on the thread count. The j loops
+// skip j == i by running over [0, i) then (i, N), and they are `omp simd` loops whose exp
+// (math::exp_nonpositive) vectorises. Dense P: log max(p, floor) is taken once per fit
+// (nerv_log_probabilities). Sparse P (CSR rows): the all-pairs loops use p = 0 and the row's floor
+// for log p, and each row's short CSR list adds the listed pairs' corrections (no extra exp).
 #include "orrery/nerv.hpp"
 
 #include <omp.h>
@@ -13,11 +24,11 @@
 
 #include "methods/random.hpp"
 #include "optim/cg.hpp"
+#include "orrery/affinity.hpp"
 #include "orrery/error.hpp"
+#include "orrery/math/nerv.hpp"
 
 namespace orrery {
-
-constexpr double kProbabilityFloor = 1e-300;
 
 const std::vector<Field<NervParams>>& nerv_fields() {
   static const std::vector<Field<NervParams>> fields = {
@@ -27,74 +38,319 @@ const std::vector<Field<NervParams>>& nerv_fields() {
       {"max_iter", &NervParams::max_iter, "Cap on conjugate-gradient iterations.", 1, 1e8},
       {"ftol", &NervParams::ftol, "Stop when an iteration lowers E by less than ftol * max(|E|, 1).", 0, 1},
       {"init_scale", &NervParams::init_scale,
-       "Standard deviation of the seeded Gaussian start, in units of the median input bandwidth sigma.", 0, kInf,
-       true},
+       "Standard deviation of the seeded Gaussian start, in units of the median input bandwidth sigma.", 0, kInf, true},
   };
   return fields;
 }
 
-double nerv_objective(const MatrixD& P, const std::vector<double>& beta, const MatrixD& Y, double lambda,
-                      MatrixD* grad, int threads) {
-  const index_t N = Y.rows;
-  const int D = static_cast<int>(Y.cols);
-  if (P.rows != N || P.cols != N || static_cast<index_t>(beta.size()) != N)
-    internal_error("nerv_objective: P, beta and Y disagree on N");
-  MatrixD C(grad ? N : 0, grad ? N : 0, 0.0);
-  std::vector<double> row_cost(static_cast<size_t>(N), 0.0);
-#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+namespace {
+
+int nthreads(int t) { return t > 0 ? t : omp_get_max_threads(); }
+
+// The hot loops are exp-bound, and the build targets baseline x86-64 (2-wide SSE2, no FMA). GCC on
+// x86-64 Linux compiles the functions marked ORRERY_NERV_CLONES also for AVX2+FMA and AVX-512 and
+// picks one at load time (ifunc); one machine always runs the same clone, so results still do not
+// depend on the thread count. Elsewhere the attribute is empty.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define ORRERY_NERV_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define ORRERY_NERV_CLONES
+#endif
+
+// Blocks of rows, each with its own N x D accumulator of the scattered half of the gradient; a fixed
+// number, so the summation order does not depend on the thread count.
+constexpr index_t kBlocks = 64;
+
+// The j loops read the map by dimension: yt[d n + j] = y_jd (D x n), so their loads are contiguous.
+std::vector<double> by_dimension(const MatrixD& Y) {
+  const index_t n = Y.rows, D = Y.cols;
+  std::vector<double> yt(static_cast<size_t>(n * D));
+  for (index_t j = 0; j < n; ++j)
+    for (index_t d = 0; d < D; ++d) yt[static_cast<size_t>(d * n + j)] = Y(j, d);
+  return yt;
+}
+
+template <int D>
+inline double distances_fixed(const double* yt, index_t n, index_t i, double* dist, index_t lo, index_t hi) {
+  double yi[D];
+  for (int d = 0; d < D; ++d) yi[d] = yt[d * n + i];
+  double m = kInf;
+#pragma omp simd reduction(min : m)
+  for (index_t j = lo; j < hi; ++j) {
+    double s = 0.0;
+    for (int d = 0; d < D; ++d) {
+      const double diff = yi[d] - yt[d * n + j];
+      s += diff * diff;
+    }
+    dist[j] = s;
+    m = s < m ? s : m;
+  }
+  return m;
+}
+
+template <int D>
+inline double distances_row(const double* yt, index_t n, index_t i, double* dist) {
+  return std::min(distances_fixed<D>(yt, n, i, dist, 0, i), distances_fixed<D>(yt, n, i, dist, i + 1, n));
+}
+
+// dist[j] = |y_i - y_j|^2 for every j != i; returns the smallest.
+ORRERY_NERV_CLONES double row_distances(const double* yt, index_t n, index_t D, index_t i, double* dist) {
+  switch (D) {
+    case 1:
+      return distances_row<1>(yt, n, i, dist);
+    case 2:
+      return distances_row<2>(yt, n, i, dist);
+    case 3:
+      return distances_row<3>(yt, n, i, dist);
+    default:
+      break;
+  }
+  double m = kInf;
+  for (index_t j = 0; j < n; ++j) {
+    double s = 0.0;
+    for (index_t d = 0; d < D; ++d) s += (yt[d * n + i] - yt[d * n + j]) * (yt[d * n + i] - yt[d * n + j]);
+    dist[j] = s;
+    if (j != i) m = std::min(m, s);
+  }
+  return m;
+}
+
+// D <= 3 with one scalar per dimension: GCC sums an array-section reduction (g[:D]) lane by lane,
+// in order, which costs more than the rest of the loop.
+template <int D>
+inline void scatter_fixed(const double* yt, index_t n, index_t i, const double* c, double* gi, double* acc) {
+  const double* x0 = yt;
+  const double* x1 = D > 1 ? yt + n : yt;
+  const double* x2 = D > 2 ? yt + 2 * n : yt;
+  double* a0 = acc;
+  double* a1 = D > 1 ? acc + n : acc;
+  double* a2 = D > 2 ? acc + 2 * n : acc;
+  const double y0 = x0[i], y1 = x1[i], y2 = x2[i];
+  double g0 = 0.0, g1 = 0.0, g2 = 0.0;
+#pragma omp simd reduction(+ : g0, g1, g2)
+  for (index_t j = 0; j < n; ++j) {
+    const double t0 = c[j] * (y0 - x0[j]);
+    g0 += t0;
+    a0[j] -= t0;
+    if constexpr (D > 1) {
+      const double t1 = c[j] * (y1 - x1[j]);
+      g1 += t1;
+      a1[j] -= t1;
+    }
+    if constexpr (D > 2) {
+      const double t2 = c[j] * (y2 - x2[j]);
+      g2 += t2;
+      a2[j] -= t2;
+    }
+  }
+  const double g[3] = {g0, g1, g2};
+  for (int d = 0; d < D; ++d) gi[d] = g[d];
+}
+
+// Row i's pair terms c_ij for every j (c_ii = 0): gi = sum_j c_ij (y_i - y_j), and the block
+// accumulator (D x n, like yt) gets c_ij (y_j - y_i) at j.
+ORRERY_NERV_CLONES void row_scatter(const double* yt, index_t n, index_t D, index_t i, const double* c, double* gi,
+                                    double* acc) {
+  switch (D) {
+    case 1:
+      return scatter_fixed<1>(yt, n, i, c, gi, acc);
+    case 2:
+      return scatter_fixed<2>(yt, n, i, c, gi, acc);
+    case 3:
+      return scatter_fixed<3>(yt, n, i, c, gi, acc);
+    default:
+      break;
+  }
+  for (index_t d = 0; d < D; ++d) {
+    double g = 0.0;
+    for (index_t j = 0; j < n; ++j) {
+      const double t = c[j] * (yt[d * n + i] - yt[d * n + j]);
+      g += t;
+      acc[d * n + j] -= t;
+    }
+    gi[d] = g;
+  }
+}
+
+// Row sums (math/nerv.hpp): Z, T, U and P.
+struct RowSums {
+  double z = 0.0, t = 0.0, u = 0.0, p = 0.0;
+  RowSums& operator+=(const RowSums& o) {
+    z += o.z, t += o.t, u += o.u, p += o.p;
+    return *this;
+  }
+};
+
+// Row sums over j in [lo, hi) of a dense row; w[j] = w_ij.
+ORRERY_NERV_CLONES RowSums dense_sums(const double* dist, const double* p, const double* lp, double b, double m,
+                                      double* w, index_t lo, index_t hi) {
+  double z = 0.0, t = 0.0, u = 0.0, ps = 0.0;
+#pragma omp simd reduction(+ : z, t, u, ps)
+  for (index_t j = lo; j < hi; ++j) {
+    const math::NervRowTerms<double> r = math::nerv_row_terms(dist[j], b, m, p[j], lp[j]);
+    w[j] = r.w;
+    z += r.w;
+    t += r.wt;
+    u += r.pu;
+    ps += p[j];
+  }
+  return {z, t, u, ps};
+}
+
+// Row sums over j in [lo, hi) with p = 0 and log p = lpf (the all-pairs part of a sparse row).
+ORRERY_NERV_CLONES RowSums floor_sums(const double* dist, double lpf, double b, double m, double* w, index_t lo,
+                                      index_t hi) {
+  double z = 0.0, t = 0.0;
+#pragma omp simd reduction(+ : z, t)
+  for (index_t j = lo; j < hi; ++j) {
+    const math::NervRowTerms<double> r = math::nerv_row_terms(dist[j], b, m, 0.0, lpf);
+    w[j] = r.w;
+    z += r.w;
+    t += r.wt;
+  }
+  RowSums s;
+  s.z = z;
+  s.t = t;
+  return s;
+}
+
+// c[j] = c_ij for j in [lo, hi) from the weights w, p = p_{j|i} and lp = its floored log (dense).
+ORRERY_NERV_CLONES void dense_pair_c(const double* dist, const double* w, const double* p, const double* lp,
+                                     math::NervRow<double> r, double lambda, double* c, index_t lo, index_t hi) {
+#pragma omp simd
+  for (index_t j = lo; j < hi; ++j)
+    c[j] = math::nerv_pair_c(w[j] * r.q_scale, math::nerv_log_q(dist[j], r), r, p[j], lp[j], lambda);
+}
+
+// c[j] = c_ij for j in [lo, hi) with p = 0 and log p = lpf (the all-pairs part of a sparse row).
+ORRERY_NERV_CLONES void floor_pair_c(const double* dist, const double* w, double lpf, math::NervRow<double> r,
+                                     double lambda, double* c, index_t lo, index_t hi) {
+#pragma omp simd
+  for (index_t j = lo; j < hi; ++j)
+    c[j] = math::nerv_pair_c(w[j] * r.q_scale, math::nerv_log_q(dist[j], r), r, 0.0, lpf, lambda);
+}
+
+// Dense input: P and its floored logs, rows p_{j|i}.
+struct DenseInput {
+  const MatrixD& P;
+  const MatrixD& LP;
+
+  RowSums row_sums(index_t i, const double* dist, double b, double m, double* w) const {
+    RowSums s = dense_sums(dist, P.row(i), LP.row(i), b, m, w, 0, i);
+    s += dense_sums(dist, P.row(i), LP.row(i), b, m, w, i + 1, P.rows);
+    return s;
+  }
+  void pair_c(index_t i, const double* dist, const double* w, const math::NervRow<double>& r, double lambda,
+              double* c) const {
+    dense_pair_c(dist, w, P.row(i), LP.row(i), r, lambda, c, 0, i);
+    dense_pair_c(dist, w, P.row(i), LP.row(i), r, lambda, c, i + 1, P.rows);
+  }
+};
+
+// Sparse input: CSR rows p_{j|i}, their floored logs and each row's floor log p_floor_i.
+struct SparseInput {
+  const SparseAffinity& P;
+  std::vector<double> lp, lpf;
+
+  SparseInput(const SparseAffinity& p, index_t n) : P(p) {
+    if (P.num_points != n || P.row_ptr.size() != static_cast<size_t>(n) + 1 ||
+        P.col.size() != static_cast<size_t>(P.row_ptr.back()) || P.val.size() != P.col.size())
+      internal_error("nerv_objective: sparse P and Y disagree on N, or P is not CSR");
+    lp.resize(P.col.size());
+    lpf.resize(static_cast<size_t>(n));
+    for (index_t i = 0; i < n; ++i) {
+      double pmin = kInf;
+      for (index_t q = P.row_ptr[static_cast<size_t>(i)]; q < P.row_ptr[static_cast<size_t>(i) + 1]; ++q) {
+        const double v = P.val[static_cast<size_t>(q)];
+        const index_t j = P.col[static_cast<size_t>(q)];
+        if (j < 0 || j >= n || j == i) internal_error("nerv_objective: sparse P column out of range or diagonal");
+        lp[static_cast<size_t>(q)] = math::nerv_log_prob(v, kNervProbabilityFloor);
+        if (v > 0) pmin = std::min(pmin, v);
+      }
+      const double floor = pmin < kInf ? 1e-3 * pmin : 1e-3 / static_cast<double>(n - 1);
+      lpf[static_cast<size_t>(i)] = math::nerv_log_prob(floor, kNervProbabilityFloor);
+    }
+  }
+
+  RowSums row_sums(index_t i, const double* dist, double b, double m, double* w) const {
+    const size_t ui = static_cast<size_t>(i);
+    RowSums s = floor_sums(dist, lpf[ui], b, m, w, 0, i);
+    s += floor_sums(dist, lpf[ui], b, m, w, i + 1, P.num_points);
+    for (index_t q = P.row_ptr[ui]; q < P.row_ptr[ui + 1]; ++q) {
+      const size_t uq = static_cast<size_t>(q);
+      const index_t j = P.col[uq];
+      const math::NervRowTerms<double> r = math::nerv_row_listed(w[j], dist[j], b, P.val[uq], lp[uq], lpf[ui]);
+      s.t += r.wt;
+      s.u += r.pu;
+      s.p += P.val[uq];
+    }
+    return s;
+  }
+  void pair_c(index_t i, const double* dist, const double* w, const math::NervRow<double>& r, double lambda,
+              double* c) const {
+    const size_t ui = static_cast<size_t>(i);
+    floor_pair_c(dist, w, lpf[ui], r, lambda, c, 0, i);
+    floor_pair_c(dist, w, lpf[ui], r, lambda, c, i + 1, P.num_points);
+    for (index_t q = P.row_ptr[ui]; q < P.row_ptr[ui + 1]; ++q) {
+      const size_t uq = static_cast<size_t>(q);
+      const index_t j = P.col[uq];
+      c[j] += math::nerv_pair_c_listed(w[j] * r.q_scale, r, P.val[uq], lp[uq], lpf[ui], lambda);
+    }
+  }
+};
+
+// One evaluation: one pass over kBlocks fixed blocks of rows, then (with grad) the blocks'
+// accumulators added in block order.
+template <class Input>
+double evaluate(const Input& in, const std::vector<double>& beta, const MatrixD& Y, double lambda, MatrixD* grad,
+                int threads) {
+  const index_t N = Y.rows, D = Y.cols;
+  if (static_cast<index_t>(beta.size()) != N) internal_error("nerv_objective: beta and Y disagree on N");
+  if (N < 2) internal_error("nerv_objective: needs at least 2 points");
+  std::vector<double> cost(static_cast<size_t>(N)), acc;
+  if (grad) {
+    *grad = MatrixD(N, D);
+    acc.assign(static_cast<size_t>(kBlocks * N * D), 0.0);
+  }
+  const std::vector<double> yt = by_dimension(Y);
+#pragma omp parallel num_threads(nthreads(threads))
   {
-    std::vector<double> e(static_cast<size_t>(N));
+    std::vector<double> dist(static_cast<size_t>(N)), w(static_cast<size_t>(N));
+    std::vector<double> c(grad ? static_cast<size_t>(N) : 0);
 #pragma omp for schedule(static)
-    for (index_t i = 0; i < N; ++i) {
-      const double b = beta[static_cast<size_t>(i)];
-      double emax = -kInf;
-      for (index_t j = 0; j < N; ++j) {
-        if (j == i) continue;
-        double d2 = 0.0;
-        for (int d = 0; d < D; ++d) d2 += (Y(i, d) - Y(j, d)) * (Y(i, d) - Y(j, d));
-        e[j] = -b * d2;
-        emax = std::max(emax, e[j]);
+    for (index_t blk = 0; blk < kBlocks; ++blk)
+      for (index_t i = blk * N / kBlocks; i < (blk + 1) * N / kBlocks; ++i) {
+        const double b = beta[static_cast<size_t>(i)];
+        const double m = -b * row_distances(yt.data(), N, D, i, dist.data());
+        const RowSums s = in.row_sums(i, dist.data(), b, m, w.data());
+        const math::NervRow<double> r = math::nerv_row_finish(b, m, s.z, s.t, s.u, s.p);
+        cost[static_cast<size_t>(i)] = lambda * r.kl_pq + (1 - lambda) * r.kl_qp;
+        if (grad) {
+          in.pair_c(i, dist.data(), w.data(), r, lambda, c.data());
+          c[static_cast<size_t>(i)] = 0.0;
+          row_scatter(yt.data(), N, D, i, c.data(), grad->row(i), acc.data() + blk * D * N);
+        }
       }
-      double z = 0.0;
-      for (index_t j = 0; j < N; ++j)
-        if (j != i) z += std::exp(e[j] - emax);
-      const double lse = emax + std::log(z);
-      double kl_pq = 0.0, kl_qp = 0.0;
-      for (index_t j = 0; j < N; ++j) {
-        if (j == i) continue;
-        const double lq = e[j] - lse, q = std::exp(lq), p = P(i, j);
-        const double lp = std::log(std::max(p, kProbabilityFloor));
-        if (p > 0) kl_pq += p * (lp - lq);
-        kl_qp += q * (lq - lp);
-      }
-      row_cost[static_cast<size_t>(i)] = lambda * kl_pq + (1 - lambda) * kl_qp;
-      if (grad)
-        for (index_t j = 0; j < N; ++j) {
-          if (j == i) continue;
-          const double lq = e[j] - lse, q = std::exp(lq), p = P(i, j);
-          const double lp = std::log(std::max(p, kProbabilityFloor));
-          C(i, j) = lambda * b * (p - q) - (1 - lambda) * b * q * ((lq - lp) - kl_qp);
+    if (grad) {
+#pragma omp for schedule(static)
+      for (index_t i = 0; i < N; ++i)
+        for (index_t d = 0; d < D; ++d) {
+          double s = (*grad)(i, d);
+          for (index_t blk = 0; blk < kBlocks; ++blk) s += acc[static_cast<size_t>((blk * D + d) * N + i)];
+          (*grad)(i, d) = 2.0 * s;
         }
     }
   }
-  if (grad) {
-    *grad = MatrixD(N, D, 0.0);
-#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
-    for (index_t i = 0; i < N; ++i)
-      for (index_t j = 0; j < N; ++j) {
-        if (j == i) continue;
-        const double w = 2.0 * (C(i, j) + C(j, i));
-        for (int d = 0; d < D; ++d) (*grad)(i, d) += w * (Y(i, d) - Y(j, d));
-      }
-  }
   double E = 0.0;
-  for (double v : row_cost) E += v;
+  for (double v : cost) E += v;
   return E;
 }
 
-NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm,
-                    unsigned long long seed, int threads, const std::function<void(int, double)>& progress) {
-  const index_t N = P.rows;
+// The seeded Gaussian start at the input's length scale, then conjugate gradient on the objective.
+NervResult fit(index_t N, const std::vector<double>& beta, const NervParams& prm, unsigned long long seed,
+               const std::function<double(const MatrixD&, MatrixD*)>& objective,
+               const std::function<void(int, double)>& progress) {
+  if (static_cast<index_t>(beta.size()) != N) internal_error("fit_nerv: P and beta disagree on N");
   // The map uses the input bandwidths, so it must start at the input's length scale: a start of
   // unit size on data whose sigma is 100 would see uniform q and a vanishing gradient.
   std::vector<double> sorted = beta;
@@ -104,7 +360,7 @@ NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const Ner
   MatrixD Y(N, prm.dim), g;
   auto f = [&](const std::vector<double>& xs, std::vector<double>& grad) {
     Y.data = xs;
-    const double E = nerv_objective(P, beta, Y, prm.lambda, &g, threads);
+    const double E = objective(Y, &g);
     grad = g.data;
     return E;
   };
@@ -121,6 +377,55 @@ NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const Ner
   for (double v : x)
     if (!std::isfinite(v)) internal_error("NeRV produced non-finite coordinates");
   return res;
+}
+
+}  // namespace
+
+MatrixD nerv_log_probabilities(const MatrixD& P, int threads) {
+  MatrixD L(P.rows, P.cols);
+  const index_t n = static_cast<index_t>(P.data.size());
+#pragma omp parallel for schedule(static) num_threads(nthreads(threads))
+  for (index_t k = 0; k < n; ++k)
+    L.data[static_cast<size_t>(k)] = math::nerv_log_prob(P.data[static_cast<size_t>(k)], kNervProbabilityFloor);
+  return L;
+}
+
+double nerv_objective(const MatrixD& P, const MatrixD& logP, const std::vector<double>& beta, const MatrixD& Y,
+                      double lambda, MatrixD* grad, int threads) {
+  const index_t N = Y.rows;
+  if (P.rows != N || P.cols != N || logP.rows != N || logP.cols != N)
+    internal_error("nerv_objective: P, log P and Y disagree on N");
+  return evaluate(DenseInput{P, logP}, beta, Y, lambda, grad, threads);
+}
+
+double nerv_objective(const MatrixD& P, const std::vector<double>& beta, const MatrixD& Y, double lambda, MatrixD* grad,
+                      int threads) {
+  if (P.rows != Y.rows || P.cols != Y.rows) internal_error("nerv_objective: P, beta and Y disagree on N");
+  return nerv_objective(P, nerv_log_probabilities(P, threads), beta, Y, lambda, grad, threads);
+}
+
+double nerv_objective(const SparseAffinity& P, const std::vector<double>& beta, const MatrixD& Y, double lambda,
+                      MatrixD* grad, int threads) {
+  return evaluate(SparseInput(P, Y.rows), beta, Y, lambda, grad, threads);
+}
+
+NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm, unsigned long long seed,
+                    int threads, const std::function<void(int, double)>& progress) {
+  const index_t N = P.rows;
+  if (P.cols != N) internal_error("fit_nerv: P is not square");
+  const MatrixD logP = nerv_log_probabilities(P, threads);
+  const DenseInput in{P, logP};
+  return fit(
+      N, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return evaluate(in, beta, Y, prm.lambda, g, threads); },
+      progress);
+}
+
+NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& prm,
+                    unsigned long long seed, int threads, const std::function<void(int, double)>& progress) {
+  const SparseInput in(P, P.num_points);
+  return fit(
+      P.num_points, beta, prm, seed,
+      [&](const MatrixD& Y, MatrixD* g) { return evaluate(in, beta, Y, prm.lambda, g, threads); }, progress);
 }
 
 }  // namespace orrery

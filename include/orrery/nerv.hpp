@@ -33,10 +33,11 @@ const std::vector<Field<NervParams>>& nerv_fields();
 constexpr double kNervProbabilityFloor = 1e-300;
 
 // E and dE/dY (N x D) for conditional input probabilities P (rows p_{j|i}, zero diagonal) and
-// per-point precisions beta; N >= 2. Exact over all pairs: O(N^2 D) time, O(N) memory per thread
-// beyond P (two passes over the rows, the pair arithmetic of orrery/math/nerv.hpp). The result does
-// not depend on the thread count. This form takes the logs of P on every call (N^2 logs); a fit
-// computes them once and uses the second form, logP = nerv_log_probabilities(P).
+// per-point precisions beta; N >= 2. Exact over all pairs, O(N^2 D) time with one exp per pair (one
+// pass over the rows, the pair arithmetic of orrery/math/nerv.hpp), O(N D) memory beyond P and log P
+// (row buffers per thread and a fixed number of N x D gradient accumulators). The result does not
+// depend on the thread count. This form takes the logs of P on every call (N^2 logs and an N x N
+// matrix); fit_nerv takes them once and uses the second form, logP = nerv_log_probabilities(P).
 double nerv_objective(const MatrixD& P, const std::vector<double>& beta, const MatrixD& Y, double lambda,
                       MatrixD* grad, int threads = 0);
 MatrixD nerv_log_probabilities(const MatrixD& P, int threads = 0);  // log(max(P, floor)) entrywise
@@ -44,16 +45,18 @@ double nerv_objective(const MatrixD& P, const MatrixD& logP, const std::vector<d
                       double lambda, MatrixD* grad, int threads = 0);
 
 // Sparse input: P holds conditional rows p_{j|i} in CSR (affinities_sparse's .sparse_conditional,
-// each point's k nearest neighbours; rows need not sum to 1). q, lse and KL(q || p) still run over
-// all N - 1 other points, exactly; pairs outside row i's list have p_{j|i} = 0 in KL(p || q) and the
-// gradient, and the floor probability
-//   p_floor_i = 1e-3 * (smallest positive p_{j|i} listed in row i)   (1e-3 / (N - 1) for an empty row)
-// inside log p of KL(q || p). Unlisted points are farther than every listed neighbour, so their true
-// probability is below the row's smallest listed one; the factor 1e-3 makes q mass on a non-neighbour
-// cost log(1000) ~ 6.9 nats more than on the farthest neighbour, whatever N and the perplexity (a fixed
-// absolute floor such as 1e-300 would let an arbitrary log(floor) ~ -690 dominate KL(q || p)). When the
-// lists cover all N - 1 other points no pair uses the floor and the result equals the dense one.
-// O(N^2 D + nnz) time, O(N + nnz) memory.
+// each point's k nearest neighbours; no diagonal entries; rows need not sum to 1). q, lse and
+// KL(q || p) still run over all N - 1 other points, exactly. Pairs outside row i's list have
+// p_{j|i} = 0 in KL(p || q) and in the gradient, and inside log p of KL(q || p) the floor
+//   p_floor_i = 1e-3 * (smallest positive p_{j|i} listed in row i)   (1e-3 / (N - 1) for an empty row).
+// Unlisted points are farther than every listed neighbour, so their true probability lies below the
+// row's smallest listed one; the factor 1e-3 charges q mass on a non-neighbour log(1000) ~ 6.9 nats
+// more than on the farthest neighbour, at any N and perplexity. A fixed absolute floor (1e-12, say)
+// would not scale with the rows, whose listed p are ~1/k, so its gap to them would change with k and
+// the data; a vanishing one (1e-300) would let log(floor) ~ -690 dominate KL(q || p). When the lists
+// cover all N - 1 other points no pair uses the floor and the result equals the dense one up to
+// round-off.
+// O(N^2 D + nnz) time, one exp per pair, O(N D + nnz) memory.
 double nerv_objective(const SparseAffinity& P, const std::vector<double>& beta, const MatrixD& Y, double lambda,
                       MatrixD* grad, int threads = 0);
 

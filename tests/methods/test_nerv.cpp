@@ -1,11 +1,16 @@
-// NeRV: cost and gradient against finite differences for several lambda, lambda = 1 equals the
-// SNE cost, and the CG fit lowers the cost and keeps neighbourhoods.
+// NeRV: cost and gradient against finite differences for several lambda (dense and sparse P),
+// lambda = 1 equals the SNE cost, the row/pair-pass evaluation equals the straightforward N x N one,
+// sparse equals dense when the lists cover every point, the vectorisable exp is within an ulp of
+// std::exp, and the CG fits lower the cost and keep neighbourhoods.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "orrery/affinity.hpp"
+#include "orrery/math/nerv.hpp"
 #include "orrery/nerv.hpp"
 #include "orrery/quality.hpp"
 
@@ -26,7 +31,198 @@ MatrixD points(index_t n, int d, unsigned seed, std::vector<int>* labels = nullp
   return X;
 }
 
+MatrixD gaussian(index_t n, int d, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> z(0, 1);
+  MatrixD Y(n, d);
+  for (double& v : Y.data) v = z(rng);
+  return Y;
+}
+
+// The straightforward evaluation (one N x N matrix of c_ij, exp and log per pair), with log p_{j|i}
+// given as LP(i, j): the reference for the two-pass code.
+double reference_objective(const MatrixD& P, const MatrixD& LP, const std::vector<double>& beta, const MatrixD& Y,
+                           double lambda, MatrixD* grad) {
+  const index_t N = Y.rows;
+  const int D = static_cast<int>(Y.cols);
+  MatrixD C(N, N, 0.0);
+  std::vector<double> e(static_cast<size_t>(N));
+  double E = 0.0;
+  for (index_t i = 0; i < N; ++i) {
+    const double b = beta[static_cast<size_t>(i)];
+    double emax = -std::numeric_limits<double>::infinity();
+    for (index_t j = 0; j < N; ++j) {
+      if (j == i) continue;
+      double d2 = 0.0;
+      for (int d = 0; d < D; ++d) d2 += (Y(i, d) - Y(j, d)) * (Y(i, d) - Y(j, d));
+      e[j] = -b * d2;
+      emax = std::max(emax, e[j]);
+    }
+    double z = 0.0;
+    for (index_t j = 0; j < N; ++j)
+      if (j != i) z += std::exp(e[j] - emax);
+    const double lse = emax + std::log(z);
+    double kl_pq = 0.0, kl_qp = 0.0;
+    for (index_t j = 0; j < N; ++j) {
+      if (j == i) continue;
+      const double lq = e[j] - lse, q = std::exp(lq), p = P(i, j), lp = LP(i, j);
+      if (p > 0) kl_pq += p * (lp - lq);
+      kl_qp += q * (lq - lp);
+    }
+    E += lambda * kl_pq + (1 - lambda) * kl_qp;
+    for (index_t j = 0; j < N; ++j) {
+      if (j == i) continue;
+      const double lq = e[j] - lse, q = std::exp(lq);
+      C(i, j) = lambda * b * (P(i, j) - q) - (1 - lambda) * b * q * ((lq - LP(i, j)) - kl_qp);
+    }
+  }
+  *grad = MatrixD(N, D, 0.0);
+  for (index_t i = 0; i < N; ++i)
+    for (index_t j = 0; j < N; ++j) {
+      if (j == i) continue;
+      const double w = 2.0 * (C(i, j) + C(j, i));
+      for (int d = 0; d < D; ++d) (*grad)(i, d) += w * (Y(i, d) - Y(j, d));
+    }
+  return E;
+}
+
+MatrixD floored_logs(const MatrixD& P) {
+  MatrixD L = P;
+  for (double& v : L.data) v = std::log(std::max(v, kNervProbabilityFloor));
+  return L;
+}
+
+// Every off-diagonal entry of a dense conditional matrix as a CSR row.
+SparseAffinity full_csr(const MatrixD& P) {
+  SparseAffinity S;
+  S.num_points = P.rows;
+  S.row_ptr.push_back(0);
+  for (index_t i = 0; i < P.rows; ++i) {
+    for (index_t j = 0; j < P.cols; ++j)
+      if (j != i) {
+        S.col.push_back(j);
+        S.val.push_back(P(i, j));
+      }
+    S.row_ptr.push_back(static_cast<index_t>(S.col.size()));
+  }
+  return S;
+}
+
+double max_abs(const MatrixD& M) {
+  double m = 0.0;
+  for (double v : M.data) m = std::max(m, std::abs(v));
+  return m;
+}
+
+void expect_same(const MatrixD& a, const MatrixD& b, double rel, const std::string& what) {
+  ASSERT_EQ(a.data.size(), b.data.size());
+  const double scale = max_abs(b);
+  for (size_t q = 0; q < a.data.size(); ++q) EXPECT_NEAR(a.data[q], b.data[q], rel * scale) << what << " entry " << q;
+}
+
 }  // namespace
+
+TEST(Nerv, ExpNonpositiveIsWithinAnUlpOfStdExp) {
+  std::mt19937_64 rng(7);
+  double worst = 0.0;
+  for (double lo : {-1.0, -40.0, -708.0}) {
+    std::uniform_real_distribution<double> u(lo, 0.0);
+    for (int k = 0; k < 200000; ++k) {
+      const double x = u(rng);
+      worst = std::max(worst, std::abs(math::exp_nonpositive(x) - std::exp(x)) / std::exp(x));
+    }
+  }
+  EXPECT_LE(worst, 2.3e-16);
+  EXPECT_EQ(math::exp_nonpositive(0.0), 1.0);
+  EXPECT_NEAR(math::exp_nonpositive(1e-15), std::exp(1e-15), 2.3e-16);
+  EXPECT_NEAR(math::exp_nonpositive(-708.3), std::exp(-708.3), 1e-15 * std::exp(-708.3));
+  for (double x : {-709.1, -745.0, -1023.0, -1e6, -1e300, -std::numeric_limits<double>::infinity()})
+    EXPECT_EQ(math::exp_nonpositive(x), 0.0) << x;
+}
+
+TEST(Nerv, TwoPassEvaluationEqualsTheStraightforwardOne) {
+  const MatrixD X = points(50, 5, 11);
+  const AffinityResult a = affinities_dense(X, 8.0);
+  const MatrixD L = floored_logs(a.conditional);
+  for (int D : {2, 3})
+    for (double lambda : {0.0, 0.3, 1.0}) {
+      const MatrixD Y = gaussian(50, D, 12 + D);
+      MatrixD g, g1, gref;
+      const double E = nerv_objective(a.conditional, a.beta, Y, lambda, &g, 2);
+      const double Eref = reference_objective(a.conditional, L, a.beta, Y, lambda, &gref);
+      EXPECT_NEAR(E, Eref, 1e-9 * std::abs(Eref)) << "lambda " << lambda << " D " << D;
+      expect_same(g, gref, 1e-9, "gradient");
+      EXPECT_EQ(nerv_objective(a.conditional, a.beta, Y, lambda, nullptr, 2), E) << "the cost without the gradient";
+      EXPECT_EQ(nerv_objective(a.conditional, a.beta, Y, lambda, &g1, 1), E) << "any thread count: same bits";
+      EXPECT_EQ(g1.data, g.data);
+    }
+}
+
+TEST(Nerv, SparseGradientMatchesFiniteDifferences) {
+  const MatrixD X = points(40, 4, 21);
+  const AffinityResult a = affinities_sparse(X, 4.0);  // k = 12 of 39 other points
+  std::mt19937_64 rng(22);
+  std::normal_distribution<double> z(0, 1);
+  for (int D : {2, 3})
+    for (double lambda : {0.0, 0.3, 0.7, 1.0}) {
+      MatrixD Y(40, D), g;
+      for (double& v : Y.data) v = z(rng);
+      nerv_objective(a.sparse_conditional, a.beta, Y, lambda, &g, 2);
+      const double h = 1e-6;
+      for (size_t q = 0; q < Y.data.size(); q += 3) {
+        MatrixD p = Y, m = Y;
+        p.data[q] += h;
+        m.data[q] -= h;
+        const double fd = (nerv_objective(a.sparse_conditional, a.beta, p, lambda, nullptr) -
+                           nerv_objective(a.sparse_conditional, a.beta, m, lambda, nullptr)) / (2 * h);
+        EXPECT_NEAR(g.data[q], fd, 1e-6 * (1 + std::abs(fd))) << "lambda " << lambda << " D " << D << " entry " << q;
+      }
+    }
+}
+
+TEST(Nerv, SparseUsesTheDocumentedFloorForUnlistedPairs) {
+  const MatrixD X = points(36, 4, 31);
+  const AffinityResult a = affinities_sparse(X, 3.0);  // k = 9
+  const SparseAffinity& S = a.sparse_conditional;
+  // Dense P with zeros off the lists; log p floored at 1e-3 times the row's smallest listed p.
+  MatrixD P(36, 36, 0.0), L(36, 36, 0.0);
+  for (index_t i = 0; i < 36; ++i) {
+    double pmin = 1.0;
+    for (index_t q = S.row_ptr[i]; q < S.row_ptr[i + 1]; ++q) pmin = std::min(pmin, S.val[q]);
+    for (index_t j = 0; j < 36; ++j) L(i, j) = std::log(1e-3 * pmin);
+    for (index_t q = S.row_ptr[i]; q < S.row_ptr[i + 1]; ++q) {
+      P(i, S.col[q]) = S.val[q];
+      L(i, S.col[q]) = std::log(S.val[q]);
+    }
+  }
+  for (double lambda : {0.0, 0.4, 1.0}) {
+    const MatrixD Y = gaussian(36, 2, 32);
+    MatrixD g, gref;
+    const double E = nerv_objective(S, a.beta, Y, lambda, &g, 2);
+    const double Eref = reference_objective(P, L, a.beta, Y, lambda, &gref);
+    EXPECT_NEAR(E, Eref, 1e-10 * std::abs(Eref)) << "lambda " << lambda;
+    expect_same(g, gref, 1e-10, "gradient");
+  }
+}
+
+TEST(Nerv, SparseEqualsDenseWhenListsCoverAllPoints) {
+  const MatrixD X = points(31, 4, 41);
+  const AffinityResult d = affinities_dense(X, 10.0), s = affinities_sparse(X, 10.0);  // k = 30 = N - 1
+  const SparseAffinity full = full_csr(d.conditional);
+  for (int D : {2, 3})
+    for (double lambda : {0.0, 0.3, 1.0}) {
+      const MatrixD Y = gaussian(31, D, 42 + D);
+      MatrixD gd, gs, ga;
+      const double Ed = nerv_objective(d.conditional, d.beta, Y, lambda, &gd, 2);
+      const double Es = nerv_objective(full, d.beta, Y, lambda, &gs, 2);
+      EXPECT_NEAR(Es, Ed, 1e-10 * std::abs(Ed)) << "lambda " << lambda << " D " << D;
+      expect_same(gs, gd, 1e-10, "gradient");
+      // affinities_sparse's own rows (calibrated on the 30 neighbours: the same P up to round-off)
+      const double Ea = nerv_objective(s.sparse_conditional, s.beta, Y, lambda, &ga, 2);
+      EXPECT_NEAR(Ea, Ed, 1e-7 * std::abs(Ed)) << "lambda " << lambda << " D " << D;
+      expect_same(ga, gd, 1e-7, "gradient from affinities_sparse");
+    }
+}
 
 TEST(Nerv, GradientMatchesFiniteDifferences) {
   const MatrixD X = points(25, 4, 1);
@@ -82,5 +278,22 @@ TEST(Nerv, ConjugateGradientFitLowersCostAndKeepsClasses) {
   req.curve = false;
   EXPECT_GE(evaluate_quality(fit.coords, fit.coords, labels, req).homogeneity_1nn, 0.9);
   const NervResult again = fit_nerv(a.conditional, a.beta, prm, 3, 1);
+  EXPECT_EQ(again.coords.data, fit.coords.data) << "same seed, any thread count: same bits";
+}
+
+TEST(Nerv, SparseConjugateGradientFitLowersCostAndKeepsClasses) {
+  std::vector<int> labels;
+  const MatrixD X = points(90, 4, 5, &labels);
+  const AffinityResult a = affinities_sparse(X, 10.0);
+  NervParams prm;
+  prm.max_iter = 200;
+  const NervResult fit = fit_nerv(a.sparse_conditional, a.beta, prm, 3, 2);
+  ASSERT_GE(fit.objective_trace.size(), 2u);
+  for (size_t i = 1; i < fit.objective_trace.size(); ++i) EXPECT_LE(fit.objective_trace[i], fit.objective_trace[i - 1]);
+  QualityRequest req;
+  req.ks = {1};
+  req.curve = false;
+  EXPECT_GE(evaluate_quality(fit.coords, fit.coords, labels, req).homogeneity_1nn, 0.9);
+  const NervResult again = fit_nerv(a.sparse_conditional, a.beta, prm, 3, 1);
   EXPECT_EQ(again.coords.data, fit.coords.data) << "same seed, any thread count: same bits";
 }

@@ -4,17 +4,19 @@
 // Row i of the map: s_ij = -beta_i d_ij with d_ij = |y_i - y_j|^2, q_{j|i} = exp(s_ij - lse_i),
 // lse_i = log sum_{j != i} exp(s_ij); lp_ij = log p_{j|i} (floored, orrery/nerv.hpp), P_i = sum_j p_ij.
 //
-// Row pass. Shifting by m_i = -beta_i min_{j != i} d_ij (the largest s_ij) keeps every term
+// Row sums. Shifting by m_i = -beta_i min_{j != i} d_ij (the largest s_ij) keeps every term
 // w_ij = exp(s_ij - m_i) in (0, 1] with the largest equal to 1, so nothing overflows and Z_i >= 1:
 //   Z_i = sum_j w_ij,   T_i = sum_j w_ij (s_ij - m_i - lp_ij),   U_i = sum_j p_ij (lp_ij + beta_i d_ij)
 //   lse_i = m_i + log Z_i,   KL(q_i || p_i) = T_i / Z_i - log Z_i,   KL(p_i || q_i) = U_i + lse_i P_i
-// (KL(p || q) = sum_j p_ij (lp_ij - s_ij + lse_i); one exp per pair, one log per row.)
+// (KL(p || q) = sum_j p_ij (lp_ij - s_ij + lse_i)), and then q_ij = w_ij / Z_i: one exp per pair and
+// one log per row for the cost and the gradient together.
 //
-// Pair pass. E = sum_i lambda KL(p_i || q_i) + (1 - lambda) KL(q_i || p_i) depends on d_ij through
-// row i with derivative
+// Gradient. E = sum_i lambda KL(p_i || q_i) + (1 - lambda) KL(q_i || p_i) depends on d_ij through
+// row i only, with derivative
 //   c_ij = beta_i [lambda (p_ij - P_i q_ij) - (1 - lambda) q_ij (log q_ij - lp_ij - KL(q_i || p_i))]
-// (P_i = 1 for normalised rows), and dE/dy_i = 2 sum_j (c_ij + c_ji)(y_i - y_j), c_ji with row j's
-// scalars and p_{i|j}. Here log q_ij = s_ij - lse_i <= 0 needs no log, one exp per direction.
+// (P_i = 1 for normalised rows, log q_ij = s_ij - lse_i), and y_i, y_j both enter d_ij, so
+//   dE/dy_i = 2 sum_j (c_ij + c_ji)(y_i - y_j).
+// c_ij needs row i's scalars only: a row's pair terms go to dE/dy_i and, scattered, to every dE/dy_j.
 //
 // Sparse rows (p listed for some j only): the all-pairs loops use p = 0 and lp = the row's floor lpf
 // for every j, and each listed pair then adds the difference (nerv_row_listed, nerv_pair_c_listed).
@@ -73,7 +75,7 @@ ORRERY_HD T exp_nonpositive(T x) {
     p = p * r + 1.0;
     std::uint64_t ut;
     std::memcpy(&ut, &t, sizeof ut);
-    const std::uint64_t e = ut - kShiftBits + 1023u;             // k + 1023 (two's complement)
+    const std::uint64_t e = ut - kShiftBits + 1023u;   // k + 1023 (two's complement)
     const std::uint64_t keep = ((e - 1u) >> 63) - 1u;  // all ones when e >= 1, else 0
     const std::uint64_t us = (e << 52) & keep;
     double s;
@@ -102,40 +104,43 @@ ORRERY_HD NervRowTerms<T> nerv_row_terms(T d, T beta, T m, T p, T lp) {
   return {w, w * (s - lp), p * (lp + beta * d)};
 }
 
-// A listed pair of a sparse row whose all-pairs term used (p = 0, lp = lpf): what to add to wt, pu.
+// A listed pair of a sparse row whose all-pairs term (weight w) used p = 0 and lp = lpf: what to add
+// to the row's T and U.
 template <class T>
-ORRERY_HD NervRowTerms<T> nerv_row_listed(T d, T beta, T m, T p, T lp, T lpf) {
-  const T w = exp_nonpositive(-beta * d - m);
+ORRERY_HD NervRowTerms<T> nerv_row_listed(T w, T d, T beta, T p, T lp, T lpf) {
   return {T(0), w * (lpf - lp), p * (lp + beta * d)};
 }
 
-// A row's scalars, from its shift m and sums Z, T, U, P (header comment).
+// A row's scalars, from its shift m and sums Z, T, U, P (header comment); q_ij = w_ij q_scale.
 template <class T>
 struct NervRow {
-  T beta, lse, kl_qp, kl_pq, p_sum;
+  T beta, lse, kl_qp, kl_pq, p_sum, q_scale;
 };
 
 template <class T>
 ORRERY_HD NervRow<T> nerv_row_finish(T beta, T m, T z, T t, T u, T p_sum) {
   const T lz = hd_log(z);
   const T lse = m + lz;
-  return {beta, lse, t / z - lz, u + lse * p_sum, p_sum};
+  return {beta, lse, t / z - lz, u + lse * p_sum, p_sum, T(1) / z};
 }
 
-// c_ij, the cost's derivative with respect to d_ij through row i (scalars beta, lse, kl_qp, p_sum of
-// row i; p = p_{j|i}, lp its floored log).
+// log q_ij = s_ij - lse_i.
 template <class T>
-ORRERY_HD T nerv_pair_c(T d, T beta, T lse, T kl_qp, T p_sum, T p, T lp, T lambda) {
-  const T lq = -beta * d - lse;
-  const T q = exp_nonpositive(lq);
-  return beta * (lambda * (p - p_sum * q) - (T(1) - lambda) * q * (lq - lp - kl_qp));
+ORRERY_HD T nerv_log_q(T d, const NervRow<T>& r) {
+  return -r.beta * d - r.lse;
+}
+
+// c_ij from q = q_ij, lq = log q_ij, row i's scalars, p = p_{j|i} and lp its floored log. A kernel
+// without the row's weights takes q = exp_nonpositive(lq).
+template <class T>
+ORRERY_HD T nerv_pair_c(T q, T lq, const NervRow<T>& r, T p, T lp, T lambda) {
+  return r.beta * (lambda * (p - r.p_sum * q) - (T(1) - lambda) * q * (lq - lp - r.kl_qp));
 }
 
 // c_ij(p, lp) - c_ij(0, lpf): the correction for a listed pair of a sparse row.
 template <class T>
-ORRERY_HD T nerv_pair_c_listed(T d, T beta, T lse, T p, T lp, T lpf, T lambda) {
-  const T q = exp_nonpositive(-beta * d - lse);
-  return beta * (lambda * p + (T(1) - lambda) * q * (lp - lpf));
+ORRERY_HD T nerv_pair_c_listed(T q, const NervRow<T>& r, T p, T lp, T lpf, T lambda) {
+  return r.beta * (lambda * p + (T(1) - lambda) * q * (lp - lpf));
 }
 
 }  // namespace orrery::math

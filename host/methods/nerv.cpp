@@ -13,8 +13,9 @@
 // in j order and blocks in block order, so results do not depend on the thread count. The j loops
 // skip j == i by running over [0, i) then (i, N), and they are `omp simd` loops whose exp
 // (math::exp_nonpositive) vectorises. Dense P: log max(p, floor) is taken once per fit
-// (nerv_log_probabilities). Sparse P (CSR rows): the all-pairs loops use p = 0 and the row's floor
-// for log p, and each row's short CSR list adds the listed pairs' corrections (no extra exp).
+// (nerv_log_probabilities), or per row and evaluation when no logs are given. Sparse P (CSR rows):
+// the all-pairs loops use p = 0 and the row's floor for log p, and each row's short CSR list adds
+// the listed pairs' corrections (no extra exp).
 #include "orrery/nerv.hpp"
 
 #include <omp.h>
@@ -56,6 +57,12 @@ int nthreads(int t) { return t > 0 ? t : omp_get_max_threads(); }
 #else
 #define ORRERY_NERV_CLONES
 #endif
+// The helpers of those functions must be inlined into each clone to get its instruction set.
+#if defined(__GNUC__)
+#define ORRERY_NERV_INLINE inline __attribute__((always_inline))
+#else
+#define ORRERY_NERV_INLINE inline
+#endif
 
 // Blocks of rows, each with its own N x D accumulator of the scattered half of the gradient; a fixed
 // number, so the summation order does not depend on the thread count.
@@ -71,7 +78,8 @@ std::vector<double> by_dimension(const MatrixD& Y) {
 }
 
 template <int D>
-inline double distances_fixed(const double* yt, index_t n, index_t i, double* dist, index_t lo, index_t hi) {
+ORRERY_NERV_INLINE double distances_fixed(const double* yt, index_t n, index_t i, double* dist, index_t lo,
+                                          index_t hi) {
   double yi[D];
   for (int d = 0; d < D; ++d) yi[d] = yt[d * n + i];
   double m = kInf;
@@ -89,7 +97,7 @@ inline double distances_fixed(const double* yt, index_t n, index_t i, double* di
 }
 
 template <int D>
-inline double distances_row(const double* yt, index_t n, index_t i, double* dist) {
+ORRERY_NERV_INLINE double distances_row(const double* yt, index_t n, index_t i, double* dist) {
   return std::min(distances_fixed<D>(yt, n, i, dist, 0, i), distances_fixed<D>(yt, n, i, dist, i + 1, n));
 }
 
@@ -118,7 +126,8 @@ ORRERY_NERV_CLONES double row_distances(const double* yt, index_t n, index_t D, 
 // D <= 3 with one scalar per dimension: GCC sums an array-section reduction (g[:D]) lane by lane,
 // in order, which costs more than the rest of the loop.
 template <int D>
-inline void scatter_fixed(const double* yt, index_t n, index_t i, const double* c, double* gi, double* acc) {
+ORRERY_NERV_INLINE void scatter_fixed(const double* yt, index_t n, index_t i, const double* c, double* gi,
+                                      double* acc) {
   const double* x0 = yt;
   const double* x1 = D > 1 ? yt + n : yt;
   const double* x2 = D > 2 ? yt + 2 * n : yt;
@@ -230,20 +239,27 @@ ORRERY_NERV_CLONES void floor_pair_c(const double* dist, const double* w, double
     c[j] = math::nerv_pair_c(w[j] * r.q_scale, math::nerv_log_q(dist[j], r), r, 0.0, lpf, lambda);
 }
 
-// Dense input: P and its floored logs, rows p_{j|i}.
+// Dense input: P and its floored logs, rows p_{j|i}; without LP each row's logs are taken into a row
+// buffer (N logs per row and evaluation instead of an N x N matrix).
 struct DenseInput {
   const MatrixD& P;
-  const MatrixD& LP;
+  const MatrixD* LP;
 
-  RowSums row_sums(index_t i, const double* dist, double b, double m, double* w) const {
-    RowSums s = dense_sums(dist, P.row(i), LP.row(i), b, m, w, 0, i);
-    s += dense_sums(dist, P.row(i), LP.row(i), b, m, w, i + 1, P.rows);
+  const double* row_logs(index_t i, double* buf) const {
+    if (LP) return LP->row(i);
+    const double* p = P.row(i);
+    for (index_t j = 0; j < P.cols; ++j) buf[j] = math::nerv_log_prob(p[j], kNervProbabilityFloor);
+    return buf;
+  }
+  RowSums row_sums(index_t i, const double* lp, const double* dist, double b, double m, double* w) const {
+    RowSums s = dense_sums(dist, P.row(i), lp, b, m, w, 0, i);
+    s += dense_sums(dist, P.row(i), lp, b, m, w, i + 1, P.rows);
     return s;
   }
-  void pair_c(index_t i, const double* dist, const double* w, const math::NervRow<double>& r, double lambda,
-              double* c) const {
-    dense_pair_c(dist, w, P.row(i), LP.row(i), r, lambda, c, 0, i);
-    dense_pair_c(dist, w, P.row(i), LP.row(i), r, lambda, c, i + 1, P.rows);
+  void pair_c(index_t i, const double* lp, const double* dist, const double* w, const math::NervRow<double>& r,
+              double lambda, double* c) const {
+    dense_pair_c(dist, w, P.row(i), lp, r, lambda, c, 0, i);
+    dense_pair_c(dist, w, P.row(i), lp, r, lambda, c, i + 1, P.rows);
   }
 };
 
@@ -272,7 +288,8 @@ struct SparseInput {
     }
   }
 
-  RowSums row_sums(index_t i, const double* dist, double b, double m, double* w) const {
+  const double* row_logs(index_t, double*) const { return nullptr; }  // kept per stored entry in lp
+  RowSums row_sums(index_t i, const double*, const double* dist, double b, double m, double* w) const {
     const size_t ui = static_cast<size_t>(i);
     RowSums s = floor_sums(dist, lpf[ui], b, m, w, 0, i);
     s += floor_sums(dist, lpf[ui], b, m, w, i + 1, P.num_points);
@@ -286,8 +303,8 @@ struct SparseInput {
     }
     return s;
   }
-  void pair_c(index_t i, const double* dist, const double* w, const math::NervRow<double>& r, double lambda,
-              double* c) const {
+  void pair_c(index_t i, const double*, const double* dist, const double* w, const math::NervRow<double>& r,
+              double lambda, double* c) const {
     const size_t ui = static_cast<size_t>(i);
     floor_pair_c(dist, w, lpf[ui], r, lambda, c, 0, i);
     floor_pair_c(dist, w, lpf[ui], r, lambda, c, i + 1, P.num_points);
@@ -315,18 +332,19 @@ double evaluate(const Input& in, const std::vector<double>& beta, const MatrixD&
   const std::vector<double> yt = by_dimension(Y);
 #pragma omp parallel num_threads(nthreads(threads))
   {
-    std::vector<double> dist(static_cast<size_t>(N)), w(static_cast<size_t>(N));
+    std::vector<double> dist(static_cast<size_t>(N)), w(static_cast<size_t>(N)), logs(static_cast<size_t>(N));
     std::vector<double> c(grad ? static_cast<size_t>(N) : 0);
 #pragma omp for schedule(static)
     for (index_t blk = 0; blk < kBlocks; ++blk)
       for (index_t i = blk * N / kBlocks; i < (blk + 1) * N / kBlocks; ++i) {
         const double b = beta[static_cast<size_t>(i)];
         const double m = -b * row_distances(yt.data(), N, D, i, dist.data());
-        const RowSums s = in.row_sums(i, dist.data(), b, m, w.data());
+        const double* lp = in.row_logs(i, logs.data());
+        const RowSums s = in.row_sums(i, lp, dist.data(), b, m, w.data());
         const math::NervRow<double> r = math::nerv_row_finish(b, m, s.z, s.t, s.u, s.p);
         cost[static_cast<size_t>(i)] = lambda * r.kl_pq + (1 - lambda) * r.kl_qp;
         if (grad) {
-          in.pair_c(i, dist.data(), w.data(), r, lambda, c.data());
+          in.pair_c(i, lp, dist.data(), w.data(), r, lambda, c.data());
           c[static_cast<size_t>(i)] = 0.0;
           row_scatter(yt.data(), N, D, i, c.data(), grad->row(i), acc.data() + blk * D * N);
         }
@@ -395,13 +413,13 @@ double nerv_objective(const MatrixD& P, const MatrixD& logP, const std::vector<d
   const index_t N = Y.rows;
   if (P.rows != N || P.cols != N || logP.rows != N || logP.cols != N)
     internal_error("nerv_objective: P, log P and Y disagree on N");
-  return evaluate(DenseInput{P, logP}, beta, Y, lambda, grad, threads);
+  return evaluate(DenseInput{P, &logP}, beta, Y, lambda, grad, threads);
 }
 
 double nerv_objective(const MatrixD& P, const std::vector<double>& beta, const MatrixD& Y, double lambda, MatrixD* grad,
                       int threads) {
   if (P.rows != Y.rows || P.cols != Y.rows) internal_error("nerv_objective: P, beta and Y disagree on N");
-  return nerv_objective(P, nerv_log_probabilities(P, threads), beta, Y, lambda, grad, threads);
+  return evaluate(DenseInput{P, nullptr}, beta, Y, lambda, grad, threads);
 }
 
 double nerv_objective(const SparseAffinity& P, const std::vector<double>& beta, const MatrixD& Y, double lambda,
@@ -414,7 +432,7 @@ NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const Ner
   const index_t N = P.rows;
   if (P.cols != N) internal_error("fit_nerv: P is not square");
   const MatrixD logP = nerv_log_probabilities(P, threads);
-  const DenseInput in{P, logP};
+  const DenseInput in{P, &logP};
   return fit(
       N, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return evaluate(in, beta, Y, prm.lambda, g, threads); },
       progress);

@@ -36,8 +36,8 @@ constexpr double kNervProbabilityFloor = 1e-300;
 // per-point precisions beta; N >= 2. Exact over all pairs, O(N^2 D) time with one exp per pair (one
 // pass over the rows, the pair arithmetic of orrery/math/nerv.hpp), O(N D) memory beyond P and log P
 // (row buffers per thread and a fixed number of N x D gradient accumulators). The result does not
-// depend on the thread count. This form takes the logs of P on every call (N^2 logs and an N x N
-// matrix); fit_nerv takes them once and uses the second form, logP = nerv_log_probabilities(P).
+// depend on the thread count. This form takes the logs of P row by row on every call (N^2 logs);
+// fit_nerv takes them once and uses the second form, logP = nerv_log_probabilities(P) (N x N).
 double nerv_objective(const MatrixD& P, const std::vector<double>& beta, const MatrixD& Y, double lambda,
                       MatrixD* grad, int threads = 0);
 MatrixD nerv_log_probabilities(const MatrixD& P, int threads = 0);  // log(max(P, floor)) entrywise

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "check.cuh"
+#include "coords.cuh"
 #include "orrery/error.hpp"
 #include "orrery/hssne.hpp"
 #include "orrery/math/neighbor.hpp"
@@ -119,14 +120,6 @@ __global__ void hssne_finish_kernel(const double* __restrict__ yd, long long N,
   for (int f = 0; f < kAll<D>; ++f) result[i * kAll<D> + f] = sum[f];
 }
 
-__global__ void to_float4_kernel(const double* __restrict__ yd, long long N, int D, float4* __restrict__ y) {
-  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= N) return;
-  float v[3] = {0.f, 0.f, 0.f};
-  for (int d = 0; d < D; ++d) v[d] = static_cast<float>(yd[i * D + d]);
-  y[i] = make_float4(v[0], v[1], v[2], 0.f);
-}
-
 class CudaHssneEngine final : public HssneEngine {
  public:
   CudaHssneEngine(int device, const MatrixD* dense, const SparseAffinity* sparse, double alpha, int dim)
@@ -173,7 +166,7 @@ class CudaHssneEngine final : public HssneEngine {
     std::copy(Y.data.begin(), Y.data.end(), host_y_.get());
     ORRERY_CUDA_CHECK(cudaMemcpy(yd_.get(), host_y_.get(), Y.data.size() * sizeof(double), cudaMemcpyHostToDevice));
     const int pb = static_cast<int>((N_ + 127) / 128);
-    to_float4_kernel<<<pb, 128>>>(yd_.get(), N_, dim_, y4_.get());
+    cuda::to_float4_kernel<<<pb, 128>>>(yd_.get(), N_, dim_, y4_.get());
     ORRERY_CUDA_LAUNCHED("to_float4_kernel");
     if (dim_ == 2) launch<2>();
     else launch<3>();

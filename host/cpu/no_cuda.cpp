@@ -48,3 +48,14 @@ MatrixD learning_metric_distances_cuda(const ClassMixture&, const MatrixD&, int,
 }
 
 }  // namespace orrery
+
+#include "orrery/nerv.hpp"
+
+namespace orrery {
+
+std::unique_ptr<NervEngine> make_nerv_engine_cuda(int, const MatrixD&, const MatrixD&, const std::vector<double>&, double,
+                                                  int) {
+  throw Error(ErrorKind::cuda, "device: CUDA requested for NeRV, but this orrery was " + cuda_status());
+}
+
+}  // namespace orrery

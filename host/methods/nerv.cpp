@@ -25,6 +25,7 @@
 
 #include "methods/random.hpp"
 #include "optim/cg.hpp"
+#include "orrery/backend.hpp"
 #include "orrery/affinity.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/nerv.hpp"
@@ -444,6 +445,33 @@ NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, co
   return fit(
       P.num_points, beta, prm, seed,
       [&](const MatrixD& Y, MatrixD* g) { return evaluate(in, beta, Y, prm.lambda, g, threads); }, progress);
+}
+
+NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm, unsigned long long seed,
+                    Backend& backend, const std::function<void(int, double)>& progress) {
+  if (!backend.is_cuda()) return fit_nerv(P, beta, prm, seed, backend.threads(), progress);
+  if (P.rows != P.cols) internal_error("fit_nerv: P is not square");
+  auto engine = make_nerv_engine_cuda(backend.device_index(), P, nerv_log_probabilities(P), beta, prm.lambda, prm.dim);
+  return fit(
+      P.rows, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return engine->evaluate(Y, g); }, progress);
+}
+
+NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& prm,
+                    unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress) {
+  if (!backend.is_cuda()) return fit_nerv(P, beta, prm, seed, backend.threads(), progress);
+  const index_t N = P.num_points;
+  const SparseInput in(P, N);
+  // Dense rows with the same numbers as the sparse evaluation: unlisted pairs p = 0, log p = floor.
+  MatrixD Pd(N, N, 0.0), L(N, N, 0.0);
+  for (index_t i = 0; i < N; ++i) {
+    for (index_t j = 0; j < N; ++j) L(i, j) = in.lpf[static_cast<size_t>(i)];
+    for (index_t q = P.row_ptr[static_cast<size_t>(i)]; q < P.row_ptr[static_cast<size_t>(i) + 1]; ++q) {
+      Pd(i, P.col[static_cast<size_t>(q)]) = P.val[static_cast<size_t>(q)];
+      L(i, P.col[static_cast<size_t>(q)]) = in.lp[static_cast<size_t>(q)];
+    }
+  }
+  auto engine = make_nerv_engine_cuda(backend.device_index(), Pd, L, beta, prm.lambda, prm.dim);
+  return fit(N, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return engine->evaluate(Y, g); }, progress);
 }
 
 }  // namespace orrery

@@ -4,6 +4,7 @@
 // precision. Optimised by nonlinear conjugate gradient (Polak-Ribiere+), as in the paper.
 #pragma once
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,25 @@ struct NervResult {
 
 NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& params,
                     unsigned long long seed, int threads = 0, const std::function<void(int, double)>& progress = {});
+
+// The objective on a CUDA device (kernels/nerv.cu): P and log P (N x N, rows p_{j|i}) held there in
+// float, the pairs summed in float tiles and the tiles in double. evaluate returns E and, when
+// grad is non-null, dE/dY.
+class NervEngine {
+ public:
+  virtual ~NervEngine() = default;
+  virtual double evaluate(const MatrixD& Y, MatrixD* grad) = 0;
+};
+std::unique_ptr<NervEngine> make_nerv_engine_cuda(int device, const MatrixD& P, const MatrixD& logP,
+                                                  const std::vector<double>& beta, double lambda, int dim);
+
+// Fits on the backend's device: the CPU as above, or CUDA (sparse rows are expanded there to
+// N x N with their floors, so the device holds 4 N^2 floats: P, log P and their transposes).
+class Backend;
+NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& params,
+                    unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {});
+NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& params,
+                    unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {});
 // The sparse input of nerv_objective above; the same start and optimiser.
 NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& params,
                     unsigned long long seed, int threads = 0, const std::function<void(int, double)>& progress = {});

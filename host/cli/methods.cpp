@@ -7,6 +7,7 @@
 #include "orrery/nerv.hpp"
 #include "orrery/pe.hpp"
 #include "orrery/posterior_model.hpp"
+#include "orrery/snerv.hpp"
 
 namespace orrery::cli {
 
@@ -26,6 +27,10 @@ const std::vector<MethodEntry>& methods() {
        {{"hssne", [] { return describe_fields(hssne_fields()); }}}, validate_ne, run_ne},
       {"nerv", "Neighbour retrieval visualisation: precision/recall trade-off lambda, conjugate gradient",
        {{"nerv", [] { return describe_fields(nerv_fields()); }}}, validate_ne, run_ne},
+      {"snerv", "Supervised NeRV: NeRV on learning-metric distances from a class-posterior model of the labels",
+       {{"nerv", [] { return describe_fields(nerv_fields()); }},
+        {"metric", [] { return describe_fields(class_mixture_fields()); }}},
+       validate_ne, run_ne},
   };
   return all;
 }

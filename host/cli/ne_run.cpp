@@ -2,7 +2,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <map>
+#include <random>
 
 #include "cli/evaluate.hpp"
 #include "cli/run_common.hpp"
@@ -15,6 +19,7 @@
 #include "orrery/nerv.hpp"
 #include "orrery/pca.hpp"
 #include "orrery/quality.hpp"
+#include "orrery/snerv.hpp"
 #include "report/svg_map.hpp"
 
 namespace orrery::cli {
@@ -27,12 +32,16 @@ struct NeInput {
   double perplexity = 30.0;
   bool sparse = false;
   bool distances = false;  // X is an N x N distance matrix
+  bool perplexity_given = false;
   int pca = 0;
+  int cv_folds = 0;  // k-fold protocol: test labels hidden, 5-NN of test points in the map
+  ClassMixtureParams metric;  // snerv: the class-posterior model behind the learning metric
 };
 
 NeInput load(const RunConfig& run, bool read_files) {
   const json& in = run.input;
-  check_keys(in, "input", {"vectors", "distances", "pca", "labels", "class_names", "limit", "perplexity", "affinities"});
+  check_keys(in, "input", {"vectors", "distances", "pca", "labels", "class_names", "limit", "perplexity", "affinities",
+                           "metric", "cv_folds"});
   const std::string vectors_path = get_path(in, "vectors", "input"), distances_path = get_path(in, "distances", "input");
   if (vectors_path.empty() == distances_path.empty())
     input_error("input: give exactly one of 'vectors' (N x d points: npy, csv/tsv/txt or IDX) or 'distances' "
@@ -46,7 +55,16 @@ NeInput load(const RunConfig& run, bool read_files) {
     if (!in["perplexity"].is_number() || !(in["perplexity"].get<double>() > 1.0))
       input_error("input.perplexity: expected a number > 1, found " + in["perplexity"].dump());
     d.perplexity = in["perplexity"].get<double>();
+    d.perplexity_given = true;
   }
+  d.cv_folds = static_cast<int>(get_count(in, "cv_folds", "input", 0));
+  if (d.cv_folds > 0 && get_path(in, "labels", "input").empty()) input_error("input.cv_folds: needs input.labels");
+  if (d.cv_folds == 1) input_error("input.cv_folds: expected 0 (off) or at least 2 folds");
+  if (in.contains("metric")) {
+    if (run.method != "snerv") input_error("input.metric: applies to method snerv only");
+    read_fields(in["metric"], d.metric, class_mixture_fields(), "input.metric");
+  }
+  d.sparse = run.method == "snerv";  // snerv: sparse unless asked otherwise
   if (in.contains("affinities")) {
     const json& a = in["affinities"];
     if (!a.is_string() || (a != "dense" && a != "sparse"))
@@ -54,8 +72,7 @@ NeInput load(const RunConfig& run, bool read_files) {
     d.sparse = a == "sparse";
     if (d.sparse && !distances_path.empty())
       input_error("input.affinities: sparse affinities need vectors (their neighbour search), not distances");
-    if (d.sparse && run.method == "nerv")
-      input_error("input.affinities: nerv needs dense affinities (its cost uses every pair's input probability)");
+
   }
   if (in.contains("class_names")) {
     if (!in["class_names"].is_array()) input_error("input.class_names: expected a list of strings");
@@ -71,6 +88,8 @@ NeInput load(const RunConfig& run, bool read_files) {
     read_fields(run.params, p, hssne_fields(), "params");
     if (p.rho > 0 && labels.empty()) input_error("params.rho > 0 needs input.labels (-1 for unknown)");
   } else {
+    if (run.method == "snerv" && labels.empty()) input_error("input.labels: snerv needs labels (-1 for unknown)");
+    if (run.method == "snerv" && d.distances) input_error("input.distances: snerv needs vectors (its metric is learnt)");
     NervParams p;
     read_fields(run.params, p, nerv_fields(), "params");
   }
@@ -104,28 +123,134 @@ std::string validate_ne(const RunConfig& run) {
          (d.distances ? " (distance matrix)" : " of dimension " + std::to_string(d.X.cols));
 }
 
+namespace {
+
+// Affinities of the run: learning-metric distances (snerv), a distance matrix, sparse (kNN on the
+// backend's device, rows on the host) or dense from vectors.
+struct Affinities {
+  AffinityResult aff;
+  MatrixD metric_distances;  // snerv: the learning-metric distances (also the quality's input)
+  ClassMixture model;        // snerv
+  double perplexity = 0.0;
+};
+
+Affinities make_affinities(const std::string& method, const NeInput& in, const std::vector<int>& labels,
+                           Backend& backend, unsigned long long seed) {
+  const int threads = backend.threads();
+  Affinities a;
+  a.perplexity = in.perplexity;
+  if (method == "snerv") {
+    a.model = fit_class_mixture(in.X, labels, in.metric, seed, threads);
+    a.metric_distances = backend.is_cuda()
+                             ? learning_metric_distances_cuda(a.model, in.X, in.metric.pieces, backend.device_index())
+                             : learning_metric_distances(a.model, in.X, in.metric.pieces, threads);
+    // the paper's effective number of neighbours, 0.5 N / K, unless given
+    if (!in.perplexity_given)
+      a.perplexity = std::clamp(0.5 * static_cast<double>(in.X.rows) / static_cast<double>(a.model.centres.rows), 2.0,
+                                static_cast<double>(in.X.rows - 1) / 3.0);
+    // sparse by default: each point's ceil(3 perplexity) nearest in the metric, the rest at the
+    // row-relative floor (NeRV's sparse input); dense keeps every pair's probability
+    a.aff = in.sparse ? affinities_from_knn(knn_from_distance_matrix(a.metric_distances,
+                                                                     static_cast<int>(std::ceil(3.0 * a.perplexity)), threads),
+                                            a.perplexity, threads)
+                      : affinities_from_distances(a.metric_distances, a.perplexity, threads);
+  } else if (in.distances) {
+    a.aff = affinities_from_distances(in.X, in.perplexity, threads);
+  } else if (in.sparse) {
+    const int k = static_cast<int>(std::ceil(3.0 * in.perplexity));
+    a.aff = backend.is_cuda() ? affinities_from_knn(exact_knn_cuda(in.X, k, backend.device_index()), in.perplexity, threads)
+                              : affinities_sparse(in.X, in.perplexity, threads);
+  } else {
+    a.aff = affinities_dense(in.X, in.perplexity, threads);
+  }
+  return a;
+}
+
+NervResult run_nerv_fit(const NervParams& p, const Affinities& a, bool sparse, unsigned long long seed, Backend& backend,
+                        const std::function<void(int, double)>& progress) {
+  return sparse ? fit_nerv(a.aff.sparse_conditional, a.aff.beta, p, seed, backend, progress)
+                : fit_nerv(a.aff.conditional, a.aff.beta, p, seed, backend, progress);
+}
+
+// 5-NN classification of the test points by the training points in the map: the error rate.
+double knn5_test_error(const MatrixD& Y, const std::vector<int>& train_labels, const std::vector<index_t>& test,
+                       const std::vector<int>& truth) {
+  constexpr int k = 5;
+  index_t wrong = 0;
+  for (index_t t : test) {
+    std::vector<std::pair<double, index_t>> best;
+    for (index_t j = 0; j < Y.rows; ++j) {
+      if (train_labels[static_cast<size_t>(j)] < 0) continue;
+      double d2 = 0;
+      for (index_t c = 0; c < Y.cols; ++c) d2 += (Y(t, c) - Y(j, c)) * (Y(t, c) - Y(j, c));
+      best.emplace_back(d2, j);
+    }
+    const size_t m = std::min<size_t>(k, best.size());
+    std::partial_sort(best.begin(), best.begin() + static_cast<long>(m), best.end());
+    std::map<int, int> votes;
+    int vote = -1, top = 0;
+    for (size_t q = 0; q < m; ++q) {  // majority; a tie goes to the label met first (nearest)
+      const int l = train_labels[static_cast<size_t>(best[q].second)];
+      if (++votes[l] > top) top = votes[l], vote = l;
+    }
+    wrong += vote != truth[static_cast<size_t>(t)];
+  }
+  return test.empty() ? 0.0 : static_cast<double>(wrong) / static_cast<double>(test.size());
+}
+
+// The paper's protocol: the labelled points split into k folds (seeded); for each fold its labels
+// are hidden, the map is made (snerv: model and metric learnt without them; nerv and hssne do not
+// use labels, so their map is the run's own), and its points are classified by 5-NN among the
+// other labelled points of the map.
+json cross_validate(const RunConfig& run, const NeInput& in, const MatrixD& run_map, Backend& backend, bool quiet) {
+  std::vector<index_t> labelled;
+  for (index_t n = 0; n < in.X.rows; ++n)
+    if (in.labels[static_cast<size_t>(n)] >= 0) labelled.push_back(n);
+  if (static_cast<index_t>(labelled.size()) < in.cv_folds)
+    input_error("input.cv_folds: " + std::to_string(in.cv_folds) + " folds for " + std::to_string(labelled.size()) +
+                " labelled points");
+  std::mt19937_64 rng(run.seed ^ 0xc0ffeeULL);
+  std::shuffle(labelled.begin(), labelled.end(), rng);
+  json errors = json::array();
+  double sum = 0.0;
+  for (int f = 0; f < in.cv_folds; ++f) {
+    std::vector<int> train = in.labels;
+    std::vector<index_t> test;
+    for (size_t q = 0; q < labelled.size(); ++q)
+      if (static_cast<int>(q % static_cast<size_t>(in.cv_folds)) == f) {
+        test.push_back(labelled[q]);
+        train[static_cast<size_t>(labelled[q])] = -1;
+      }
+    MatrixD Y = run_map;
+    if (run.method == "snerv") {
+      NervParams p;
+      read_fields(run.params, p, nerv_fields(), "params");
+      const Affinities a = make_affinities(run.method, in, train, backend, run.seed);
+      Y = run_nerv_fit(p, a, in.sparse, run.seed, backend, {}).coords;
+    }
+    const double e = knn5_test_error(Y, train, test, in.labels);
+    errors.push_back(e);
+    sum += e;
+    if (!quiet) std::fprintf(stderr, "[%s] fold %d/%d: 5-NN test error %.4f\n", run.method.c_str(), f + 1, in.cv_folds, e);
+  }
+  return {{"folds", in.cv_folds}, {"knn5_test_error", errors}, {"mean_knn5_test_error", sum / in.cv_folds}};
+}
+
+}  // namespace
+
 json run_ne(const RunConfig& run, bool quiet) {
   const auto t0 = Clock::now();
   NeInput in = load(run, true);
   const index_t N = in.X.rows;
-  // NeRV's pairs run on the CPU; "auto" then means the CPU for it, an explicit CUDA device is an error.
-  const bool cpu_only = run.method == "nerv";
-  auto backend = make_backend(cpu_only && run.device == "auto" ? "cpu" : run.device, run.threads);
-  if (backend->is_cuda() && cpu_only)
-    input_error("device: " + run.method + " runs on the CPU only so far; set \"device\": \"cpu\" or \"auto\"");
-  const int threads = backend->threads();
+  auto backend = make_backend(run.device, run.threads);
   const double t_read = seconds_since(t0);
   const auto t1 = Clock::now();
-  // Sparse affinities: the neighbour search on the backend's device, the rows on the host.
-  const AffinityResult aff =
-      in.distances ? affinities_from_distances(in.X, in.perplexity, threads)
-      : in.sparse  ? (backend->is_cuda()
-                          ? affinities_from_knn(exact_knn_cuda(in.X, static_cast<int>(std::ceil(3.0 * in.perplexity)),
-                                                               backend->device_index()),
-                                                in.perplexity, threads)
-                          : affinities_sparse(in.X, in.perplexity, threads))
-                   : affinities_dense(in.X, in.perplexity, threads);
+  const Affinities A = make_affinities(run.method, in, in.labels, *backend, run.seed);
+  const AffinityResult& aff = A.aff;
   const double t_aff = seconds_since(t1);
+  if (!quiet && run.method == "snerv")
+    std::fprintf(stderr, "[snerv] class model: K = %lld, s = %.4g, training log-likelihood %.4f; perplexity %.4g\n",
+                 static_cast<long long>(A.model.centres.rows), A.model.width, A.model.train_loglik, A.perplexity);
   const auto t2 = Clock::now();
   auto progress = [&](int it, double J) {
     if (!quiet && (it % 50 == 0))
@@ -148,12 +273,21 @@ json run_ne(const RunConfig& run, bool quiet) {
   } else {
     NervParams p;
     read_fields(run.params, p, nerv_fields(), "params");
-    const NervResult r = fit_nerv(aff.conditional, aff.beta, p, run.seed, threads, progress);
+    const NervResult r = run_nerv_fit(p, A, in.sparse, run.seed, *backend, progress);
     Y = r.coords;
     trace = r.objective_trace;
     params = fields_to_json(p, nerv_fields());
     result = {{"iterations", r.iterations}, {"stop_reason", r.stop_reason},
               {"objective", trace.empty() ? 0.0 : trace.back()}};
+    if (run.method == "snerv") {
+      json sel = json::array();
+      for (const auto& v : A.model.selection)
+        sel.push_back({{"components", v.components}, {"width", v.width}, {"validation_loglik", v.loglik}});
+      result["metric"] = {{"components", A.model.centres.rows}, {"width", A.model.width},
+                          {"train_loglik", A.model.train_loglik}, {"iterations", A.model.iterations},
+                          {"perplexity", A.perplexity}, {"selection", sel},
+                          {"params", fields_to_json(in.metric, class_mixture_fields())}};
+    }
   }
   const double t_fit = seconds_since(t2);
   if (!quiet)
@@ -166,9 +300,11 @@ json run_ne(const RunConfig& run, bool quiet) {
   req.ks = {1, 5, 10, 20};
   for (int& k : req.ks) k = static_cast<int>(std::min<index_t>(k, N - 1));
   req.curve = false;
-  req.threads = threads;
-  req.input_is_distance_matrix = in.distances;
-  const json quality = quality_json(evaluate_quality(in.X, Y, in.labels, req, backend.get()));
+  req.threads = backend->threads();
+  req.input_is_distance_matrix = in.distances || run.method == "snerv";
+  const json quality = quality_json(
+      evaluate_quality(run.method == "snerv" ? A.metric_distances : in.X, Y, in.labels, req, backend.get()));
+  const json cv = in.cv_folds > 0 ? cross_validate(run, in, Y, *backend, quiet) : json();
   const double t_eval = seconds_since(t3);
 
   io::OutputSet out;
@@ -185,8 +321,8 @@ json run_ne(const RunConfig& run, bool quiet) {
     for (int l = 0; l <= max_label; ++l)
       pic.legend.push_back(l < static_cast<int>(in.class_names.size()) ? in.class_names[static_cast<size_t>(l)]
                                                                         : "label " + std::to_string(l));
-    pic.title = (run.method == "hssne" ? std::string("HSSNE") : std::string("NeRV")) + ": " + std::to_string(N) +
-                " points";
+    pic.title = std::string(run.method == "hssne" ? "HSSNE" : run.method == "snerv" ? "Supervised NeRV" : "NeRV") +
+                ": " + std::to_string(N) + " points";
     pic.subtitle = in.labels.empty() ? "no labels given" : "coloured by label";
     pic.seed = run.seed;
     const std::string p = (dir / "map.svg").string();
@@ -195,11 +331,12 @@ json run_ne(const RunConfig& run, bool quiet) {
   }
   json report = report_header(run, *backend);
   report["params"] = params;
-  report["input"] = {{"points", N}, {"dims", in.X.cols}, {"perplexity", in.perplexity}, {"affinities", in.sparse ? "sparse" : "dense"},
+  report["input"] = {{"points", N}, {"dims", in.X.cols}, {"perplexity", A.perplexity}, {"affinities", in.sparse ? "sparse" : "dense"},
                      {"source", in.distances ? "distances" : "vectors"}, {"pca", in.pca}};
   report["result"] = result;
   report["trace"] = trace;
   report["quality"] = quality;
+  if (!cv.is_null()) report["cross_validation"] = cv;
   report["timings"] = {{"read", t_read}, {"affinities", t_aff}, {"fit", t_fit}, {"evaluate", t_eval},
                        {"total", seconds_since(t0)}};
   outputs["report"] = (dir / "report.json").string();

@@ -38,4 +38,26 @@ KnnGraph exact_knn(const MatrixD& X, int k, int threads) {
   return g;
 }
 
+KnnGraph knn_from_distance_matrix(const MatrixD& D, int k, int threads) {
+  const index_t N = D.rows;
+  if (D.cols != N) internal_error("knn_from_distance_matrix: D is not square");
+  if (k < 1 || k > N - 1)
+    input_error("k: expected 1 <= k <= N - 1 = " + std::to_string(N - 1) + " neighbours, found " + std::to_string(k));
+  KnnGraph g;
+  g.num_points = N;
+  g.k = k;
+  g.index.resize(static_cast<size_t>(N * k));
+  g.dist2.resize(static_cast<size_t>(N * k));
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads > 0 ? threads : omp_get_max_threads())
+  for (index_t i = 0; i < N; ++i) {
+    double* hd = g.dist2.data() + i * k;
+    index_t* hi = g.index.data() + i * k;
+    int size = 0;
+    for (index_t l = 0; l < N; ++l)
+      if (l != i) math::heap_offer(D(i, l) * D(i, l), l, hd, hi, size, k);
+    math::heap_sort_ascending(hd, hi, k);
+  }
+  return g;
+}
+
 }  // namespace orrery

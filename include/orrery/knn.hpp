@@ -28,6 +28,10 @@ struct KnnGraph {
 // threads <= 0: the OpenMP default.
 KnnGraph exact_knn(const MatrixD& X, int k, int threads = 0);
 
+// The k nearest of every row of a symmetric N x N distance matrix (dist2 holds squared distances),
+// in the same order and with the same ties as exact_knn.
+KnnGraph knn_from_distance_matrix(const MatrixD& D, int k, int threads = 0);
+
 // The same search on a CUDA device (kernels/knn.cu): one thread per query over the same double
 // distances and the same bounded heap, so the graph equals exact_knn's wherever the distances
 // agree to the last bit (always for integer-valued inputs; otherwise up to order among near-ties).

@@ -1,0 +1,189 @@
+// NeRV and supervised NeRV benchmarks.
+//   orrery_bench nerv: an exact NeRV fit (dense P, lambda 0.3) on the first N Fashion-MNIST training
+//     images after PCA, stage by stage, on one device.
+//   orrery_bench snerv-distances: learning-metric distances (T pieces) for N points of d dimensions
+//     (Fashion-MNIST after PCA to d), the class model fitted once with K = 4 C components.
+//   orrery_bench snerv-cv: the paper's protocol (k folds, test labels hidden, 5-NN test error in
+//     the map) for snerv and for unsupervised nerv on the same points, through the CLI's runs.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "bench_common.hpp"
+#include "cli/ne_run.hpp"
+#include "cli/run_config.hpp"
+#include "io/readers.hpp"
+#include "orrery/affinity.hpp"
+#include "orrery/backend.hpp"
+#include "orrery/error.hpp"
+#include "orrery/nerv.hpp"
+#include "orrery/pca.hpp"
+#include "orrery/quality.hpp"
+#include "orrery/snerv.hpp"
+
+namespace orrery {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::vector<index_t> count_list(const std::string& v) {
+  std::vector<index_t> out;
+  std::stringstream ss(v);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(static_cast<index_t>(std::stod(item)));
+  return out;
+}
+
+// Options as --key value pairs.
+std::map<std::string, std::string> options(int argc, char** argv, const std::vector<std::string>& known,
+                                           const std::string& what) {
+  std::map<std::string, std::string> o;
+  for (int a = 2; a < argc; a += 2) {
+    const std::string k = argv[a];
+    if (std::find(known.begin(), known.end(), k) == known.end()) input_error(what + ": unknown option '" + k + "'");
+    if (a + 1 >= argc) input_error(what + ": option " + k + " needs a value");
+    o[k] = argv[a + 1];
+  }
+  return o;
+}
+
+std::string opt(const std::map<std::string, std::string>& o, const std::string& k, const std::string& fallback) {
+  const auto it = o.find(k);
+  return it == o.end() ? fallback : it->second;
+}
+
+MatrixD fashion(const std::string& dir, index_t n, std::vector<int>* labels) {
+  MatrixD X = io::read_matrix(dir + "/train-images-idx3-ubyte.gz", n);
+  if (labels) *labels = io::read_labels(dir + "/train-labels-idx1-ubyte.gz", n);
+  for (double& v : X.data) v /= 255.0;
+  return X;
+}
+
+}  // namespace
+
+int run_nerv_bench(int argc, char** argv) {
+  const auto o = options(argc, argv, {"--n", "--device", "--iters", "--pca", "--data", "--out", "--threads"}, "nerv");
+  auto backend = make_backend(opt(o, "--device", "auto"), std::stoi(opt(o, "--threads", "0")));
+  const int pca = std::stoi(opt(o, "--pca", "50"));
+  std::cerr << "[nerv] " << backend->name() << "\n";
+  json records = json::array();
+  std::printf("%6s %5s %8s %8s %8s %6s %10s %8s %6s\n", "N", "pca", "pca_s", "aff_s", "fit_s", "iters", "s/iter",
+              "stop", "5nn");
+  for (index_t N : count_list(opt(o, "--n", "8000"))) {
+    std::vector<int> labels;
+    const MatrixD X = fashion(opt(o, "--data", "/usr/share/datasets/fashion-mnist"), N, &labels);
+    const auto t0 = Clock::now();
+    const MatrixD Xp = pca > 0 ? pca_project(X, pca, backend->threads()) : X;
+    const double pca_s = since(t0);
+    const auto t1 = Clock::now();
+    const AffinityResult aff = affinities_dense(Xp, 30.0, backend->threads());
+    const double aff_s = since(t1);
+    NervParams prm;
+    prm.max_iter = std::stoi(opt(o, "--iters", "500"));
+    const auto t2 = Clock::now();
+    const NervResult fit = fit_nerv(aff.conditional, aff.beta, prm, 1, *backend);
+    const double fit_s = since(t2);
+    QualityRequest req;
+    req.ks = {5};
+    req.curve = false;
+    const double acc = evaluate_quality(fit.coords, fit.coords, labels, req).at_k[0].knn_accuracy;
+    std::printf("%6lld %5d %8.2f %8.2f %8.2f %6d %10.4f %8s %6.3f\n", static_cast<long long>(N), pca, pca_s, aff_s,
+                fit_s, fit.iterations, fit_s / std::max(fit.iterations, 1), fit.stop_reason.c_str(), acc);
+    std::fflush(stdout);
+    records.push_back({{"bench", "nerv"}, {"device", backend->name()}, {"n", N}, {"pca", pca}, {"lambda", prm.lambda},
+                       {"pca_seconds", pca_s}, {"affinity_seconds", aff_s}, {"fit_seconds", fit_s},
+                       {"iterations", fit.iterations}, {"stop_reason", fit.stop_reason},
+                       {"objective", fit.objective_trace.empty() ? 0.0 : fit.objective_trace.back()},
+                       {"knn5_accuracy", acc}});
+  }
+  bench::write_records(opt(o, "--out", ""), records);
+  return 0;
+}
+
+int run_snerv_distance_bench(int argc, char** argv) {
+  const auto o = options(argc, argv, {"--n", "--dims", "--device", "--pieces", "--data", "--out", "--threads"},
+                         "snerv-distances");
+  auto backend = make_backend(opt(o, "--device", "auto"), std::stoi(opt(o, "--threads", "0")));
+  const int pieces = std::stoi(opt(o, "--pieces", "10"));
+  std::cerr << "[snerv-distances] " << backend->name() << "\n";
+  json records = json::array();
+  std::printf("%7s %5s %4s %8s %10s %14s\n", "N", "dims", "K", "model_s", "dist_s", "pairs/s");
+  for (index_t N : count_list(opt(o, "--n", "1500")))
+    for (index_t d : count_list(opt(o, "--dims", "16,36"))) {
+      std::vector<int> labels;
+      const MatrixD X = pca_project(fashion(opt(o, "--data", "/usr/share/datasets/fashion-mnist"), N, &labels),
+                                    static_cast<int>(d), backend->threads());
+      ClassMixtureParams prm;
+      prm.components = 40;
+      prm.folds = 3;
+      const auto t0 = Clock::now();
+      const ClassMixture m = fit_class_mixture(X, labels, prm, 1, backend->threads());
+      const double model_s = since(t0);
+      const auto t1 = Clock::now();
+      const MatrixD D = backend->is_cuda() ? learning_metric_distances_cuda(m, X, pieces, backend->device_index())
+                                           : learning_metric_distances(m, X, pieces, backend->threads());
+      const double dist_s = since(t1);
+      const double pairs = 0.5 * static_cast<double>(N) * static_cast<double>(N - 1);
+      std::printf("%7lld %5lld %4lld %8.2f %10.3f %14.4g\n", static_cast<long long>(N), static_cast<long long>(d),
+                  static_cast<long long>(m.centres.rows), model_s, dist_s, pairs / dist_s);
+      std::fflush(stdout);
+      records.push_back({{"bench", "snerv-distances"}, {"device", backend->name()}, {"n", N}, {"dims", d},
+                         {"components", m.centres.rows}, {"pieces", pieces}, {"model_seconds", model_s},
+                         {"distance_seconds", dist_s}, {"pairs_per_second", pairs / dist_s}, {"check", D(0, 1)}});
+    }
+  bench::write_records(opt(o, "--out", ""), records);
+  return 0;
+}
+
+int run_snerv_cv_bench(int argc, char** argv) {
+  const auto o = options(argc, argv, {"--data", "--n", "--folds", "--device", "--iters", "--out", "--pca"}, "snerv-cv");
+  const std::string data = opt(o, "--data", "digits");
+  const std::string n = opt(o, "--n", "1000"), folds = opt(o, "--folds", "5"), iters = opt(o, "--iters", "2000");
+  json records = json::array();
+  std::printf("%-8s %6s %-6s %12s %s\n", "data", "N", "method", "mean_error", "per fold");
+  for (const char* method : {"snerv", "nerv"}) {
+    json input = {{"limit", std::stoll(n)}, {"cv_folds", std::stoi(folds)}};
+    if (data == "digits") {
+      // scikit-learn's digits: 64 pixel columns then the label, one CSV; split into two files
+      const MatrixD all = io::read_matrix("/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz");
+      std::ofstream xs("/tmp/orrery_bench_digits_X.csv"), ys("/tmp/orrery_bench_digits_y.csv");
+      for (index_t r = 0; r < all.rows; ++r) {
+        for (index_t c = 0; c < 64; ++c) xs << (c ? "," : "") << all(r, c);
+        xs << "\n";
+        ys << static_cast<int>(all(r, 64)) << "\n";
+      }
+      input["vectors"] = "/tmp/orrery_bench_digits_X.csv";
+      input["labels"] = "/tmp/orrery_bench_digits_y.csv";
+      input["pca"] = std::stoi(opt(o, "--pca", "20"));
+    } else {
+      input["vectors"] = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
+      input["labels"] = "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
+      input["pca"] = std::stoi(opt(o, "--pca", "30"));
+    }
+    if (std::string(method) == "nerv") input["perplexity"] = 30;
+    const json cfg = {{"method", method}, {"input", input}, {"params", {{"max_iter", std::stoi(iters)}}},
+                      {"output", {{"dir", "/tmp/orrery_bench_snerv_cv"}, {"svg", false}}},
+                      {"device", opt(o, "--device", "auto")}, {"seed", 1}};
+    std::ofstream("/tmp/orrery_bench_snerv_cv.json") << cfg.dump();
+    const auto t0 = Clock::now();
+    const json r = cli::run_ne(cli::read_run_config("/tmp/orrery_bench_snerv_cv.json"), true);
+    const double secs = since(t0);
+    const json& cv = r["cross_validation"];
+    std::printf("%-8s %6s %-6s %12.4f %s  (%.1f s)\n", data.c_str(), n.c_str(), method,
+                cv["mean_knn5_test_error"].get<double>(), cv["knn5_test_error"].dump().c_str(), secs);
+    std::fflush(stdout);
+    records.push_back({{"bench", "snerv-cv"}, {"data", data}, {"n", std::stoll(n)}, {"method", method},
+                       {"seconds", secs}, {"cross_validation", cv},
+                       {"metric", r["result"].value("metric", json())}, {"device", r.value("device", json())}});
+  }
+  bench::write_records(opt(o, "--out", ""), records);
+  return 0;
+}
+
+}  // namespace orrery

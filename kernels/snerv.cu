@@ -6,6 +6,7 @@
 
 #include "check.cuh"
 #include "orrery/error.hpp"
+#include "orrery/math/distance.hpp"
 #include "orrery/math/fisher.hpp"
 #include "orrery/snerv.hpp"
 
@@ -17,12 +18,15 @@ constexpr double kFisherFloor = 1e-12;  // as on the CPU (host/methods/snerv.cpp
 
 __global__ void learning_metric_kernel(const double* __restrict__ U, const double* __restrict__ h,
                                        const double* __restrict__ beta, double w, int K, int C, int pieces,
-                                       long long N, double* __restrict__ D) {
+                                       const double* __restrict__ X, int dims, double eta, long long N,
+                                       double* __restrict__ D) {
   const long long j = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long i = static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y;
   if (i >= N || j >= N || j <= i) return;
   double scratch[3 * kMaxComponents];
-  const double d = math::fisher_path_distance(U + i * K, U + j * K, h, beta, w, K, C, pieces, kFisherFloor, scratch);
+  const double reg = eta * w * math::squared_distance(X + i * dims, X + j * dims, dims);
+  const double d =
+      math::fisher_path_distance(U + i * K, U + j * K, h, beta, w, K, C, pieces, kFisherFloor, reg, scratch);
   D[i * N + j] = d;
   D[j * N + i] = d;
 }
@@ -47,14 +51,15 @@ MatrixD learning_metric_distances_cuda(const ClassMixture& m, const MatrixD& X, 
       for (index_t c = 0; c < X.cols; ++c) s += m.centres(k, c) * X(n, c);
       U[static_cast<size_t>(n * K + k)] = s;
     }
-  cuda::DeviceBuffer<double> u, hd, beta, d(static_cast<size_t>(N) * N);
+  cuda::DeviceBuffer<double> u, hd, beta, x, d(static_cast<size_t>(N) * N);
   u.upload(U.data(), U.size());
+  x.upload(X.data.data(), X.data.size());
   hd.upload(h.data(), h.size());
   beta.upload(m.beta.data.data(), m.beta.data.size());
   ORRERY_CUDA_CHECK(cudaMemset(d.get(), 0, d.size() * sizeof(double)));
   const dim3 block(32, 4), grid(static_cast<unsigned>((N + 31) / 32), static_cast<unsigned>((N + 3) / 4));
   learning_metric_kernel<<<grid, block>>>(u.get(), hd.get(), beta.get(), 1.0 / (m.width * m.width), K, m.num_classes,
-                                          pieces, N, d.get());
+                                          pieces, x.get(), static_cast<int>(X.cols), m.euclidean, N, d.get());
   ORRERY_CUDA_LAUNCHED("learning_metric_kernel");
   MatrixD D(N, N);
   d.download(D.data.data(), D.data.size());

@@ -16,6 +16,7 @@
 
 #include "optim/cg.hpp"
 #include "orrery/error.hpp"
+#include "orrery/math/distance.hpp"
 #include "orrery/math/fisher.hpp"
 
 namespace orrery {
@@ -230,6 +231,10 @@ const std::vector<Field<ClassMixtureParams>>& class_mixture_fields() {
       {"model_max_iter", &ClassMixtureParams::max_iter, "Conjugate-gradient iterations of the model's final fit.", 1,
        1e6},
       {"pieces", &ClassMixtureParams::pieces, "Pieces T of the straight-path learning-metric distance.", 1, 1000},
+      {"euclidean", &ClassMixtureParams::euclidean,
+       "Weight eta of an isotropic term eta |dx|^2 / s^2 added to the Fisher metric (keeps within-class distances "
+       "positive); 0 = pure Fisher.",
+       0, 1e6},
   };
   return fields;
 }
@@ -293,6 +298,7 @@ ClassMixture fit_class_mixture(const MatrixD& X, const std::vector<int>& labels,
   m.iterations = fit.iterations;
   m.train_loglik = -loss_on(X, labels, L.rows, C, best_width, bestK, fit.z, nullptr, threads);
   m.selection = std::move(sel);
+  m.euclidean = prm.euclidean;
   return m;
 }
 
@@ -354,7 +360,10 @@ double class_mixture_fisher(const ClassMixture& m, const double* x, const double
     }
   const double w = 1.0 / (m.width * m.width);
   math::mixture_responsibilities(u.data(), h.data(), w, K, r.data());
-  return math::fisher_quadratic(r.data(), a.data(), m.beta.data.data(), w, K, m.num_classes, kFisherFloor);
+  double v2 = 0.0;
+  for (index_t j = 0; j < d; ++j) v2 += v[j] * v[j];
+  return math::fisher_quadratic(r.data(), a.data(), m.beta.data.data(), w, K, m.num_classes, kFisherFloor) +
+         m.euclidean * w * v2;
 }
 
 MatrixD learning_metric_distances(const ClassMixture& m, const MatrixD& X, int pieces, int threads) {
@@ -371,9 +380,11 @@ MatrixD learning_metric_distances(const ClassMixture& m, const MatrixD& X, int p
     std::vector<double> scratch(static_cast<size_t>(3 * K));
 #pragma omp for schedule(dynamic, 16)
     for (index_t i = 0; i < N; ++i)
-      for (index_t j = i + 1; j < N; ++j)
+      for (index_t j = i + 1; j < N; ++j) {
+        const double reg = m.euclidean * w * math::squared_distance(X.row(i), X.row(j), static_cast<int>(X.cols));
         D(i, j) = math::fisher_path_distance(U.row(i), U.row(j), h.data(), m.beta.data.data(), w, K, m.num_classes,
-                                             pieces, kFisherFloor, scratch.data());
+                                             pieces, kFisherFloor, reg, scratch.data());
+      }
   }
   for (index_t i = 0; i < N; ++i)
     for (index_t j = 0; j < i; ++j) D(i, j) = D(j, i);

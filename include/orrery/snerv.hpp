@@ -27,6 +27,9 @@ struct ClassMixtureParams {
   int max_iter = 200;
   // Pieces T of the straight-path distance.
   int pieces = 10;
+  // eta: weight of the isotropic term eta |dx|^2 / s^2 added to the Fisher metric (math/fisher.hpp),
+  // so that distances within a class, where the posterior is flat, stay positive; 0 = pure Fisher.
+  double euclidean = 0.2;
 };
 
 const std::vector<Field<ClassMixtureParams>>& class_mixture_fields();
@@ -40,6 +43,7 @@ struct ValidationPoint {
 struct ClassMixture {
   int num_classes = 0;
   double width = 0.0;
+  double euclidean = 0.0;  // eta of the metric (ClassMixtureParams::euclidean)
   MatrixD centres;  // K x d
   MatrixD beta;     // K x C, rows on the simplex
   double train_loglik = 0.0;  // mean log p(true class | x) over the labelled points

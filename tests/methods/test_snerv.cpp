@@ -117,8 +117,8 @@ TEST(ClassMixture, DistancesAreSymmetricNonNegativeAndLocallyTheFisherNorm) {
       h[k] += 0.5 * m.centres(k, j) * m.centres(k, j);
     }
   const double w = 1.0 / (m.width * m.width);
-  const double a = math::fisher_path_distance(u1.data(), u2.data(), h.data(), m.beta.data.data(), w, K, 3, 10, 1e-12, s.data());
-  const double b = math::fisher_path_distance(u2.data(), u1.data(), h.data(), m.beta.data.data(), w, K, 3, 10, 1e-12, s.data());
+  const double a = math::fisher_path_distance(u1.data(), u2.data(), h.data(), m.beta.data.data(), w, K, 3, 10, 1e-12, 0.0, s.data());
+  const double b = math::fisher_path_distance(u2.data(), u1.data(), h.data(), m.beta.data.data(), w, K, 3, 10, 1e-12, 0.0, s.data());
   EXPECT_NEAR(a, b, 1e-12 * a);
   EXPECT_NEAR(a, D(2, 7), 1e-12 * a);
   // more pieces converge: T = 10 is within 1% of T = 200 here

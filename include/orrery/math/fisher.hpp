@@ -9,7 +9,10 @@
 // the straight path x(t) = x1 + t (x2 - x1), u_k(x(t)) interpolates linearly, and |x|^2 cancels in
 // the softmax, so r_k(x(t)) = softmax_k((u_k(x(t)) - |m_k|^2 / 2) / s^2). One pair then costs
 // O(T K C), independent of the input dimension, after an O(N K d) projection.
-//   d(x1, x2) = sum_{t=1..T} sqrt(dx' J(x1 + (t - 1/2) dx) dx),   dx = (x2 - x1) / T.
+//   d(x1, x2) = sum_{t=1..T} sqrt(dx' J(x1 + (t - 1/2) dx) dx + eta |dx|^2 / s^2),   dx = (x2 - x1) / T.
+// The isotropic term eta / s^2 (a small multiple of the model's own scale) regularises the metric:
+// where the posterior is flat J vanishes, and without it points deep inside a class would be at
+// distance ~0 from each other, so that their perplexity bandwidths (reused in the map) explode.
 #pragma once
 #include "orrery/math/hd.hpp"
 
@@ -50,10 +53,10 @@ ORRERY_HD T fisher_quadratic(const T* r, const T* a, const T* beta, T w, int K, 
 }
 
 // Straight-path learning-metric distance between two points given by their projections u1, u2
-// (K each), with T pieces (midpoint rule). scratch: 3 K values.
+// (K each), with T pieces (midpoint rule); reg = eta |x2 - x1|^2 / s^2. scratch: 3 K values.
 template <class T>
 ORRERY_HD T fisher_path_distance(const T* u1, const T* u2, const T* h, const T* beta, T w, int K, int C, int pieces,
-                                 T p_floor, T* scratch) {
+                                 T p_floor, T reg, T* scratch) {
   T* a = scratch;
   T* u = scratch + K;
   T* r = scratch + 2 * K;
@@ -64,7 +67,7 @@ ORRERY_HD T fisher_path_distance(const T* u1, const T* u2, const T* h, const T* 
     const T f = (T(t) + T(0.5)) * inv;
     for (int k = 0; k < K; ++k) u[k] = u1[k] + f * (u2[k] - u1[k]);
     mixture_responsibilities(u, h, w, K, r);
-    d += hd_sqrt(fisher_quadratic(r, a, beta, w, K, C, p_floor));
+    d += hd_sqrt(fisher_quadratic(r, a, beta, w, K, C, p_floor) + reg * inv * inv);
   }
   return d;
 }

@@ -13,3 +13,4 @@ fill pe-params pe
 fill posterior-model-params posterior_model
 fill hssne-params hssne
 fill nerv-params nerv
+fill metric-params metric

@@ -214,7 +214,8 @@ TEST_F(Cli, ReadmeParameterTablesMatchTheCode) {
   for (const auto& [marker, method] : {std::pair<std::string, std::string>{"pe-params", "pe"},
                                        {"posterior-model-params", "posterior_model"},
                                        {"hssne-params", "hssne"},
-                                       {"nerv-params", "nerv"}}) {
+                                       {"nerv-params", "nerv"},
+                                       {"metric-params", "metric"}}) {
     const Outcome o = run_cli("defaults " + method + " --markdown");
     ASSERT_EQ(o.code, 0);
     const auto begin = readme.find("<!-- " + marker + ":begin");

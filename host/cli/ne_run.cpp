@@ -36,18 +36,27 @@ struct NeInput {
   int pca = 0;
   int cv_folds = 0;  // k-fold protocol: test labels hidden, 5-NN of test points in the map
   ClassMixtureParams metric;  // snerv: the class-posterior model behind the learning metric
+  bool given = false;         // hssne: a precomputed sparse affinity matrix (X is then N x 0)
+  SparseAffinity given_P;
 };
 
 NeInput load(const RunConfig& run, bool read_files) {
   const json& in = run.input;
-  check_keys(in, "input", {"vectors", "distances", "pca", "labels", "class_names", "limit", "perplexity", "affinities",
-                           "metric", "cv_folds"});
-  const std::string vectors_path = get_path(in, "vectors", "input"), distances_path = get_path(in, "distances", "input");
-  if (vectors_path.empty() == distances_path.empty())
-    input_error("input: give exactly one of 'vectors' (N x d points: npy, csv/tsv/txt or IDX) or 'distances' "
-                "(a symmetric N x N distance matrix)");
-  const std::string vectors = vectors_path.empty() ? distances_path : vectors_path;
+  check_keys(in, "input", {"vectors", "distances", "affinity_matrix", "pca", "labels", "class_names", "limit",
+                           "perplexity", "affinities", "metric", "cv_folds"});
+  const std::string vectors_path = get_path(in, "vectors", "input"), distances_path = get_path(in, "distances", "input"),
+                    affinity_path = get_path(in, "affinity_matrix", "input");
+  if (vectors_path.empty() + distances_path.empty() + affinity_path.empty() != 2)
+    input_error("input: give exactly one of 'vectors' (N x d points: npy, csv/tsv/txt or IDX), 'distances' "
+                "(a symmetric N x N distance matrix) or, for hssne, 'affinity_matrix' (a sparse N x N Matrix Market file)");
+  const std::string vectors = !vectors_path.empty() ? vectors_path : !distances_path.empty() ? distances_path : affinity_path;
   NeInput d;
+  d.given = !affinity_path.empty();
+  if (d.given) {
+    if (run.method != "hssne") input_error("input.affinity_matrix: only hssne takes precomputed affinities");
+    for (const char* k : {"pca", "perplexity", "affinities", "limit"})
+      if (in.contains(k)) input_error(std::string("input.") + k + ": does not apply to a precomputed affinity_matrix");
+  }
   d.distances = !distances_path.empty();
   d.pca = static_cast<int>(get_count(in, "pca", "input", 0));
   if (d.pca > 0 && d.distances) input_error("input.pca: applies to vectors, not to a distance matrix");
@@ -95,7 +104,14 @@ NeInput load(const RunConfig& run, bool read_files) {
   }
   check_keys(run.output_extra, "output", {"dir", "format", "svg"});
   if (!read_files) return d;
-  d.X = io::read_matrix(vectors, limit);
+  if (d.given) {
+    const io::SparseTriples t = io::read_mtx(affinity_path);
+    d.given_P = affinities_from_entries(t.rows, t.cols, t.row, t.col, t.val, "input.affinity_matrix " + affinity_path);
+    d.X = MatrixD(t.rows, 0);
+    d.sparse = true;
+  } else {
+    d.X = io::read_matrix(vectors, limit);
+  }
   if (d.distances && limit > 0 && d.X.cols > d.X.rows) {  // the first `limit` points: a square block
     MatrixD block(d.X.rows, d.X.rows);
     for (index_t i = 0; i < d.X.rows; ++i)
@@ -109,7 +125,7 @@ NeInput load(const RunConfig& run, bool read_files) {
       input_error(labels + ": " + std::to_string(d.labels.size()) + " labels for " + std::to_string(d.X.rows) +
                   " vectors in " + vectors);
   }
-  if (!(d.perplexity < static_cast<double>(d.X.rows - 1)))
+  if (!d.given && !(d.perplexity < static_cast<double>(d.X.rows - 1)))
     input_error("input.perplexity: expected < N - 1 = " + std::to_string(d.X.rows - 1) + " for the " +
                 std::to_string(d.X.rows) + " vectors in " + vectors + ", found " + std::to_string(d.perplexity));
   return d;
@@ -120,7 +136,9 @@ NeInput load(const RunConfig& run, bool read_files) {
 std::string validate_ne(const RunConfig& run) {
   const NeInput d = load(run, true);
   return run.method + ", " + std::to_string(d.X.rows) + " points" +
-         (d.distances ? " (distance matrix)" : " of dimension " + std::to_string(d.X.cols));
+         (d.given       ? " (precomputed affinities)"
+          : d.distances ? " (distance matrix)"
+                        : " of dimension " + std::to_string(d.X.cols));
 }
 
 namespace {
@@ -139,7 +157,9 @@ Affinities make_affinities(const std::string& method, const NeInput& in, const s
   const int threads = backend.threads();
   Affinities a;
   a.perplexity = in.perplexity;
-  if (method == "snerv") {
+  if (in.given) {
+    a.aff.sparse = in.given_P;
+  } else if (method == "snerv") {
     a.model = fit_class_mixture(in.X, labels, in.metric, seed, threads);
     a.metric_distances = backend.is_cuda()
                              ? learning_metric_distances_cuda(a.model, in.X, in.metric.pieces, backend.device_index())
@@ -302,8 +322,10 @@ json run_ne(const RunConfig& run, bool quiet) {
   req.curve = false;
   req.threads = backend->threads();
   req.input_is_distance_matrix = in.distances || run.method == "snerv";
-  const json quality = quality_json(
-      evaluate_quality(run.method == "snerv" ? A.metric_distances : in.X, Y, in.labels, req, backend.get()));
+  // with precomputed affinities there is no input space to compare the map with
+  const json quality = in.given ? json()
+                                : quality_json(evaluate_quality(run.method == "snerv" ? A.metric_distances : in.X, Y,
+                                                                in.labels, req, backend.get()));
   const json cv = in.cv_folds > 0 ? cross_validate(run, in, Y, *backend, quiet) : json();
   const double t_eval = seconds_since(t3);
 
@@ -332,7 +354,7 @@ json run_ne(const RunConfig& run, bool quiet) {
   json report = report_header(run, *backend);
   report["params"] = params;
   report["input"] = {{"points", N}, {"dims", in.X.cols}, {"perplexity", A.perplexity}, {"affinities", in.sparse ? "sparse" : "dense"},
-                     {"source", in.distances ? "distances" : "vectors"}, {"pca", in.pca}};
+                     {"source", in.given ? "affinity_matrix" : in.distances ? "distances" : "vectors"}, {"pca", in.pca}};
   report["result"] = result;
   report["trace"] = trace;
   report["quality"] = quality;

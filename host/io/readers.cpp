@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <sstream>
 #include <string_view>
 
 #include "orrery/error.hpp"
@@ -512,6 +513,61 @@ std::vector<std::string> read_names(const std::string& path) {
   });
   if (names.empty()) input_error(in_quotes(path) + ": no names found (expected one name per line)");
   return names;
+}
+
+SparseTriples read_mtx(const std::string& path) {
+  const std::string text = Source(path).read_all();
+  SparseTriples t;
+  bool header = false, sized = false, symmetric = false, pattern = false;
+  index_t declared = 0, seen = 0;
+  for_each_line(text, [&](index_t line_no, std::string_view line) {
+    const std::string where = in_quotes(path) + ", line " + std::to_string(line_no);
+    if (!header) {
+      std::string h(line);
+      for (char& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      std::istringstream in(h);
+      std::string banner, object, format, field, symmetry;
+      in >> banner >> object >> format >> field >> symmetry;
+      if (banner != "%%matrixmarket" || object != "matrix" || format != "coordinate")
+        input_error(where + ": expected a Matrix Market header '%%MatrixMarket matrix coordinate ...'");
+      if (field != "real" && field != "integer" && field != "pattern")
+        input_error(where + ": unsupported field '" + field + "' (expected real, integer or pattern)");
+      if (symmetry != "general" && symmetry != "symmetric")
+        input_error(where + ": unsupported symmetry '" + symmetry + "' (expected general or symmetric)");
+      symmetric = symmetry == "symmetric";
+      pattern = field == "pattern";
+      header = true;
+      return true;
+    }
+    const std::string s = trim(line);
+    if (s.empty() || s[0] == '%') return true;
+    std::istringstream in(s);
+    if (!sized) {
+      if (!(in >> t.rows >> t.cols >> declared) || t.rows < 1 || t.cols < 1 || declared < 0)
+        input_error(where + ": expected the size line 'rows cols entries'");
+      sized = true;
+      t.row.reserve(static_cast<size_t>(declared));
+      return true;
+    }
+    index_t i = 0, j = 0;
+    double v = 1.0;
+    if (!(in >> i >> j) || (!pattern && !(in >> v)))
+      input_error(where + ": expected 'row col" + std::string(pattern ? "'" : " value'"));
+    if (i < 1 || i > t.rows || j < 1 || j > t.cols)
+      input_error(where + ": entry (" + std::to_string(i) + ", " + std::to_string(j) + ") outside the declared " +
+                  std::to_string(t.rows) + " x " + std::to_string(t.cols));
+    if (!std::isfinite(v)) input_error(where + ": the value is not a finite number");
+    t.row.push_back(i - 1), t.col.push_back(j - 1), t.val.push_back(v);
+    if (symmetric && i != j) t.row.push_back(j - 1), t.col.push_back(i - 1), t.val.push_back(v);
+    ++seen;
+    return true;
+  });
+  if (!header) input_error(in_quotes(path) + ": empty file (expected a Matrix Market header)");
+  if (!sized) input_error(in_quotes(path) + ": no size line");
+  if (seen != declared)
+    input_error(in_quotes(path) + ": " + std::to_string(seen) + " entries, but the size line declares " +
+                std::to_string(declared));
+  return t;
 }
 
 }  // namespace orrery::io

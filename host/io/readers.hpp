@@ -30,4 +30,15 @@ std::vector<int> read_labels(const std::string& path, index_t limit = 0);
 // Reads one name per non-blank line; trailing whitespace and '\r' are removed.
 std::vector<std::string> read_names(const std::string& path);
 
+// A sparse matrix in Matrix Market coordinate format (.mtx, optionally .gz): "real", "integer" or
+// "pattern" values, "general" or "symmetric" (the mirrored entries are added). Entries are
+// 0-based (row, col, value) in file order. Errors name the file and line: a bad header, an index
+// outside the declared size, a non-finite value, fewer entries than declared.
+struct SparseTriples {
+  index_t rows = 0, cols = 0;
+  std::vector<index_t> row, col;
+  std::vector<double> val;
+};
+SparseTriples read_mtx(const std::string& path);
+
 }  // namespace orrery::io

@@ -236,4 +236,48 @@ AffinityResult affinities_sparse(const MatrixD& X, double perplexity, int thread
                              threads);
 }
 
+SparseAffinity affinities_from_entries(index_t N, index_t cols, const std::vector<index_t>& row,
+                                       const std::vector<index_t>& col, const std::vector<double>& val,
+                                       const std::string& what, int threads) {
+  if (N != cols)
+    input_error(what + ": expected a square N x N affinity matrix, found " + std::to_string(N) + " x " +
+                std::to_string(cols));
+  if (N < 3) input_error(what + ": needs at least 3 points");
+  double total = 0.0;
+  for (size_t q = 0; q < val.size(); ++q) {
+    if (val[q] < 0)
+      input_error(what + ": entry (" + std::to_string(row[q] + 1) + ", " + std::to_string(col[q] + 1) +
+                  ") is negative");
+    if (row[q] == col[q] && val[q] != 0)
+      input_error(what + ": diagonal entry at row " + std::to_string(row[q] + 1) + " (a point is not its own neighbour)");
+    total += val[q];
+  }
+  if (!(total > 0)) input_error(what + ": all entries are zero");
+  // rows by a counting sort, columns sorted and repeats summed within each row
+  const auto n = static_cast<size_t>(N);
+  SparseAffinity A;
+  A.num_points = N;
+  A.row_ptr.assign(n + 1, 0);
+  for (index_t r : row) ++A.row_ptr[static_cast<size_t>(r) + 1];
+  for (size_t i = 0; i < n; ++i) A.row_ptr[i + 1] += A.row_ptr[i];
+  std::vector<std::pair<index_t, double>> e(val.size());
+  {
+    std::vector<index_t> next(A.row_ptr.begin(), A.row_ptr.end() - 1);
+    for (size_t q = 0; q < val.size(); ++q) e[static_cast<size_t>(next[static_cast<size_t>(row[q])]++)] = {col[q], val[q]};
+  }
+  std::vector<index_t> ptr(1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    auto b = e.begin() + A.row_ptr[i], f = e.begin() + A.row_ptr[i + 1];
+    std::stable_sort(b, f, [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (auto it = b; it != f; ++it) {
+      if (it->second == 0.0 || it->first == static_cast<index_t>(i)) continue;
+      if (static_cast<index_t>(A.col.size()) > ptr.back() && A.col.back() == it->first) A.val.back() += it->second;
+      else A.col.push_back(it->first), A.val.push_back(it->second);
+    }
+    ptr.push_back(static_cast<index_t>(A.col.size()));
+  }
+  A.row_ptr = std::move(ptr);
+  return scaled_sum(A, transpose(A), 0.5 / total, threads);
+}
+
 }  // namespace orrery

@@ -7,6 +7,7 @@
 // point's k = min(N - 1, ceil(3 perplexity)) exact nearest neighbours (orrery::exact_knn), the
 // usual truncation; when k = N - 1 both modes give the same P.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "orrery/types.hpp"
@@ -39,6 +40,13 @@ AffinityResult affinities_sparse(const MatrixD& X, double perplexity, int thread
 // Sparse affinities from a precomputed kNN graph (any backend's; k >= ceil(3 perplexity), all k
 // neighbours are used): the same result as affinities_sparse when the graph is exact_knn's.
 struct KnnGraph;
+
+// A precomputed sparse affinity matrix (N x N entries (row, col, value), 0-based, any order,
+// repeated entries summed): made symmetric as (A + A') / 2 and scaled to sum 1, the joint P of
+// HSSNE. Errors (input, naming `what`): not square, a negative value, a diagonal entry, all zero.
+SparseAffinity affinities_from_entries(index_t N, index_t cols, const std::vector<index_t>& row,
+                                       const std::vector<index_t>& col, const std::vector<double>& val,
+                                       const std::string& what, int threads = 0);
 AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int threads = 0);
 // Dense affinities from a precomputed symmetric N x N distance matrix (zero diagonal); zero
 // off-diagonal distances are duplicate points, an input error as above.

@@ -2,6 +2,8 @@
 // test time): outputs complete, classes separated, bad input named with exit 2.
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -194,4 +196,58 @@ TEST(NeCli, SupervisedNervNeedsLabels) {
   EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.output.find("input.labels"), std::string::npos) << o.output;
   EXPECT_FALSE(fs::exists(tmp.path("out/report.json")));
+}
+
+// HSSNE from a precomputed sparse affinity matrix: two cliques of 12 points with no edge between
+// them must come out as two groups (every point nearer its own clique's centre).
+TEST(NeCli, HssneTakesAPrecomputedAffinityMatrix) {
+  orrery::test::TempDir tmp;
+  std::ostringstream m;
+  int entries = 0;
+  std::ostringstream body;
+  for (int g = 0; g < 2; ++g)
+    for (int a = 0; a < 12; ++a)
+      for (int b = 0; b < 12; ++b)
+        if (a != b) body << g * 12 + a + 1 << " " << g * 12 + b + 1 << " " << 1.0 + 0.1 * ((a + b) % 3) << "\n", ++entries;
+  m << "%%MatrixMarket matrix coordinate real general\n24 24 " << entries << "\n" << body.str();
+  const std::string mtx = tmp.write("a.mtx", m.str());
+  const std::string cfg = tmp.write("c.json", json({{"method", "hssne"},
+                                                     {"input", {{"affinity_matrix", mtx}}},
+                                                     {"params", {{"max_iter", 200}}},
+                                                     {"output", {{"dir", tmp.path("out")}, {"format", "csv"}}},
+                                                     {"device", "cpu"}})
+                                                  .dump());
+  const auto o = orrery::test::run_orrery("run " + cfg + " --quiet");
+  ASSERT_EQ(o.code, 0) << o.output;
+  const json r = report(tmp);
+  EXPECT_EQ(r["input"]["source"], "affinity_matrix");
+  EXPECT_EQ(r["input"]["points"], 24);
+  std::ifstream in(tmp.path("out/embedding.csv"));
+  std::vector<std::pair<double, double>> y;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || !(std::isdigit(static_cast<unsigned char>(line[0])) || line[0] == '-')) continue;
+    std::istringstream ls(line);
+    double a, b;
+    char comma;
+    ls >> a >> comma >> b;
+    y.emplace_back(a, b);
+  }
+  ASSERT_EQ(y.size(), 24u);
+  double cx[2] = {0, 0}, cy[2] = {0, 0};
+  for (int i = 0; i < 24; ++i) cx[i / 12] += y[i].first / 12, cy[i / 12] += y[i].second / 12;
+  for (int i = 0; i < 24; ++i) {
+    const int own = i / 12, other = 1 - own;
+    const double d_own = std::hypot(y[i].first - cx[own], y[i].second - cy[own]);
+    const double d_other = std::hypot(y[i].first - cx[other], y[i].second - cy[other]);
+    EXPECT_LT(d_own, d_other) << "point " << i;
+  }
+  // the precomputed input goes with hssne only, and without vector options
+  const std::string bad = tmp.write("b.json", json({{"method", "nerv"},
+                                                     {"input", {{"affinity_matrix", mtx}}},
+                                                     {"output", {{"dir", tmp.path("out2")}}}})
+                                                  .dump());
+  const auto e = orrery::test::run_orrery("run " + bad + " --quiet");
+  EXPECT_EQ(e.code, 2);
+  EXPECT_NE(e.output.find("input.affinity_matrix"), std::string::npos) << e.output;
 }

@@ -348,3 +348,45 @@ TEST(ReaderFashionMnist, TestLabelsAreBalanced) {
     EXPECT_EQ(m.cols, 784);
   }
 }
+
+TEST(MtxReader, GeneralSymmetricAndPattern) {
+  TempDir tmp;
+  const auto g = orrery::io::read_mtx(tmp.write("g.mtx",
+                                                "%%MatrixMarket matrix coordinate real general\n% a comment\n"
+                                                "3 4 2\n1 2 0.5\n3 4 -1e-3\n"));
+  EXPECT_EQ(g.rows, 3);
+  EXPECT_EQ(g.cols, 4);
+  EXPECT_EQ(g.row, (std::vector<orrery::index_t>{0, 2}));
+  EXPECT_EQ(g.col, (std::vector<orrery::index_t>{1, 3}));
+  EXPECT_EQ(g.val, (std::vector<double>{0.5, -1e-3}));
+  const auto s = orrery::io::read_mtx(tmp.write("s.mtx", "%%MatrixMarket matrix coordinate integer symmetric\n"
+                                                          "3 3 2\n2 1 4\n3 3 1\n"));
+  EXPECT_EQ(s.row, (std::vector<orrery::index_t>{1, 0, 2}));  // the mirror follows its entry; no mirror on the diagonal
+  EXPECT_EQ(s.col, (std::vector<orrery::index_t>{0, 1, 2}));
+  EXPECT_EQ(s.val, (std::vector<double>{4, 4, 1}));
+  const auto p = orrery::io::read_mtx(tmp.write("p.mtx", "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2\n"));
+  EXPECT_EQ(p.val, (std::vector<double>{1.0}));
+}
+
+TEST(MtxReader, ErrorsNameTheFileAndLine) {
+  TempDir tmp;
+  auto message = [&](const std::string& name, const std::string& text) {
+    try {
+      orrery::io::read_mtx(tmp.write(name, text));
+    } catch (const orrery::Error& e) {
+      EXPECT_EQ(e.kind(), orrery::ErrorKind::input);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("a.mtx", "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n").find("line 1"),
+            std::string::npos);
+  EXPECT_NE(message("b.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 1\n3 1 1.0\n").find("line 3"),
+            std::string::npos);
+  EXPECT_NE(message("c.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1.0\n").find("declares 2"),
+            std::string::npos);
+  EXPECT_NE(message("d.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 nan\n").find("line 3"),
+            std::string::npos);
+  EXPECT_NE(message("e.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 1e999\n").find("line 3"),
+            std::string::npos);
+}

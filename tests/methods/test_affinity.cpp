@@ -100,3 +100,22 @@ TEST(Affinity, BadInputNamesTheProblem) {
   nan(9, 2) = std::nan("");
   EXPECT_NE(message_of([&] { affinities_dense(nan, 5.0); }).find("row 10, column 3"), std::string::npos);
 }
+
+TEST(AffinityEntries, SymmetrisedScaledAndChecked) {
+  using orrery::index_t;
+  // a directed graph with a repeated entry: (A + A') / 2, scaled to sum 1
+  const std::vector<index_t> r = {0, 1, 2, 0}, c = {1, 2, 0, 1};
+  const std::vector<double> v = {1.0, 2.0, 3.0, 1.0};
+  const orrery::SparseAffinity P = orrery::affinities_from_entries(3, 3, r, c, v, "test");
+  const double total = 7.0;
+  EXPECT_DOUBLE_EQ(P.at(0, 1), 0.5 * 2.0 / total);
+  EXPECT_DOUBLE_EQ(P.at(1, 0), 0.5 * 2.0 / total);
+  EXPECT_DOUBLE_EQ(P.at(1, 2), 0.5 * 2.0 / total);
+  EXPECT_DOUBLE_EQ(P.at(0, 2), 0.5 * 3.0 / total);
+  double sum = 0;
+  for (double x : P.val) sum += x;
+  EXPECT_NEAR(sum, 1.0, 1e-15);
+  EXPECT_THROW(orrery::affinities_from_entries(3, 4, r, c, v, "test"), orrery::Error);
+  EXPECT_THROW(orrery::affinities_from_entries(3, 3, {0}, {0}, {1.0}, "test"), orrery::Error);
+  EXPECT_THROW(orrery::affinities_from_entries(3, 3, {0}, {1}, {-1.0}, "test"), orrery::Error);
+}

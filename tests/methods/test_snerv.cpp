@@ -89,7 +89,8 @@ TEST(ClassMixture, FisherInformationIsTwiceTheLocalKl) {
 }
 
 TEST(ClassMixture, DistancesAreSymmetricNonNegativeAndLocallyTheFisherNorm) {
-  const ClassMixture m = small_model(4, 3, 5, 4);
+  ClassMixture m = small_model(4, 3, 5, 4);
+  m.euclidean = 0.3;  // the metric's isotropic term, eta |dx|^2 / s^2, is part of every check below
   MatrixD X(30, 4);
   std::mt19937_64 rng(5);
   std::normal_distribution<double> z(0.0, 1.5);
@@ -117,8 +118,13 @@ TEST(ClassMixture, DistancesAreSymmetricNonNegativeAndLocallyTheFisherNorm) {
       h[k] += 0.5 * m.centres(k, j) * m.centres(k, j);
     }
   const double w = 1.0 / (m.width * m.width);
-  const double a = math::fisher_path_distance(u1.data(), u2.data(), h.data(), m.beta.data.data(), w, K, 3, 10, 1e-12, 0.0, s.data());
-  const double b = math::fisher_path_distance(u2.data(), u1.data(), h.data(), m.beta.data.data(), w, K, 3, 10, 1e-12, 0.0, s.data());
+  double e2 = 0;
+  for (int j = 0; j < 4; ++j) e2 += (X(2, j) - X(7, j)) * (X(2, j) - X(7, j));
+  const double reg = m.euclidean * w * e2;
+  const double a = math::fisher_path_distance(u1.data(), u2.data(), h.data(), m.beta.data.data(), w, K, 3, 10, 1e-12, reg, s.data());
+  const double b = math::fisher_path_distance(u2.data(), u1.data(), h.data(), m.beta.data.data(), w, K, 3, 10, 1e-12, reg, s.data());
+  // the isotropic term bounds the distance below by sqrt(eta) |x2 - x7| / s
+  EXPECT_GE(a, std::sqrt(reg) * (1 - 1e-12));
   EXPECT_NEAR(a, b, 1e-12 * a);
   EXPECT_NEAR(a, D(2, 7), 1e-12 * a);
   // more pieces converge: T = 10 is within 1% of T = 200 here

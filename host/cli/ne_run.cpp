@@ -97,10 +97,11 @@ NeInput load(const RunConfig& run, bool read_files) {
     read_fields(run.params, p, hssne_fields(), "params");
     if (p.rho > 0 && labels.empty()) input_error("params.rho > 0 needs input.labels (-1 for unknown)");
   } else {
-    if (run.method == "snerv" && labels.empty()) input_error("input.labels: snerv needs labels (-1 for unknown)");
-    if (run.method == "snerv" && d.distances) input_error("input.distances: snerv needs vectors (its metric is learnt)");
     NervParams p;
     read_fields(run.params, p, nerv_fields(), "params");
+    if (p.init == "pca" && (d.distances || d.given)) input_error("params.init: pca needs input vectors");
+    if (run.method == "snerv" && labels.empty()) input_error("input.labels: snerv needs labels (-1 for unknown)");
+    if (run.method == "snerv" && d.distances) input_error("input.distances: snerv needs vectors (its metric is learnt)");
   }
   check_keys(run.output_extra, "output", {"dir", "format", "svg"});
   if (!read_files) return d;
@@ -186,10 +187,17 @@ Affinities make_affinities(const std::string& method, const NeInput& in, const s
   return a;
 }
 
-NervResult run_nerv_fit(const NervParams& p, const Affinities& a, bool sparse, unsigned long long seed, Backend& backend,
-                        const std::function<void(int, double)>& progress) {
-  return sparse ? fit_nerv(a.aff.sparse_conditional, a.aff.beta, p, seed, backend, progress)
-                : fit_nerv(a.aff.conditional, a.aff.beta, p, seed, backend, progress);
+// params.init = "pca": the input vectors' first D principal components as the start.
+NervResult run_nerv_fit(const NervParams& p, const Affinities& a, const NeInput& in, unsigned long long seed,
+                        Backend& backend, const std::function<void(int, double)>& progress) {
+  MatrixD start;
+  if (p.init == "pca") {
+    if (in.distances) input_error("params.init: pca needs input vectors, not a distance matrix");
+    start = pca_project(in.X, p.dim, backend.threads());
+  }
+  const MatrixD* s = p.init == "pca" ? &start : nullptr;
+  return in.sparse ? fit_nerv(a.aff.sparse_conditional, a.aff.beta, p, seed, backend, progress, s)
+                   : fit_nerv(a.aff.conditional, a.aff.beta, p, seed, backend, progress, s);
 }
 
 // 5-NN classification of the test points by the training points in the map: the error rate.
@@ -246,7 +254,7 @@ json cross_validate(const RunConfig& run, const NeInput& in, const MatrixD& run_
       NervParams p;
       read_fields(run.params, p, nerv_fields(), "params");
       const Affinities a = make_affinities(run.method, in, train, backend, run.seed);
-      Y = run_nerv_fit(p, a, in.sparse, run.seed, backend, {}).coords;
+      Y = run_nerv_fit(p, a, in, run.seed, backend, {}).coords;
     }
     const double e = knn5_test_error(Y, train, test, in.labels);
     errors.push_back(e);
@@ -293,7 +301,7 @@ json run_ne(const RunConfig& run, bool quiet) {
   } else {
     NervParams p;
     read_fields(run.params, p, nerv_fields(), "params");
-    const NervResult r = run_nerv_fit(p, A, in.sparse, run.seed, *backend, progress);
+    const NervResult r = run_nerv_fit(p, A, in, run.seed, *backend, progress);
     Y = r.coords;
     trace = r.objective_trace;
     params = fields_to_json(p, nerv_fields());

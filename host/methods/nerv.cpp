@@ -39,6 +39,9 @@ const std::vector<Field<NervParams>>& nerv_fields() {
        "Trade-off: 1 = recall only (SNE's cost), 0 = precision only; the paper's examples use small values.", 0, 1},
       {"max_iter", &NervParams::max_iter, "Cap on conjugate-gradient iterations.", 1, 1e8},
       {"ftol", &NervParams::ftol, "Stop when an iteration lowers E by less than ftol * max(|E|, 1).", 0, 1},
+      {"init", &NervParams::init,
+       "Start: random (seeded Gaussian) or pca (the input vectors' first D principal components).", -kInf, kInf,
+       false, {"random", "pca"}},
       {"init_scale", &NervParams::init_scale,
        "Standard deviation of the seeded Gaussian start, in units of the median input bandwidth sigma.", 0, kInf, true},
   };
@@ -368,7 +371,7 @@ double evaluate(const Input& in, const std::vector<double>& beta, const MatrixD&
 // The seeded Gaussian start at the input's length scale, then conjugate gradient on the objective.
 NervResult fit(index_t N, const std::vector<double>& beta, const NervParams& prm, unsigned long long seed,
                const std::function<double(const MatrixD&, MatrixD*)>& objective,
-               const std::function<void(int, double)>& progress) {
+               const std::function<void(int, double)>& progress, const MatrixD* start = nullptr) {
   if (static_cast<index_t>(beta.size()) != N) internal_error("fit_nerv: P and beta disagree on N");
   // The map uses the input bandwidths, so it must start at the input's length scale: a start of
   // unit size on data whose sigma is 100 would see uniform q and a vanishing gradient.
@@ -376,6 +379,14 @@ NervResult fit(index_t N, const std::vector<double>& beta, const NervParams& prm
   std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
   const double sigma = 1.0 / std::sqrt(sorted[sorted.size() / 2]);
   std::vector<double> x = seeded_gaussian(static_cast<size_t>(N) * prm.dim, seed, prm.init_scale * sigma);
+  if (start) {
+    if (start->rows != N || start->cols != prm.dim) internal_error("fit_nerv: the start is not N x D");
+    double mean = 0.0, var = 0.0;
+    for (index_t i = 0; i < N; ++i) mean += (*start)(i, 0) / static_cast<double>(N);
+    for (index_t i = 0; i < N; ++i) var += ((*start)(i, 0) - mean) * ((*start)(i, 0) - mean) / static_cast<double>(N);
+    const double f = var > 0 ? prm.init_scale * sigma / std::sqrt(var) : 1.0;
+    for (size_t q = 0; q < x.size(); ++q) x[q] = start->data[q] * f;
+  }
   MatrixD Y(N, prm.dim), g;
   auto f = [&](const std::vector<double>& xs, std::vector<double>& grad) {
     Y.data = xs;
@@ -448,19 +459,32 @@ NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, co
 }
 
 NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm, unsigned long long seed,
-                    Backend& backend, const std::function<void(int, double)>& progress) {
-  if (!backend.is_cuda()) return fit_nerv(P, beta, prm, seed, backend.threads(), progress);
+                    Backend& backend, const std::function<void(int, double)>& progress, const MatrixD* start) {
   if (P.rows != P.cols) internal_error("fit_nerv: P is not square");
+  const int threads = backend.threads();
+  if (!backend.is_cuda()) {
+    const MatrixD logP = nerv_log_probabilities(P, threads);
+    const DenseInput in{P, &logP};
+    return fit(
+        P.rows, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return evaluate(in, beta, Y, prm.lambda, g, threads); },
+        progress, start);
+  }
   auto engine = make_nerv_engine_cuda(backend.device_index(), P, nerv_log_probabilities(P), beta, prm.lambda, prm.dim);
   return fit(
-      P.rows, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return engine->evaluate(Y, g); }, progress);
+      P.rows, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return engine->evaluate(Y, g); }, progress, start);
 }
 
 NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& prm,
-                    unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress) {
-  if (!backend.is_cuda()) return fit_nerv(P, beta, prm, seed, backend.threads(), progress);
+                    unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress,
+                    const MatrixD* start) {
   const index_t N = P.num_points;
   const SparseInput in(P, N);
+  if (!backend.is_cuda()) {
+    const int threads = backend.threads();
+    return fit(
+        N, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return evaluate(in, beta, Y, prm.lambda, g, threads); },
+        progress, start);
+  }
   // Dense rows with the same numbers as the sparse evaluation: unlisted pairs p = 0, log p = floor.
   MatrixD Pd(N, N, 0.0), L(N, N, 0.0);
   for (index_t i = 0; i < N; ++i) {
@@ -471,7 +495,8 @@ NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, co
     }
   }
   auto engine = make_nerv_engine_cuda(backend.device_index(), Pd, L, beta, prm.lambda, prm.dim);
-  return fit(N, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return engine->evaluate(Y, g); }, progress);
+  return fit(
+      N, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return engine->evaluate(Y, g); }, progress, start);
 }
 
 }  // namespace orrery

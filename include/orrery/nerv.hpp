@@ -25,6 +25,9 @@ struct NervParams {
   double ftol = 1e-9;
   // Standard deviation of the seeded Gaussian start, in units of the median input bandwidth.
   double init_scale = 1.0;
+  // Start: "random" (seeded Gaussian) or "pca" (the input's first D principal components, scaled
+  // so that the first has standard deviation init_scale x the median bandwidth; needs vectors).
+  std::string init = "random";
 };
 
 const std::vector<Field<NervParams>>& nerv_fields();
@@ -85,10 +88,15 @@ std::unique_ptr<NervEngine> make_nerv_engine_cuda(int device, const MatrixD& P, 
 // Fits on the backend's device: the CPU as above, or CUDA (sparse rows are expanded there to
 // N x N with their floors, so the device holds 4 N^2 floats: P, log P and their transposes).
 class Backend;
+// `start` (N x D), when given, replaces the seeded Gaussian: it is rescaled so that its first
+// column has standard deviation init_scale x the median bandwidth (params.init = "pca" passes the
+// principal components here).
 NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& params,
-                    unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {});
+                    unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {},
+                    const MatrixD* start = nullptr);
 NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& params,
-                    unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {});
+                    unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {},
+                    const MatrixD* start = nullptr);
 // The sparse input of nerv_objective above; the same start and optimiser.
 NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& params,
                     unsigned long long seed, int threads = 0, const std::function<void(int, double)>& progress = {});

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "orrery/affinity.hpp"
+#include "orrery/backend.hpp"
 #include "orrery/math/nerv.hpp"
 #include "orrery/nerv.hpp"
 #include "orrery/quality.hpp"
@@ -296,4 +297,29 @@ TEST(Nerv, SparseConjugateGradientFitLowersCostAndKeepsClasses) {
   EXPECT_GE(evaluate_quality(fit.coords, fit.coords, labels, req).homogeneity_1nn, 0.9);
   const NervResult again = fit_nerv(a.sparse_conditional, a.beta, prm, 3, 1);
   EXPECT_EQ(again.coords.data, fit.coords.data) << "same seed, any thread count: same bits";
+}
+
+TEST(Nerv, AGivenStartIsRescaledToTheInputBandwidth) {
+  std::mt19937_64 rng(21);
+  std::normal_distribution<double> z(0.0, 1.0);
+  MatrixD X(60, 4), S(60, 2);
+  for (double& v : X.data) v = z(rng);
+  for (index_t i = 0; i < 60; ++i) S(i, 0) = X(i, 0), S(i, 1) = X(i, 1);
+  const AffinityResult a = affinities_dense(X, 10.0);
+  auto cpu = make_backend("cpu", 1);
+  NervParams prm;
+  prm.max_iter = 3;
+  MatrixD S2 = S;
+  for (double& v : S2.data) v *= 7.0;  // the start's own scale does not matter
+  const NervResult r1 = fit_nerv(a.conditional, a.beta, prm, 1, *cpu, {}, &S);
+  const NervResult r2 = fit_nerv(a.conditional, a.beta, prm, 1, *cpu, {}, &S2);
+  const NervResult rr = fit_nerv(a.conditional, a.beta, prm, 1, *cpu);
+  ASSERT_EQ(r1.coords.data.size(), r2.coords.data.size());
+  for (size_t q = 0; q < r1.coords.data.size(); ++q)
+    EXPECT_NEAR(r1.coords.data[q], r2.coords.data[q], 1e-9 * (1 + std::abs(r1.coords.data[q])));
+  EXPECT_NE(r1.coords.data, rr.coords.data);
+  // sparse rows take the same start
+  const AffinityResult s = affinities_sparse(X, 10.0);
+  const NervResult rs = fit_nerv(s.sparse_conditional, s.beta, prm, 1, *cpu, {}, &S);
+  EXPECT_EQ(rs.coords.rows, 60);
 }

@@ -3,9 +3,11 @@
 #include "cli/ne_run.hpp"
 #include "cli/pe_config.hpp"
 #include "cli/pe_run.hpp"
+#include "cli/plsv_run.hpp"
 #include "orrery/hssne.hpp"
 #include "orrery/nerv.hpp"
 #include "orrery/pe.hpp"
+#include "orrery/plsv.hpp"
 #include "orrery/posterior_model.hpp"
 #include "orrery/snerv.hpp"
 
@@ -31,6 +33,8 @@ const std::vector<MethodEntry>& methods() {
        {{"nerv", [] { return describe_fields(nerv_fields()); }},
         {"metric", [] { return describe_fields(class_mixture_fields()); }}},
        validate_ne, run_ne},
+      {"plsv", "Probabilistic latent semantic visualisation: documents and topics of a corpus in one map (MAP-EM)",
+       {{"plsv", [] { return describe_fields(plsv_fields()); }}}, validate_plsv, run_plsv},
   };
   return all;
 }

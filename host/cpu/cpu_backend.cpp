@@ -61,23 +61,12 @@ class CpuPeEngine final : public PeEngine {
         double* r = R_.row(n);
         const auto res = math::pe_newton_object<double, D>(P_.row(n), log_priors_.data(), phi.data(), K, r, eta_r_,
                                                            opt.eps_r, opt.max_iter, scratch.data());
-        s.objective += res.objective;
-        s.max_grad_sq = std::max(s.max_grad_sq, res.grad_sq);
-        s.unconverged += res.converged ? 0 : 1;
-        s.newton_steps += res.iterations;
-        s.max_newton_steps = std::max(s.max_newton_steps, res.iterations);
+        add_object(s, res, res.objective);
         if (gp) math::pe_class_forces_from_q<double, D>(P_.row(n), res.q, phi.data(), K, r, gp);
       }
       part[static_cast<size_t>(c)] = s;
     }
-    PeSweep total;
-    for (const auto& s : part) {
-      total.objective += s.objective;
-      total.max_grad_sq = std::max(total.max_grad_sq, s.max_grad_sq);
-      total.unconverged += s.unconverged;
-      total.newton_steps += s.newton_steps;
-      total.max_newton_steps = std::max(total.max_newton_steps, s.max_newton_steps);
-    }
+    const PeSweep total = combine_sweeps(part);
     if (class_grad) {
       class_grad->assign(static_cast<size_t>(K * D), 0.0);
       for (index_t c = 0; c < chunks; ++c)

@@ -59,3 +59,13 @@ std::unique_ptr<NervEngine> make_nerv_engine_cuda(int, const MatrixD&, const Mat
 }
 
 }  // namespace orrery
+
+#include "orrery/plsv.hpp"
+
+namespace orrery {
+
+std::unique_ptr<PlsvEngine> make_plsv_engine_cuda(int, const Corpus&, int, int) {
+  throw Error(ErrorKind::cuda, "device: CUDA requested for PLSV, but this orrery was " + cuda_status());
+}
+
+}  // namespace orrery

@@ -20,6 +20,29 @@ struct PeSweep {
   int max_newton_steps = 0;     // largest per-object Newton iteration count
 };
 
+// Adds one object's Newton result (objective, |g|^2, convergence, steps) to a sweep's totals.
+template <class ObjectResult>
+void add_object(PeSweep& s, const ObjectResult& r, double objective) {
+  s.objective += objective;
+  s.max_grad_sq = s.max_grad_sq > r.grad_sq ? s.max_grad_sq : r.grad_sq;
+  s.unconverged += r.converged ? 0 : 1;
+  s.newton_steps += r.iterations;
+  s.max_newton_steps = s.max_newton_steps > r.iterations ? s.max_newton_steps : r.iterations;
+}
+
+// Totals of chunked partial sweeps, summed in chunk order.
+inline PeSweep combine_sweeps(const std::vector<PeSweep>& parts) {
+  PeSweep t;
+  for (const auto& s : parts) {
+    t.objective += s.objective;
+    t.max_grad_sq = t.max_grad_sq > s.max_grad_sq ? t.max_grad_sq : s.max_grad_sq;
+    t.unconverged += s.unconverged;
+    t.newton_steps += s.newton_steps;
+    t.max_newton_steps = t.max_newton_steps > s.max_newton_steps ? t.max_newton_steps : s.max_newton_steps;
+  }
+  return t;
+}
+
 struct PeNewtonOptions {
   double eps_r = 1e-8;  // per-object convergence: |dJ/dr_n|^2 < eps_r
   int max_iter = 50;    // per-object Newton iteration cap per sweep

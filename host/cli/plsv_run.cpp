@@ -1,0 +1,255 @@
+#include "cli/plsv_run.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "cli/run_common.hpp"
+#include "io/corpus.hpp"
+#include "io/readers.hpp"
+#include "io/writers.hpp"
+#include "orrery/knn.hpp"
+#include "orrery/plsv.hpp"
+#include "orrery/quality.hpp"
+#include "report/svg_map.hpp"
+
+namespace orrery::cli {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr index_t kQualityMaxDocs = 200000;
+
+struct PlsvRunInput {
+  io::CorpusSpec spec;
+  std::string model_dir;  // fold-in when set
+  PlsvParams params;
+  int top_words = 10;
+};
+
+PlsvRunInput read_input(const RunConfig& run) {
+  PlsvRunInput in;
+  check_keys(run.input, "input", {"corpus", "format", "vocab", "labels", "ids_from_zero", "text", "model"});
+  in.spec.path = get_path(run.input, "corpus", "input");
+  if (in.spec.path.empty()) input_error("input.corpus: required (a docword/svmlight/mtx file, a text file or a directory)");
+  if (run.input.contains("format")) {
+    if (!run.input["format"].is_string()) input_error("input.format: expected a string");
+    in.spec.format = io::parse_corpus_format(run.input["format"].get<std::string>(), "input.format");
+  }
+  in.spec.vocab = get_path(run.input, "vocab", "input");
+  in.spec.labels = get_path(run.input, "labels", "input");
+  in.spec.ids_from_zero = get_bool(run.input, "ids_from_zero", "input", false);
+  if (run.input.contains("text")) {
+    const json& t = run.input["text"];
+    check_keys(t, "input.text", {"min_df", "max_vocab", "min_token_length", "stop_words"});
+    in.spec.text.min_df = get_count(t, "min_df", "input.text", in.spec.text.min_df);
+    in.spec.text.max_vocab = get_count(t, "max_vocab", "input.text", in.spec.text.max_vocab);
+    in.spec.text.min_token_length =
+        static_cast<int>(get_count(t, "min_token_length", "input.text", in.spec.text.min_token_length));
+    in.spec.text.stop_words = get_bool(t, "stop_words", "input.text", in.spec.text.stop_words);
+  }
+  in.model_dir = get_path(run.input, "model", "input");
+  read_fields(run.params, in.params, plsv_fields(), "params");
+  check_keys(run.output_extra, "output", {"dir", "format", "svg", "top_words"});
+  in.top_words = static_cast<int>(get_count(run.output_extra, "top_words", "output", 10));
+  return in;
+}
+
+struct Loaded {
+  Corpus corpus;
+  PlsvModel model;  // fold-in only
+  double seconds_read = 0.0;
+};
+
+Loaded load(const PlsvRunInput& in) {
+  const auto t0 = Clock::now();
+  Loaded L;
+  if (in.model_dir.empty()) {
+    L.corpus = io::read_corpus(in.spec);
+  } else {
+    const fs::path dir(in.model_dir);
+    L.model.topic_coords = io::read_matrix((dir / "topics.npy").string());
+    L.model.theta = io::read_matrix((dir / "theta.npy").string());
+    const fs::path vocab = dir / "vocab.txt";
+    if (fs::exists(vocab)) {
+      L.corpus = io::read_corpus_with_vocab(in.spec, io::read_names(vocab.string()));
+    } else {
+      std::vector<std::string> ids(static_cast<size_t>(L.model.theta.cols));
+      for (size_t w = 0; w < ids.size(); ++w) ids[w] = std::to_string(w);
+      L.corpus = io::read_corpus_with_vocab(in.spec, ids);
+      L.corpus.vocab.clear();
+    }
+    if (L.model.topic_coords.cols != 2 && L.model.topic_coords.cols != 3)
+      input_error((dir / "topics.npy").string() + ": expected Z x 2 or Z x 3 topic coordinates, found " +
+                  std::to_string(L.model.topic_coords.rows) + " x " + std::to_string(L.model.topic_coords.cols));
+    if (L.model.theta.rows != L.model.topic_coords.rows)
+      input_error((dir / "theta.npy").string() + ": " + std::to_string(L.model.theta.rows) + " rows, but topics.npy has " +
+                  std::to_string(L.model.topic_coords.rows) + " topics");
+    for (index_t z = 0; z < L.model.theta.rows; ++z)
+      for (index_t w = 0; w < L.model.theta.cols; ++w)
+        if (!(L.model.theta(z, w) > 0))
+          input_error((dir / "theta.npy").string() + ": row " + std::to_string(z + 1) + ", column " +
+                      std::to_string(w + 1) + ": expected a probability > 0, found " +
+                      std::to_string(L.model.theta(z, w)));
+  }
+  L.seconds_read = seconds_since(t0);
+  return L;
+}
+
+std::string word_name(const Corpus& c, int w) { return c.vocab.empty() ? "#" + std::to_string(w) : c.vocab[static_cast<size_t>(w)]; }
+
+}  // namespace
+
+std::string validate_plsv(const RunConfig& run) {
+  const PlsvRunInput in = read_input(run);
+  const Loaded L = load(in);
+  return std::string(in.model_dir.empty() ? "plsv" : "plsv fold-in") + ", " + std::to_string(L.corpus.num_docs()) +
+         " documents, " + std::to_string(L.corpus.num_words) + " words, " + std::to_string(L.corpus.nnz()) +
+         " nonzeros, Z = " +
+         std::to_string(in.model_dir.empty() ? in.params.topics : static_cast<int>(L.model.topic_coords.rows)) +
+         (L.corpus.skipped_empty ? ", " + std::to_string(L.corpus.skipped_empty) + " empty documents skipped" : "");
+}
+
+json run_plsv(const RunConfig& run, bool quiet) {
+  const auto t0 = Clock::now();
+  const PlsvRunInput in = read_input(run);
+  const Loaded L = load(in);
+  const Corpus& c = L.corpus;
+  const bool fold = !in.model_dir.empty();
+  auto backend = make_backend(run.device, run.threads);
+  const int Z = fold ? static_cast<int>(L.model.topic_coords.rows) : in.params.topics;
+  const int D = fold ? static_cast<int>(L.model.topic_coords.cols) : in.params.dim;
+  if (!quiet)
+    std::fprintf(stderr, "[plsv] %s%lld documents, %lld words, %lld nonzeros%s; Z = %d, D = %d on %s\n",
+                 fold ? "fold-in of " : "", static_cast<long long>(c.num_docs()), static_cast<long long>(c.num_words),
+                 static_cast<long long>(c.nnz()),
+                 c.skipped_empty ? (" (" + std::to_string(c.skipped_empty) + " empty skipped)").c_str() : "", Z, D,
+                 backend->name().c_str());
+  double last_print = -1.0;
+  auto progress = [&](const PlsvTraceEntry& e) {
+    if (quiet || (e.iteration > 0 && e.seconds - last_print < 1.0)) return;
+    last_print = e.seconds;
+    std::fprintf(stderr, "[plsv] iter %4d  log posterior %.10g  log likelihood %.10g  %s\n", e.iteration,
+                 e.log_posterior, e.log_likelihood, format_seconds(e.seconds).c_str());
+  };
+  const PlsvResult res = fold ? fold_in_plsv(*backend, c, L.model, in.params, progress)
+                              : fit_plsv(*backend, c, in.params, run.seed, progress);
+  if (!quiet) {
+    const auto& e = res.trace.back();
+    std::fprintf(stderr, "[plsv] stopped: %s after %d iterations, log posterior %.10g, %s\n", res.stop_reason.c_str(),
+                 res.iterations, e.log_posterior, format_seconds(res.seconds_fit).c_str());
+  }
+  if (res.collapsed)
+    std::fprintf(stderr,
+                 "[plsv] WARNING: the map collapsed: documents carry %.3g nats of topic information on average "
+                 "(threshold %.3g); every document has nearly equal topic proportions. Try params.init = "
+                 "\"documents\", a smaller params.beta_per_document or params.gamma_per_topic, or fewer topics.\n",
+                 res.topic_information, kPlsvCollapseInformation);
+
+  // Top words and quality.
+  const auto top = plsv_top_words(res.model.theta, in.top_words);
+  json topics = json::array();
+  std::vector<std::string> topic_labels;
+  for (int z = 0; z < Z; ++z) {
+    json words = json::array();
+    std::string label = std::to_string(z) + ":";
+    for (size_t j = 0; j < top[static_cast<size_t>(z)].size(); ++j) {
+      const int w = top[static_cast<size_t>(z)][j];
+      words.push_back({{"word", word_name(c, w)}, {"p", res.model.theta(z, w)}});
+      if (j < 3) label += " " + word_name(c, w);
+    }
+    topic_labels.push_back(label);
+    json coords = json::array();
+    for (int d = 0; d < D; ++d) coords.push_back(res.model.topic_coords(z, d));
+    topics.push_back({{"topic", z}, {"coords", coords}, {"top_words", words}});
+  }
+  json quality = json::object();
+  quality["topic_information"] = res.topic_information;
+  quality["collapsed"] = res.collapsed;
+  if (!c.labels.empty() && c.num_docs() > 10 && c.num_docs() <= kQualityMaxDocs) {
+    const int kmax = 10;
+    const KnnGraph g = exact_knn(res.doc_coords, kmax, run.threads);
+    for (int k : {1, 5, 10})
+      quality["knn_accuracy_" + std::to_string(k)] = knn_vote_accuracy(g.index, kmax, c.labels, k);
+  }
+
+  const auto t_write = Clock::now();
+  const fs::path dir(run.output.dir);
+  io::OutputSet out;
+  json outputs = json::object();
+  add_coordinates(out, outputs, run, "documents", res.doc_coords);
+  add_coordinates(out, outputs, run, "topics", res.model.topic_coords);
+  if (!fold) {
+    out.add((dir / "theta.npy").string(), io::npy_bytes(res.model.theta));
+    outputs["theta_npy"] = (dir / "theta.npy").string();
+    if (!c.vocab.empty()) {
+      std::string v;
+      for (const auto& w : c.vocab) v += w + "\n";
+      out.add((dir / "vocab.txt").string(), v);
+      outputs["vocab"] = (dir / "vocab.txt").string();
+    }
+  }
+  if (c.skipped_empty) {
+    std::vector<int> idx(c.doc_index.begin(), c.doc_index.end());
+    out.add((dir / "doc_index.npy").string(), io::npy_bytes(idx));
+    outputs["doc_index_npy"] = (dir / "doc_index.npy").string();
+  }
+  if (run.output.svg && D >= 2) {
+    report::MapPicture pic;
+    pic.objects = res.doc_coords;
+    if (!c.labels.empty()) {
+      pic.colour_index = c.labels;
+      int max_label = 0;
+      for (int l : c.labels) max_label = std::max(max_label, l);
+      for (int l = 0; l <= max_label; ++l)
+        pic.legend.push_back(static_cast<size_t>(l) < c.label_names.size() ? c.label_names[static_cast<size_t>(l)]
+                                                                           : "label " + std::to_string(l));
+    }
+    pic.classes = res.model.topic_coords;
+    pic.class_names = topic_labels;
+    pic.title = std::string("PLSV") + (fold ? " fold-in" : "") + ": " + std::to_string(c.num_docs()) + " documents, " +
+                std::to_string(Z) + " topics";
+    pic.subtitle = std::string(c.labels.empty() ? "documents" : "documents coloured by label") +
+                   "; topics labelled by their top words" + (D == 3 ? "; first two of three coordinates" : "") +
+                   (res.collapsed ? "; WARNING: collapsed map" : "");
+    pic.seed = run.seed;
+    out.add((dir / "map.svg").string(), report::render_map_svg(pic));
+    outputs["map_svg"] = (dir / "map.svg").string();
+  }
+
+  json report = report_header(run, *backend);
+  PlsvParams echoed = in.params;
+  echoed.topics = Z;
+  echoed.dim = D;
+  report["params"] = fields_to_json(echoed, plsv_fields());
+  report["params"]["beta"] = echoed.beta_per_document * static_cast<double>(c.num_docs());
+  report["params"]["gamma"] = echoed.gamma_per_topic * Z;
+  report["input"] = {{"corpus", in.spec.path},     {"documents", c.num_docs()}, {"words", c.num_words},
+                     {"nonzeros", c.nnz()},        {"skipped_empty_documents", c.skipped_empty},
+                     {"labels", !c.labels.empty()}, {"model", in.model_dir}};
+  json trace = json::array();
+  for (const auto& e : res.trace)
+    trace.push_back({{"iteration", e.iteration}, {"log_posterior", e.log_posterior},
+                     {"log_likelihood", e.log_likelihood}, {"newton_steps", e.newton_steps},
+                     {"relocated", e.relocated}, {"seconds", e.seconds}});
+  report["result"] = {{"log_posterior", res.log_posterior}, {"stop_reason", res.stop_reason},
+                      {"iterations", res.iterations},       {"collapsed", res.collapsed},
+                      {"topic_information", res.topic_information}};
+  report["topics"] = topics;
+  report["trace"] = trace;
+  report["quality"] = quality;
+  report["outputs"] = outputs;
+  report["outputs"]["report"] = (dir / "report.json").string();
+  report["timings"] = {{"read", L.seconds_read},   {"init", res.seconds_init}, {"fit", res.seconds_fit},
+                       {"write", seconds_since(t_write)}, {"total", seconds_since(t0)}};
+  out.add((dir / "report.json").string(), report.dump(2) + "\n");
+  out.commit();
+  if (!quiet) {
+    for (int z = 0; z < std::min(Z, 10); ++z) std::fprintf(stderr, "[plsv] topic %s\n", topic_labels[static_cast<size_t>(z)].c_str());
+    if (Z > 10) std::fprintf(stderr, "[plsv] ... %d more topics in report.json\n", Z - 10);
+    std::fprintf(stderr, "[plsv] wrote %s (documents, topics%s, report.json%s)\n", run.output.dir.c_str(),
+                 fold ? "" : ", theta", run.output.svg ? ", map.svg" : "");
+  }
+  return report;
+}
+
+}  // namespace orrery::cli

@@ -315,6 +315,7 @@ int run_ne_scale_bench(int argc, char** argv);  // bench/bench_ne.cpp
 int run_nerv_bench(int argc, char** argv);            // bench/bench_nerv.cpp
 int run_snerv_distance_bench(int argc, char** argv);  // bench/bench_nerv.cpp
 int run_snerv_cv_bench(int argc, char** argv);        // bench/bench_nerv.cpp
+int run_plsv_bench(int argc, char** argv);            // bench/bench_plsv.cpp
 }
 
 int main(int argc, char** argv) {
@@ -334,9 +335,10 @@ int main(int argc, char** argv) {
     if (what == "nerv") return orrery::run_nerv_bench(argc, argv);
     if (what == "snerv-distances") return orrery::run_snerv_distance_bench(argc, argv);
     if (what == "snerv-cv") return orrery::run_snerv_cv_bench(argc, argv);
+    if (what == "plsv") return orrery::run_plsv_bench(argc, argv);
     if (what != "pe")
       input_error("unknown benchmark '" + what +
-                  "'; expected: pe, quality, hssne, hssne-scale, nerv, snerv-distances, snerv-cv");
+                  "'; expected: pe, quality, hssne, hssne-scale, nerv, snerv-distances, snerv-cv, plsv");
     return run_pe(parse_options(argc, argv));
   } catch (const orrery::Error& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -14,3 +14,4 @@ fill posterior-model-params posterior_model
 fill hssne-params hssne
 fill nerv-params nerv
 fill metric-params metric
+fill plsv-params plsv

@@ -66,8 +66,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-double uniform01(std::mt19937_64& rng) { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; }
-
 // Corpus word frequencies f_w = sum_n c_nw / sum c.
 std::vector<double> word_frequencies(const Corpus& c) {
   std::vector<double> f(static_cast<size_t>(c.num_words), 0.0);

@@ -14,8 +14,6 @@
 namespace orrery {
 namespace {
 
-double uniform01(std::mt19937_64& rng) { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; }
-
 double normal(std::mt19937_64& rng) {
   const double u1 = uniform01(rng), u2 = uniform01(rng);
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);

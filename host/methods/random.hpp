@@ -8,6 +8,9 @@
 
 namespace orrery {
 
+// A uniform double in (0, 1) from the top 53 bits of one draw.
+inline double uniform01(std::mt19937_64& rng) { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; }
+
 inline std::vector<double> seeded_gaussian(size_t n, unsigned long long seed, double scale = 1.0) {
   std::mt19937_64 rng(seed);
   std::vector<double> out(n);

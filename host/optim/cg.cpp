@@ -23,6 +23,7 @@ CgReport cg_minimize(const CgObjective& f, std::vector<double>& x, const CgOptio
   for (size_t i = 0; i < x.size(); ++i) d[i] = -g[i];
   double step = 1.0 / std::max(1.0, std::sqrt(dot(g, g)));
   rep.stop_reason = "max_iter";
+  bool grow = true;  // the last line search took its first trial
   for (int it = 0; it < o.max_iter; ++it) {
     double gsq = dot(g, g);
     if (gsq < o.grad_sq_tol) {
@@ -34,8 +35,10 @@ CgReport cg_minimize(const CgObjective& f, std::vector<double>& x, const CgOptio
       for (size_t i = 0; i < x.size(); ++i) d[i] = -g[i];
       slope = -gsq;
     }
-    const LineSearchResult ls = backtrack_armijo(f, x, d, rep.f, slope, step * 2.0, o.max_backtracks, x_new, g_new);
+    const double t0 = grow ? step * 2.0 : step;
+    const LineSearchResult ls = backtrack_armijo(f, x, d, rep.f, slope, t0, o.max_backtracks, x_new, g_new, true);
     rep.evaluations += ls.evaluations;
+    grow = ls.evaluations == 1;
     if (!ls.accepted) {
       rep.stop_reason = "line_search";
       break;

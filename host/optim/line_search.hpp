@@ -1,5 +1,8 @@
-// Backtracking line search with the Armijo condition f(x + t d) <= f(x) + c t g'd (c = 1e-4),
-// halving t from t0; shared by L-BFGS and nonlinear CG. Non-finite trial values count as failures.
+// Backtracking line search with the Armijo condition f(x + t d) <= f(x) + c t g'd (c = 1e-4) from
+// t0; shared by L-BFGS and nonlinear CG. After a failed trial t is halved, or, with `interpolate`,
+// moved to the minimiser of the parabola through f(x), the slope g'd and f(x + t d), kept within
+// [0.1 t, 0.5 t] (Nocedal and Wright, section 3.5): one or two trials where halving needs several.
+// Non-finite trial values count as failures (and halve t).
 #pragma once
 #include <cmath>
 #include <functional>
@@ -18,7 +21,8 @@ struct LineSearchResult {
 // On success x_new, g_new hold the accepted point and its gradient.
 inline LineSearchResult backtrack_armijo(const Objective& f, const std::vector<double>& x, const std::vector<double>& d,
                                          double f0, double slope, double t0, int max_backtracks,
-                                         std::vector<double>& x_new, std::vector<double>& g_new) {
+                                         std::vector<double>& x_new, std::vector<double>& g_new,
+                                         bool interpolate = false) {
   LineSearchResult r;
   double t = t0;
   for (int bt = 0; bt <= max_backtracks; ++bt) {
@@ -31,7 +35,13 @@ inline LineSearchResult backtrack_armijo(const Objective& f, const std::vector<d
       r.f = fv;
       return r;
     }
-    t *= 0.5;
+    if (interpolate && std::isfinite(fv)) {
+      const double curvature = fv - f0 - slope * t;  // > 0 here, as the Armijo test failed
+      const double t_min = -slope * t * t / (2.0 * curvature);
+      t = std::min(0.5 * t, std::max(0.1 * t, t_min));
+    } else {
+      t *= 0.5;
+    }
   }
   return r;
 }

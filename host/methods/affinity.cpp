@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "cpu/clones.hpp"
 #include "orrery/error.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/math/affinity.hpp"
@@ -42,6 +43,27 @@ double SparseAffinity::at(index_t i, index_t j) const {
 
 namespace {
 
+// Row i's bandwidth (returned) and conditional probabilities p[l] = p_{l|i} (p[i] = 0) from its
+// squared distances d2 (N entries). Cloned: the perplexity search is N exps per step, which run
+// four to a vector with AVX2.
+ORRERY_CLONES double calibrate_row(const double* d2, index_t N, index_t i, double perplexity, double* p) {
+  const double beta =
+      math::bandwidth_for_perplexity<double, index_t>(d2, N, i, perplexity, kEntropyTol, kBisectionSteps);
+  double log_z, shift;
+  math::row_entropy<double, index_t>(d2, N, i, beta, &log_z, &shift);
+  // -beta (d2 - shift) <= 0 and log Z >= 0 (the nearest point contributes exp(0) = 1 to Z).
+#pragma omp simd
+  for (index_t l = 0; l < N; ++l) p[l] = math::exp_nonpositive(-beta * (d2[l] - shift) - log_z);
+  p[i] = 0.0;
+  return beta;
+}
+
+// d2[l] = |x_i - x_l|^2 for every point l of row-major X (n x d); cloned like calibrate_row.
+ORRERY_CLONES void squared_distances_row(const double* X, index_t n, int d, index_t i, double* d2) {
+  const double* xi = X + i * d;
+  for (index_t l = 0; l < n; ++l) d2[l] = math::squared_distance(xi, X + l * d, d);
+}
+
 // Dense affinities from rows of squared distances: row(i, d2) fills d2 (N entries) for point i.
 template <class Row>
 AffinityResult dense_from_rows(index_t N, double perplexity, int threads, const Row& row) {
@@ -63,12 +85,7 @@ AffinityResult dense_from_rows(index_t N, double perplexity, int threads, const 
 #pragma omp critical
           if (dup_a < 0 || std::min(i, l) < std::min(dup_a, dup_b)) dup_a = i, dup_b = l;
         }
-      const double beta =
-          math::bandwidth_for_perplexity<double, index_t>(d2.data(), N, i, perplexity, kEntropyTol, kBisectionSteps);
-      double log_z, shift;
-      math::row_entropy<double, index_t>(d2.data(), N, i, beta, &log_z, &shift);
-      res.beta[static_cast<size_t>(i)] = beta;
-      for (index_t l = 0; l < N; ++l) cond(i, l) = l == i ? 0.0 : std::exp(-beta * (d2[l] - shift) - log_z);
+      res.beta[static_cast<size_t>(i)] = calibrate_row(d2.data(), N, i, perplexity, cond.row(i));
     }
   }
   if (dup_a >= 0) duplicate_error(dup_a, dup_b);
@@ -86,7 +103,7 @@ AffinityResult affinities_dense(const MatrixD& X, double perplexity, int threads
   check_points(X);
   const int d = static_cast<int>(X.cols);
   return dense_from_rows(X.rows, perplexity, threads, [&](index_t i, std::vector<double>& d2) {
-    for (index_t l = 0; l < X.rows; ++l) d2[l] = math::squared_distance(X.row(i), X.row(l), d);
+    squared_distances_row(X.data.data(), X.rows, d, i, d2.data());
   });
 }
 

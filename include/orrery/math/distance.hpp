@@ -7,7 +7,7 @@
 namespace orrery::math {
 
 template <class T>
-ORRERY_HD T squared_distance(const T* a, const T* b, int d) {
+ORRERY_HD_INLINE T squared_distance(const T* a, const T* b, int d) {
   T s = T(0);
   // On the host the sum is vectorised (a fixed lane order, so still deterministic); integer-valued
   // inputs sum exactly in any order, which keeps CPU and GPU neighbour orders identical on them.

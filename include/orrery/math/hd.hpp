@@ -10,6 +10,25 @@
 #else
 #define ORRERY_HD inline
 #endif
+// ORRERY_HD that the host compiler must inline too: for loops that a CPU caller compiled for a wider
+// instruction set (host/cpu/clones.hpp) has to contain, not call.
+#if defined(__CUDACC__)
+#define ORRERY_HD_INLINE __host__ __device__ __forceinline__
+#elif defined(__GNUC__)
+#define ORRERY_HD_INLINE inline __attribute__((always_inline))
+#else
+#define ORRERY_HD_INLINE inline
+#endif
+
+// `#pragma omp simd` with the given clauses, for loops in these shared headers: the host compiler
+// vectorises them (reductions included) under OpenMP; device code and builds without OpenMP see
+// nothing. Example: ORRERY_SIMD(reduction(+ : z, m)).
+#define ORRERY_PRAGMA(x) _Pragma(#x)
+#if defined(_OPENMP) && !defined(__CUDA_ARCH__)
+#define ORRERY_SIMD(clauses) ORRERY_PRAGMA(omp simd clauses)
+#else
+#define ORRERY_SIMD(clauses)
+#endif
 
 namespace orrery::math {
 

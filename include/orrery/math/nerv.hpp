@@ -21,69 +21,10 @@
 // Sparse rows (p listed for some j only): the all-pairs loops use p = 0 and lp = the row's floor lpf
 // for every j, and each listed pair then adds the difference (nerv_row_listed, nerv_pair_c_listed).
 #pragma once
-#include <cstdint>
-#include <cstring>
-#include <type_traits>
-
+#include "orrery/math/exp.hpp"
 #include "orrery/math/hd.hpp"
 
 namespace orrery::math {
-
-// exp(x) for finite x <= 700; below -708.4 the result is flushed to 0 (exp(-708.4) ~ 2.2e-308, the
-// smallest normal double). The CPU double version is branch-free arithmetic so that a `omp simd`
-// loop calling it vectorises without libmvec (glibc only offers its vector exp under -ffast-math):
-// x = k ln2 + r, |r| <= ln2 / 2, by Cody-Waite reduction; exp(r) by its Taylor polynomial to r^13
-// (truncation < 5e-18); 2^k assembled in the exponent bits, zero when k + 1023 <= 0. Within 1 ulp
-// of std::exp over [-708, 0] (tested). Inputs with |x| >= 1024 or NaN are treated as -1024 (-> 0).
-template <class T>
-ORRERY_HD T exp_nonpositive(T x) {
-#if defined(__CUDA_ARCH__)
-  return hd_exp(x);
-#else
-  if constexpr (!std::is_same<T, double>::value) {
-    return hd_exp(x);
-  } else {
-    constexpr double kShift = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
-    constexpr std::uint64_t kShiftBits = 0x4338000000000000ull;
-    constexpr double kLog2e = 1.4426950408889634;
-    constexpr double kLn2Hi = 6.93147180369123816490e-01;  // 21 trailing zero bits: k kLn2Hi is exact
-    constexpr double kLn2Lo = 1.90821492927058770002e-10;
-    // Clamp |x| >= 1024 (biased exponent >= 0x409) and non-finite x to -1024 on the bits: an FP
-    // select here would stop GCC's if-conversion (-ftrapping-math) and the loop would not vectorise.
-    std::uint64_t ux;
-    std::memcpy(&ux, &x, sizeof ux);
-    const std::uint64_t big = ((((ux >> 52) & 0x7FFu) - 0x409u) >> 63) - 1u;  // all ones: clamp
-    ux = (ux & ~big) | (0xC090000000000000ull & big);
-    double xc;
-    std::memcpy(&xc, &ux, sizeof xc);
-    const double t = xc * kLog2e + kShift;
-    const double k = t - kShift;
-    const double r = (xc - k * kLn2Hi) - k * kLn2Lo;
-    double p = 1.0 / 6227020800.0;
-    p = p * r + 1.0 / 479001600.0;
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
-    std::uint64_t ut;
-    std::memcpy(&ut, &t, sizeof ut);
-    const std::uint64_t e = ut - kShiftBits + 1023u;   // k + 1023 (two's complement)
-    const std::uint64_t keep = ((e - 1u) >> 63) - 1u;  // all ones when e >= 1, else 0
-    const std::uint64_t us = (e << 52) & keep;
-    double s;
-    std::memcpy(&s, &us, sizeof s);
-    return p * s;
-  }
-#endif
-}
 
 // log of an input probability raised to the floor (so KL(q || p) stays finite).
 template <class T>

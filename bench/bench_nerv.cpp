@@ -68,13 +68,18 @@ MatrixD fashion(const std::string& dir, index_t n, std::vector<int>* labels) {
 }  // namespace
 
 int run_nerv_bench(int argc, char** argv) {
-  const auto o = options(argc, argv, {"--n", "--device", "--iters", "--pca", "--data", "--out", "--threads"}, "nerv");
+  const auto o =
+      options(argc, argv,
+              {"--n", "--device", "--iters", "--pca", "--data", "--out", "--threads", "--precision", "--affinities"},
+              "nerv");
+  const std::string mode = opt(o, "--affinities", "dense");
+  if (mode != "dense" && mode != "sparse") input_error("nerv: --affinities must be dense or sparse");
   auto backend = make_backend(opt(o, "--device", "auto"), std::stoi(opt(o, "--threads", "0")));
   const int pca = std::stoi(opt(o, "--pca", "50"));
   std::cerr << "[nerv] " << backend->name() << "\n";
   json records = json::array();
-  std::printf("%6s %5s %8s %8s %8s %6s %10s %8s %6s\n", "N", "pca", "pca_s", "aff_s", "fit_s", "iters", "s/iter",
-              "stop", "5nn");
+  std::printf("%6s %6s %6s %5s %8s %8s %8s %6s %6s %10s %8s %6s\n", "N", "P", "prec", "pca", "pca_s", "aff_s",
+              "fit_s", "iters", "evals", "s/eval", "stop", "5nn");
   for (index_t N : count_list(opt(o, "--n", "8000"))) {
     std::vector<int> labels;
     const MatrixD X = fashion(opt(o, "--data", "/usr/share/datasets/fashion-mnist"), N, &labels);
@@ -82,25 +87,34 @@ int run_nerv_bench(int argc, char** argv) {
     const MatrixD Xp = pca > 0 ? pca_project(X, pca, backend->threads()) : X;
     const double pca_s = since(t0);
     const auto t1 = Clock::now();
-    const AffinityResult aff = affinities_dense(Xp, 30.0, backend->threads());
+    const AffinityResult aff = mode == "dense" ? affinities_dense(Xp, 30.0, backend->threads())
+                                               : affinities_sparse(Xp, 30.0, backend->threads());
     const double aff_s = since(t1);
-    NervParams prm;
-    prm.max_iter = std::stoi(opt(o, "--iters", "500"));
-    const auto t2 = Clock::now();
-    const NervResult fit = fit_nerv(aff.conditional, aff.beta, prm, 1, *backend);
-    const double fit_s = since(t2);
-    QualityRequest req;
-    req.ks = {5};
-    req.curve = false;
-    const double acc = evaluate_quality(fit.coords, fit.coords, labels, req).at_k[0].knn_accuracy;
-    std::printf("%6lld %5d %8.2f %8.2f %8.2f %6d %10.4f %8s %6.3f\n", static_cast<long long>(N), pca, pca_s, aff_s,
-                fit_s, fit.iterations, fit_s / std::max(fit.iterations, 1), fit.stop_reason.c_str(), acc);
-    std::fflush(stdout);
-    records.push_back({{"bench", "nerv"}, {"device", backend->name()}, {"n", N}, {"pca", pca}, {"lambda", prm.lambda},
-                       {"pca_seconds", pca_s}, {"affinity_seconds", aff_s}, {"fit_seconds", fit_s},
-                       {"iterations", fit.iterations}, {"stop_reason", fit.stop_reason},
-                       {"objective", fit.objective_trace.empty() ? 0.0 : fit.objective_trace.back()},
-                       {"knn5_accuracy", acc}});
+    std::stringstream precisions(opt(o, "--precision", NervParams().precision));
+    for (std::string precision; std::getline(precisions, precision, ',');) {
+      NervParams prm;
+      prm.max_iter = std::stoi(opt(o, "--iters", "500"));
+      prm.precision = precision;
+      const auto t2 = Clock::now();
+      const NervResult fit = mode == "dense" ? fit_nerv(aff.conditional, aff.beta, prm, 1, *backend)
+                                             : fit_nerv(aff.sparse_conditional, aff.beta, prm, 1, *backend);
+      const double fit_s = since(t2);
+      QualityRequest req;
+      req.ks = {5};
+      req.curve = false;
+      const double acc = evaluate_quality(fit.coords, fit.coords, labels, req).at_k[0].knn_accuracy;
+      const std::string prec = backend->is_cuda() ? "float" : prm.precision;
+      std::printf("%6lld %6s %6s %5d %8.2f %8.2f %8.2f %6d %6d %10.4f %8s %6.3f\n", static_cast<long long>(N),
+                  mode.c_str(), prec.c_str(), pca, pca_s, aff_s, fit_s, fit.iterations, fit.evaluations,
+                  fit_s / std::max(fit.evaluations, 1), fit.stop_reason.c_str(), acc);
+      std::fflush(stdout);
+      records.push_back({{"bench", "nerv"}, {"device", backend->name()}, {"n", N}, {"affinities", mode},
+                         {"precision", prec}, {"evaluations", fit.evaluations}, {"pca", pca}, {"lambda", prm.lambda},
+                         {"pca_seconds", pca_s}, {"affinity_seconds", aff_s}, {"fit_seconds", fit_s},
+                         {"iterations", fit.iterations}, {"stop_reason", fit.stop_reason},
+                         {"objective", fit.objective_trace.empty() ? 0.0 : fit.objective_trace.back()},
+                         {"knn5_accuracy", acc}});
+    }
   }
   bench::write_records(opt(o, "--out", ""), records);
   return 0;

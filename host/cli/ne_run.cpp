@@ -305,7 +305,7 @@ json run_ne(const RunConfig& run, bool quiet) {
     Y = r.coords;
     trace = r.objective_trace;
     params = fields_to_json(p, nerv_fields());
-    result = {{"iterations", r.iterations}, {"stop_reason", r.stop_reason},
+    result = {{"iterations", r.iterations}, {"evaluations", r.evaluations}, {"stop_reason", r.stop_reason},
               {"objective", trace.empty() ? 0.0 : trace.back()}};
     if (run.method == "snerv") {
       json sel = json::array();

@@ -9,20 +9,36 @@
 //      N x D accumulator owned by the row's block (kBlocks fixed blocks of rows, whatever the thread
 //      count); the blocks' accumulators are added in block order at the end.
 // Each row of P (and of log P) is read once, by rows, while it is in cache. Beyond P the memory is
-// O(N): the row scalars, per thread three row buffers, and the kBlocks accumulators. Rows are summed
+// O(N): the row scalars, per thread a few row buffers, and the kBlocks accumulators. Rows are summed
 // in j order and blocks in block order, so results do not depend on the thread count. The j loops
-// skip j == i by running over [0, i) then (i, N), and they are `omp simd` loops whose exp
-// (math::exp_nonpositive) vectorises. Dense P: log max(p, floor) is taken once per fit
-// (nerv_log_probabilities), or per row and evaluation when no logs are given. Sparse P (CSR rows):
-// the all-pairs loops use p = 0 and the row's floor for log p, and each row's short CSR list adds
-// the listed pairs' corrections (no extra exp).
+// are `omp simd` loops whose exp (math::exp_nonpositive) vectorises, in the instruction-set clones
+// of cpu/clones.hpp.
+//
+// Two arithmetics, one template: double (the reference) and float (params.precision, the default
+// for fits). In float the pair terms, row buffers, coordinates and block accumulators are float;
+// the row sums are taken in tiles of kFloatTile columns whose float sums are added in double, and
+// the row scalars, the cost and the final gradient are double. With twice the SIMD lanes and a
+// shorter exp polynomial a float evaluation takes about half the time of a double one.
+//
+// Dense P: in double, log max(p, floor) is taken once per fit (nerv_log_probabilities), or per row
+// and evaluation when no logs are given; in float only log P is kept (N^2 floats) and each row's p
+// is exp(log p), taken in the row-sum pass: an exp per pair costs less than streaming a second N^2
+// matrix from memory on every evaluation. Sparse P (CSR rows): the all-pairs loops use p = 0 and
+// the row's floor for log p, and each row's short CSR list adds the listed pairs' corrections (no
+// extra exp).
 #include "orrery/nerv.hpp"
 
 #include <omp.h>
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <type_traits>
 
+#include "cpu/clones.hpp"
 #include "methods/random.hpp"
 #include "optim/cg.hpp"
 #include "orrery/backend.hpp"
@@ -44,6 +60,11 @@ const std::vector<Field<NervParams>>& nerv_fields() {
        false, {"random", "pca"}},
       {"init_scale", &NervParams::init_scale,
        "Standard deviation of the seeded Gaussian start, in units of the median input bandwidth sigma.", 0, kInf, true},
+      {"precision", &NervParams::precision,
+       "CPU arithmetic: float (pair terms in single precision, summed in double per tile of 512; about 2x faster; "
+       "holds log P in float, a quarter of the memory of P and log P in double) or double (the reference). CUDA "
+       "always uses float.",
+       -kInf, kInf, false, {"float", "double"}},
   };
   return fields;
 }
@@ -52,46 +73,53 @@ namespace {
 
 int nthreads(int t) { return t > 0 ? t : omp_get_max_threads(); }
 
-// The hot loops are exp-bound, and the build targets baseline x86-64 (2-wide SSE2, no FMA). GCC on
-// x86-64 Linux compiles the functions marked ORRERY_NERV_CLONES also for AVX2+FMA and AVX-512 and
-// picks one at load time (ifunc); one machine always runs the same clone, so results still do not
-// depend on the thread count. Elsewhere the attribute is empty.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define ORRERY_NERV_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define ORRERY_NERV_CLONES
-#endif
-// The helpers of those functions must be inlined into each clone to get its instruction set.
-#if defined(__GNUC__)
-#define ORRERY_NERV_INLINE inline __attribute__((always_inline))
-#else
-#define ORRERY_NERV_INLINE inline
-#endif
-
 // Blocks of rows, each with its own N x D accumulator of the scattered half of the gradient; a fixed
 // number, so the summation order does not depend on the thread count.
 constexpr index_t kBlocks = 64;
+// Float row sums run in tiles of kFloatTile columns: the SIMD lanes add in float within a tile
+// (at most kFloatTile / 8 terms each) and the tiles' sums are added in double, so a row of any
+// length keeps about float's accuracy. Double rows are one tile each side of the diagonal.
+constexpr index_t kFloatTile = 512;
+template <class T>
+constexpr index_t tile_size() {
+  return std::is_same<T, float>::value ? kFloatTile : std::numeric_limits<index_t>::max() / 2;
+}
 
 // The j loops read the map by dimension: yt[d n + j] = y_jd (D x n), so their loads are contiguous.
-std::vector<double> by_dimension(const MatrixD& Y) {
+template <class T>
+std::vector<T> by_dimension(const MatrixD& Y) {
   const index_t n = Y.rows, D = Y.cols;
-  std::vector<double> yt(static_cast<size_t>(n * D));
+  std::vector<T> yt(static_cast<size_t>(n * D));
   for (index_t j = 0; j < n; ++j)
-    for (index_t d = 0; d < D; ++d) yt[static_cast<size_t>(d * n + j)] = Y(j, d);
+    for (index_t d = 0; d < D; ++d) yt[static_cast<size_t>(d * n + j)] = static_cast<T>(Y(j, d));
   return yt;
 }
 
-template <int D>
-ORRERY_NERV_INLINE double distances_fixed(const double* yt, index_t n, index_t i, double* dist, index_t lo,
-                                          index_t hi) {
-  double yi[D];
+// The column tiles of row i: [0, i) and (i, n) cut into pieces of at most `size` columns.
+struct Tiles {
+  index_t n, i, size;
+  struct Range {
+    index_t lo, hi;
+  };
+  index_t left() const { return (i + size - 1) / size; }
+  index_t count() const { return left() + (n - i - 1 + size - 1) / size; }
+  Range operator[](index_t t) const {  // tile t, 0 <= t < count()
+    if (t < left()) return {t * size, std::min((t + 1) * size, i)};
+    const index_t lo = i + 1 + (t - left()) * size;
+    return {lo, lo + std::min(size, n - lo)};
+  }
+};
+
+template <class T, int D>
+ORRERY_ALWAYS_INLINE T distances_fixed(const T* yt, index_t n, index_t i, T* dist, index_t lo, index_t hi) {
+  T yi[D];
   for (int d = 0; d < D; ++d) yi[d] = yt[d * n + i];
-  double m = kInf;
+  T m = std::numeric_limits<T>::infinity();
 #pragma omp simd reduction(min : m)
   for (index_t j = lo; j < hi; ++j) {
-    double s = 0.0;
+    T s = 0;
     for (int d = 0; d < D; ++d) {
-      const double diff = yi[d] - yt[d * n + j];
+      const T diff = yi[d] - yt[d * n + j];
       s += diff * diff;
     }
     dist[j] = s;
@@ -100,26 +128,27 @@ ORRERY_NERV_INLINE double distances_fixed(const double* yt, index_t n, index_t i
   return m;
 }
 
-template <int D>
-ORRERY_NERV_INLINE double distances_row(const double* yt, index_t n, index_t i, double* dist) {
-  return std::min(distances_fixed<D>(yt, n, i, dist, 0, i), distances_fixed<D>(yt, n, i, dist, i + 1, n));
+template <class T, int D>
+ORRERY_ALWAYS_INLINE T distances_row(const T* yt, index_t n, index_t i, T* dist) {
+  return std::min(distances_fixed<T, D>(yt, n, i, dist, 0, i), distances_fixed<T, D>(yt, n, i, dist, i + 1, n));
 }
 
 // dist[j] = |y_i - y_j|^2 for every j != i; returns the smallest.
-ORRERY_NERV_CLONES double row_distances(const double* yt, index_t n, index_t D, index_t i, double* dist) {
+template <class T>
+ORRERY_CLONES T row_distances(const T* yt, index_t n, index_t D, index_t i, T* dist) {
   switch (D) {
     case 1:
-      return distances_row<1>(yt, n, i, dist);
+      return distances_row<T, 1>(yt, n, i, dist);
     case 2:
-      return distances_row<2>(yt, n, i, dist);
+      return distances_row<T, 2>(yt, n, i, dist);
     case 3:
-      return distances_row<3>(yt, n, i, dist);
+      return distances_row<T, 3>(yt, n, i, dist);
     default:
       break;
   }
-  double m = kInf;
+  T m = std::numeric_limits<T>::infinity();
   for (index_t j = 0; j < n; ++j) {
-    double s = 0.0;
+    T s = 0;
     for (index_t d = 0; d < D; ++d) s += (yt[d * n + i] - yt[d * n + j]) * (yt[d * n + i] - yt[d * n + j]);
     dist[j] = s;
     if (j != i) m = std::min(m, s);
@@ -128,154 +157,228 @@ ORRERY_NERV_CLONES double row_distances(const double* yt, index_t n, index_t D, 
 }
 
 // D <= 3 with one scalar per dimension: GCC sums an array-section reduction (g[:D]) lane by lane,
-// in order, which costs more than the rest of the loop.
-template <int D>
-ORRERY_NERV_INLINE void scatter_fixed(const double* yt, index_t n, index_t i, const double* c, double* gi,
-                                      double* acc) {
-  const double* x0 = yt;
-  const double* x1 = D > 1 ? yt + n : yt;
-  const double* x2 = D > 2 ? yt + 2 * n : yt;
-  double* a0 = acc;
-  double* a1 = D > 1 ? acc + n : acc;
-  double* a2 = D > 2 ? acc + 2 * n : acc;
-  const double y0 = x0[i], y1 = x1[i], y2 = x2[i];
-  double g0 = 0.0, g1 = 0.0, g2 = 0.0;
+// in order, which costs more than the rest of the loop. Columns [lo, hi); g[d] gets the tile's sum.
+template <class T, int D>
+ORRERY_ALWAYS_INLINE void scatter_fixed(const T* yt, index_t n, index_t i, const T* c, T* acc, index_t lo, index_t hi,
+                                      double* g) {
+  const T* x0 = yt;
+  const T* x1 = D > 1 ? yt + n : yt;
+  const T* x2 = D > 2 ? yt + 2 * n : yt;
+  T* a0 = acc;
+  T* a1 = D > 1 ? acc + n : acc;
+  T* a2 = D > 2 ? acc + 2 * n : acc;
+  const T y0 = x0[i], y1 = x1[i], y2 = x2[i];
+  T g0 = 0, g1 = 0, g2 = 0;
 #pragma omp simd reduction(+ : g0, g1, g2)
-  for (index_t j = 0; j < n; ++j) {
-    const double t0 = c[j] * (y0 - x0[j]);
+  for (index_t j = lo; j < hi; ++j) {
+    const T t0 = c[j] * (y0 - x0[j]);
     g0 += t0;
     a0[j] -= t0;
     if constexpr (D > 1) {
-      const double t1 = c[j] * (y1 - x1[j]);
+      const T t1 = c[j] * (y1 - x1[j]);
       g1 += t1;
       a1[j] -= t1;
     }
     if constexpr (D > 2) {
-      const double t2 = c[j] * (y2 - x2[j]);
+      const T t2 = c[j] * (y2 - x2[j]);
       g2 += t2;
       a2[j] -= t2;
     }
   }
-  const double g[3] = {g0, g1, g2};
-  for (int d = 0; d < D; ++d) gi[d] = g[d];
+  const T s[3] = {g0, g1, g2};
+  for (int d = 0; d < D; ++d) g[d] += static_cast<double>(s[d]);
 }
 
-// Row i's pair terms c_ij for every j (c_ii = 0): gi = sum_j c_ij (y_i - y_j), and the block
-// accumulator (D x n, like yt) gets c_ij (y_j - y_i) at j.
-ORRERY_NERV_CLONES void row_scatter(const double* yt, index_t n, index_t D, index_t i, const double* c, double* gi,
-                                    double* acc) {
+// Row i's pair terms c_ij for j in [lo, hi) (c_ii = 0): g[d] += sum_j c_ij (y_i - y_j) (added in
+// T, then to g in double), and the block accumulator (D x n, like yt) gets c_ij (y_j - y_i) at j.
+template <class T>
+ORRERY_CLONES void scatter_tile(const T* yt, index_t n, index_t D, index_t i, const T* c, T* acc, index_t lo,
+                                     index_t hi, double* g) {
   switch (D) {
     case 1:
-      return scatter_fixed<1>(yt, n, i, c, gi, acc);
+      return scatter_fixed<T, 1>(yt, n, i, c, acc, lo, hi, g);
     case 2:
-      return scatter_fixed<2>(yt, n, i, c, gi, acc);
+      return scatter_fixed<T, 2>(yt, n, i, c, acc, lo, hi, g);
     case 3:
-      return scatter_fixed<3>(yt, n, i, c, gi, acc);
+      return scatter_fixed<T, 3>(yt, n, i, c, acc, lo, hi, g);
     default:
       break;
   }
-  for (index_t d = 0; d < D; ++d) {
-    double g = 0.0;
-    for (index_t j = 0; j < n; ++j) {
-      const double t = c[j] * (yt[d * n + i] - yt[d * n + j]);
-      g += t;
+  for (index_t d = 0; d < D; ++d)
+    for (index_t j = lo; j < hi; ++j) {
+      const T t = c[j] * (yt[d * n + i] - yt[d * n + j]);
+      g[d] += static_cast<double>(t);
       acc[d * n + j] -= t;
     }
-    gi[d] = g;
-  }
+}
+
+// The whole row, tile by tile: gi = sum_j c_ij (y_i - y_j).
+template <class T>
+void row_scatter(const T* yt, index_t n, index_t D, index_t i, const T* c, double* gi, T* acc) {
+  for (index_t d = 0; d < D; ++d) gi[d] = 0.0;
+  for (index_t lo = 0; lo < n; lo += tile_size<T>())
+    scatter_tile(yt, n, D, i, c, acc, lo, lo + std::min(tile_size<T>(), n - lo), gi);
 }
 
 // Row sums (math/nerv.hpp): Z, T, U and P.
 struct RowSums {
   double z = 0.0, t = 0.0, u = 0.0, p = 0.0;
-  RowSums& operator+=(const RowSums& o) {
-    z += o.z, t += o.t, u += o.u, p += o.p;
-    return *this;
-  }
 };
 
-// Row sums over j in [lo, hi) of a dense row; w[j] = w_ij.
-ORRERY_NERV_CLONES RowSums dense_sums(const double* dist, const double* p, const double* lp, double b, double m,
-                                      double* w, index_t lo, index_t hi) {
-  double z = 0.0, t = 0.0, u = 0.0, ps = 0.0;
+// Row sums of a dense row over the columns [lo, hi) (one tile), added in T; w[j] = w_ij.
+template <class T>
+ORRERY_CLONES RowSums dense_tile_sums(const T* dist, const T* p, const T* lp, T b, T m, T* w, index_t lo,
+                                           index_t hi) {
+  T z = 0, t = 0, u = 0, ps = 0;
 #pragma omp simd reduction(+ : z, t, u, ps)
   for (index_t j = lo; j < hi; ++j) {
-    const math::NervRowTerms<double> r = math::nerv_row_terms(dist[j], b, m, p[j], lp[j]);
-    w[j] = r.w;
-    z += r.w;
-    t += r.wt;
-    u += r.pu;
+    const math::NervRowTerms<T> e = math::nerv_row_terms(dist[j], b, m, p[j], lp[j]);
+    w[j] = e.w;
+    z += e.w;
+    t += e.wt;
+    u += e.pu;
     ps += p[j];
   }
-  return {z, t, u, ps};
+  return {static_cast<double>(z), static_cast<double>(t), static_cast<double>(u), static_cast<double>(ps)};
 }
 
-// Row sums over j in [lo, hi) with p = 0 and log p = lpf (the all-pairs part of a sparse row).
-ORRERY_NERV_CLONES RowSums floor_sums(const double* dist, double lpf, double b, double m, double* w, index_t lo,
-                                      index_t hi) {
-  double z = 0.0, t = 0.0;
+// The same for a row kept as logs only: p_j = exp(lp_j) is taken here and stored in p for the
+// gradient pass.
+template <class T>
+ORRERY_CLONES RowSums logs_tile_sums(const T* dist, const T* lp, T b, T m, T* w, T* p, index_t lo, index_t hi) {
+  T z = 0, t = 0, u = 0, ps = 0;
+#pragma omp simd reduction(+ : z, t, u, ps)
+  for (index_t j = lo; j < hi; ++j) {
+    const T pj = math::exp_nonpositive(lp[j]);
+    const math::NervRowTerms<T> e = math::nerv_row_terms(dist[j], b, m, pj, lp[j]);
+    p[j] = pj;
+    w[j] = e.w;
+    z += e.w;
+    t += e.wt;
+    u += e.pu;
+    ps += pj;
+  }
+  return {static_cast<double>(z), static_cast<double>(t), static_cast<double>(u), static_cast<double>(ps)};
+}
+
+// The same with p = 0 and log p = lpf (the all-pairs part of a sparse row).
+template <class T>
+ORRERY_CLONES RowSums floor_tile_sums(const T* dist, T lpf, T b, T m, T* w, index_t lo, index_t hi) {
+  T z = 0, t = 0;
 #pragma omp simd reduction(+ : z, t)
   for (index_t j = lo; j < hi; ++j) {
-    const math::NervRowTerms<double> r = math::nerv_row_terms(dist[j], b, m, 0.0, lpf);
-    w[j] = r.w;
-    z += r.w;
-    t += r.wt;
+    const math::NervRowTerms<T> e = math::nerv_row_terms(dist[j], b, m, T(0), lpf);
+    w[j] = e.w;
+    z += e.w;
+    t += e.wt;
   }
+  return {static_cast<double>(z), static_cast<double>(t), 0.0, 0.0};
+}
+
+// Row i's sums over j != i, tile by tile (the tiles' sums added in double); tile(lo, hi) -> RowSums.
+template <class T, class F>
+RowSums tiled_row_sums(index_t n, index_t i, const F& tile) {
   RowSums s;
-  s.z = z;
-  s.t = t;
+  const Tiles tiles{n, i, tile_size<T>()};
+  for (index_t k = 0; k < tiles.count(); ++k) {
+    const Tiles::Range r = tiles[k];
+    const RowSums t = tile(r.lo, r.hi);
+    s.z += t.z, s.t += t.t, s.u += t.u, s.p += t.p;
+  }
   return s;
 }
 
-// c[j] = c_ij for j in [lo, hi) from the weights w, p = p_{j|i} and lp = its floored log (dense).
-ORRERY_NERV_CLONES void dense_pair_c(const double* dist, const double* w, const double* p, const double* lp,
-                                     math::NervRow<double> r, double lambda, double* c, index_t lo, index_t hi) {
+// c[j] = c_ij for j != i from the weights w, p = p_{j|i} and lp = its floored log (dense); c[i] = 0.
+template <class T>
+ORRERY_CLONES void dense_pair_c(const T* dist, const T* w, const T* p, const T* lp, math::NervRow<T> r,
+                                     T lambda, T* c, index_t n, index_t i) {
 #pragma omp simd
-  for (index_t j = lo; j < hi; ++j)
+  for (index_t j = 0; j < n; ++j)
     c[j] = math::nerv_pair_c(w[j] * r.q_scale, math::nerv_log_q(dist[j], r), r, p[j], lp[j], lambda);
+  c[i] = 0;
 }
 
-// c[j] = c_ij for j in [lo, hi) with p = 0 and log p = lpf (the all-pairs part of a sparse row).
-ORRERY_NERV_CLONES void floor_pair_c(const double* dist, const double* w, double lpf, math::NervRow<double> r,
-                                     double lambda, double* c, index_t lo, index_t hi) {
+// c[j] = c_ij for j != i with p = 0 and log p = lpf (the all-pairs part of a sparse row); c[i] = 0.
+template <class T>
+ORRERY_CLONES void floor_pair_c(const T* dist, const T* w, T lpf, math::NervRow<T> r, T lambda, T* c, index_t n,
+                                     index_t i) {
 #pragma omp simd
-  for (index_t j = lo; j < hi; ++j)
-    c[j] = math::nerv_pair_c(w[j] * r.q_scale, math::nerv_log_q(dist[j], r), r, 0.0, lpf, lambda);
+  for (index_t j = 0; j < n; ++j)
+    c[j] = math::nerv_pair_c(w[j] * r.q_scale, math::nerv_log_q(dist[j], r), r, T(0), lpf, lambda);
+  c[i] = 0;
 }
 
-// Dense input: P and its floored logs, rows p_{j|i}; without LP each row's logs are taken into a row
-// buffer (N logs per row and evaluation instead of an N x N matrix).
-struct DenseInput {
-  const MatrixD& P;
-  const MatrixD* LP;
+// A row's p_{j|i} and floored logs as the pair loops read them.
+template <class T>
+struct RowP {
+  const T* p;
+  const T* lp;
+};
 
-  const double* row_logs(index_t i, double* buf) const {
-    if (LP) return LP->row(i);
-    const double* p = P.row(i);
-    for (index_t j = 0; j < P.cols; ++j) buf[j] = math::nerv_log_prob(p[j], kNervProbabilityFloor);
-    return buf;
+// Dense input: rows of P and of their floored logs (n x n, row-major) in T. Without LP (double
+// only) each row's logs are taken into a row buffer: N logs per row and evaluation instead of an
+// N x N matrix. Without P (float) each row's p are exp(log p) in a row buffer: one exp per pair
+// instead of reading a second N x N matrix, which bounds a float evaluation by memory traffic.
+template <class T>
+struct DenseInput {
+  index_t n;
+  const T* P;
+  const T* LP;
+
+  // Without P, p points to pbuf, which row_sums fills.
+  RowP<T> row(index_t i, T* pbuf, T* lbuf) const {
+    const T* lp = LP ? LP + i * n : nullptr;
+    if (!lp) {
+      if constexpr (std::is_same<T, double>::value) {
+        const T* p = P + i * n;
+        for (index_t j = 0; j < n; ++j) lbuf[j] = math::nerv_log_prob(p[j], kNervProbabilityFloor);
+        lp = lbuf;
+      } else {
+        internal_error("nerv: float evaluation without log P");
+      }
+    }
+    return {P ? P + i * n : pbuf, lp};
   }
-  RowSums row_sums(index_t i, const double* lp, const double* dist, double b, double m, double* w) const {
-    RowSums s = dense_sums(dist, P.row(i), lp, b, m, w, 0, i);
-    s += dense_sums(dist, P.row(i), lp, b, m, w, i + 1, P.rows);
-    return s;
+  RowSums row_sums(index_t i, const RowP<T>& r, const T* dist, T b, T m, T* w) const {
+    if (!P) {
+      T* p = const_cast<T*>(r.p);  // the caller's row buffer (row() above)
+      return tiled_row_sums<T>(
+          n, i, [&](index_t lo, index_t hi) { return logs_tile_sums(dist, r.lp, b, m, w, p, lo, hi); });
+    }
+    return tiled_row_sums<T>(
+        n, i, [&](index_t lo, index_t hi) { return dense_tile_sums(dist, r.p, r.lp, b, m, w, lo, hi); });
   }
-  void pair_c(index_t i, const double* lp, const double* dist, const double* w, const math::NervRow<double>& r,
-              double lambda, double* c) const {
-    dense_pair_c(dist, w, P.row(i), lp, r, lambda, c, 0, i);
-    dense_pair_c(dist, w, P.row(i), lp, r, lambda, c, i + 1, P.rows);
+  void pair_c(index_t i, const RowP<T>& rp, const T* dist, const T* w, const math::NervRow<T>& r, T lambda,
+              T* c) const {
+    dense_pair_c(dist, w, rp.p, rp.lp, r, lambda, c, n, i);
   }
 };
 
-// Sparse input: CSR rows p_{j|i}, their floored logs and each row's floor log p_floor_i.
+// The floored logs of a dense P in T (taken in double: a float p may have underflowed where p did
+// not); P itself is taken back from them row by row.
+template <class T>
+struct DenseStore {
+  std::vector<T> lp;
+  DenseStore(const MatrixD& P, int threads) : lp(P.data.size()) {
+    const index_t n = static_cast<index_t>(P.data.size());
+#pragma omp parallel for schedule(static) num_threads(nthreads(threads))
+    for (index_t k = 0; k < n; ++k)
+      lp[static_cast<size_t>(k)] = static_cast<T>(math::nerv_log_prob(P.data[static_cast<size_t>(k)], kNervProbabilityFloor));
+  }
+  DenseInput<T> input(index_t n) const { return {n, nullptr, lp.data()}; }
+};
+
+// Sparse input: CSR rows p_{j|i}, their floored logs and each row's floor log p_floor_i, in T.
+template <class T>
 struct SparseInput {
   const SparseAffinity& P;
-  std::vector<double> lp, lpf;
+  std::vector<T> val, lp, lpf;
 
   SparseInput(const SparseAffinity& p, index_t n) : P(p) {
     if (P.num_points != n || P.row_ptr.size() != static_cast<size_t>(n) + 1 ||
         P.col.size() != static_cast<size_t>(P.row_ptr.back()) || P.val.size() != P.col.size())
       internal_error("nerv_objective: sparse P and Y disagree on N, or P is not CSR");
+    val.resize(P.col.size());
     lp.resize(P.col.size());
     lpf.resize(static_cast<size_t>(n));
     for (index_t i = 0; i < n; ++i) {
@@ -284,72 +387,110 @@ struct SparseInput {
         const double v = P.val[static_cast<size_t>(q)];
         const index_t j = P.col[static_cast<size_t>(q)];
         if (j < 0 || j >= n || j == i) internal_error("nerv_objective: sparse P column out of range or diagonal");
-        lp[static_cast<size_t>(q)] = math::nerv_log_prob(v, kNervProbabilityFloor);
+        val[static_cast<size_t>(q)] = static_cast<T>(v);
+        lp[static_cast<size_t>(q)] = static_cast<T>(math::nerv_log_prob(v, kNervProbabilityFloor));
         if (v > 0) pmin = std::min(pmin, v);
       }
       const double floor = pmin < kInf ? 1e-3 * pmin : 1e-3 / static_cast<double>(n - 1);
-      lpf[static_cast<size_t>(i)] = math::nerv_log_prob(floor, kNervProbabilityFloor);
+      lpf[static_cast<size_t>(i)] = static_cast<T>(math::nerv_log_prob(floor, kNervProbabilityFloor));
     }
   }
 
-  const double* row_logs(index_t, double*) const { return nullptr; }  // kept per stored entry in lp
-  RowSums row_sums(index_t i, const double*, const double* dist, double b, double m, double* w) const {
+  RowP<T> row(index_t, T*, T*) const { return {nullptr, nullptr}; }  // kept per stored entry
+  RowSums row_sums(index_t i, const RowP<T>&, const T* dist, T b, T m, T* w) const {
     const size_t ui = static_cast<size_t>(i);
-    RowSums s = floor_sums(dist, lpf[ui], b, m, w, 0, i);
-    s += floor_sums(dist, lpf[ui], b, m, w, i + 1, P.num_points);
+    const T f = lpf[ui];
+    RowSums s = tiled_row_sums<T>(P.num_points, i,
+                               [&](index_t lo, index_t hi) { return floor_tile_sums(dist, f, b, m, w, lo, hi); });
     for (index_t q = P.row_ptr[ui]; q < P.row_ptr[ui + 1]; ++q) {
       const size_t uq = static_cast<size_t>(q);
       const index_t j = P.col[uq];
-      const math::NervRowTerms<double> r = math::nerv_row_listed(w[j], dist[j], b, P.val[uq], lp[uq], lpf[ui]);
-      s.t += r.wt;
-      s.u += r.pu;
-      s.p += P.val[uq];
+      const math::NervRowTerms<T> r = math::nerv_row_listed(w[j], dist[j], b, val[uq], lp[uq], lpf[ui]);
+      s.t += static_cast<double>(r.wt);
+      s.u += static_cast<double>(r.pu);
+      s.p += static_cast<double>(val[uq]);
     }
     return s;
   }
-  void pair_c(index_t i, const double*, const double* dist, const double* w, const math::NervRow<double>& r,
-              double lambda, double* c) const {
+  void pair_c(index_t i, const RowP<T>&, const T* dist, const T* w, const math::NervRow<T>& r, T lambda,
+              T* c) const {
     const size_t ui = static_cast<size_t>(i);
-    floor_pair_c(dist, w, lpf[ui], r, lambda, c, 0, i);
-    floor_pair_c(dist, w, lpf[ui], r, lambda, c, i + 1, P.num_points);
+    floor_pair_c(dist, w, lpf[ui], r, lambda, c, P.num_points, i);
     for (index_t q = P.row_ptr[ui]; q < P.row_ptr[ui + 1]; ++q) {
       const size_t uq = static_cast<size_t>(q);
       const index_t j = P.col[uq];
-      c[j] += math::nerv_pair_c_listed(w[j] * r.q_scale, r, P.val[uq], lp[uq], lpf[ui], lambda);
+      c[j] += math::nerv_pair_c_listed(w[j] * r.q_scale, r, val[uq], lp[uq], lpf[ui], lambda);
     }
   }
 };
 
-// One evaluation: one pass over kBlocks fixed blocks of rows, then (with grad) the blocks'
-// accumulators added in block order.
-template <class Input>
+// Flushes denormal results and inputs to zero in this thread while it lives (x86 MXCSR FTZ and
+// DAZ), then restores the mode. A float row's far pairs have weights exp(s - m) down to 1e-38,
+// and their products with 1/Z, beta and the coordinates land in the denormal range, where x86
+// cores take a microcode assist per operation: in a spread-out map that slows a float evaluation
+// several times. Flushed, such a term is 0 instead of < 1e-38 of its row's total.
+class FlushDenormals {
+ public:
+  explicit FlushDenormals(bool on) {
+#if defined(__SSE2__)
+    if (on) {
+      saved_ = _mm_getcsr();
+      _mm_setcsr(saved_ | 0x8040u);  // FTZ (bit 15) | DAZ (bit 6)
+      active_ = true;
+    }
+#else
+    (void)on;
+#endif
+  }
+  ~FlushDenormals() {
+#if defined(__SSE2__)
+    if (active_) _mm_setcsr(saved_);
+#endif
+  }
+  FlushDenormals(const FlushDenormals&) = delete;
+  FlushDenormals& operator=(const FlushDenormals&) = delete;
+
+ private:
+  unsigned saved_ = 0;
+  bool active_ = false;
+};
+
+// One evaluation in T: one pass over kBlocks fixed blocks of rows, then (with grad) the blocks'
+// accumulators added in block order. Row totals, the cost and the gradient's sums are double.
+template <class T, class Input>
 double evaluate(const Input& in, const std::vector<double>& beta, const MatrixD& Y, double lambda, MatrixD* grad,
                 int threads) {
   const index_t N = Y.rows, D = Y.cols;
   if (static_cast<index_t>(beta.size()) != N) internal_error("nerv_objective: beta and Y disagree on N");
   if (N < 2) internal_error("nerv_objective: needs at least 2 points");
-  std::vector<double> cost(static_cast<size_t>(N)), acc;
+  std::vector<double> cost(static_cast<size_t>(N));
+  std::vector<T> acc;
   if (grad) {
     *grad = MatrixD(N, D);
-    acc.assign(static_cast<size_t>(kBlocks * N * D), 0.0);
+    acc.assign(static_cast<size_t>(kBlocks * N * D), T(0));
   }
-  const std::vector<double> yt = by_dimension(Y);
+  const std::vector<T> yt = by_dimension<T>(Y);
+  const T lam = static_cast<T>(lambda);
 #pragma omp parallel num_threads(nthreads(threads))
   {
-    std::vector<double> dist(static_cast<size_t>(N)), w(static_cast<size_t>(N)), logs(static_cast<size_t>(N));
-    std::vector<double> c(grad ? static_cast<size_t>(N) : 0);
+    const FlushDenormals flush(std::is_same<T, float>::value);
+    std::vector<T> dist(static_cast<size_t>(N)), w(static_cast<size_t>(N)), pbuf(static_cast<size_t>(N)),
+        lbuf(static_cast<size_t>(N));
+    std::vector<T> c(grad ? static_cast<size_t>(N) : 0);
 #pragma omp for schedule(static)
     for (index_t blk = 0; blk < kBlocks; ++blk)
       for (index_t i = blk * N / kBlocks; i < (blk + 1) * N / kBlocks; ++i) {
-        const double b = beta[static_cast<size_t>(i)];
-        const double m = -b * row_distances(yt.data(), N, D, i, dist.data());
-        const double* lp = in.row_logs(i, logs.data());
-        const RowSums s = in.row_sums(i, lp, dist.data(), b, m, w.data());
-        const math::NervRow<double> r = math::nerv_row_finish(b, m, s.z, s.t, s.u, s.p);
+        const T b = static_cast<T>(beta[static_cast<size_t>(i)]);
+        const T m = -b * row_distances(yt.data(), N, D, i, dist.data());
+        const RowP<T> rp = in.row(i, pbuf.data(), lbuf.data());
+        const RowSums s = in.row_sums(i, rp, dist.data(), b, m, w.data());
+        const math::NervRow<double> r =
+            math::nerv_row_finish(static_cast<double>(b), static_cast<double>(m), s.z, s.t, s.u, s.p);
         cost[static_cast<size_t>(i)] = lambda * r.kl_pq + (1 - lambda) * r.kl_qp;
         if (grad) {
-          in.pair_c(i, lp, dist.data(), w.data(), r, lambda, c.data());
-          c[static_cast<size_t>(i)] = 0.0;
+          const math::NervRow<T> rt{static_cast<T>(r.beta),  static_cast<T>(r.lse),   static_cast<T>(r.kl_qp),
+                                    static_cast<T>(r.kl_pq), static_cast<T>(r.p_sum), static_cast<T>(r.q_scale)};
+          in.pair_c(i, rp, dist.data(), w.data(), rt, lam, c.data());
           row_scatter(yt.data(), N, D, i, c.data(), grad->row(i), acc.data() + blk * D * N);
         }
       }
@@ -358,7 +499,8 @@ double evaluate(const Input& in, const std::vector<double>& beta, const MatrixD&
       for (index_t i = 0; i < N; ++i)
         for (index_t d = 0; d < D; ++d) {
           double s = (*grad)(i, d);
-          for (index_t blk = 0; blk < kBlocks; ++blk) s += acc[static_cast<size_t>((blk * D + d) * N + i)];
+          for (index_t blk = 0; blk < kBlocks; ++blk)
+            s += static_cast<double>(acc[static_cast<size_t>((blk * D + d) * N + i)]);
           (*grad)(i, d) = 2.0 * s;
         }
     }
@@ -403,6 +545,7 @@ NervResult fit(index_t N, const std::vector<double>& beta, const NervParams& prm
   res.coords.data = x;
   res.objective_trace = rep.trace;
   res.iterations = rep.iterations;
+  res.evaluations = rep.evaluations;
   res.stop_reason = rep.stop_reason;
   for (double v : x)
     if (!std::isfinite(v)) internal_error("NeRV produced non-finite coordinates");
@@ -425,50 +568,88 @@ double nerv_objective(const MatrixD& P, const MatrixD& logP, const std::vector<d
   const index_t N = Y.rows;
   if (P.rows != N || P.cols != N || logP.rows != N || logP.cols != N)
     internal_error("nerv_objective: P, log P and Y disagree on N");
-  return evaluate(DenseInput{P, &logP}, beta, Y, lambda, grad, threads);
+  return evaluate<double>(DenseInput<double>{N, P.data.data(), logP.data.data()}, beta, Y, lambda, grad, threads);
 }
 
 double nerv_objective(const MatrixD& P, const std::vector<double>& beta, const MatrixD& Y, double lambda, MatrixD* grad,
                       int threads) {
   if (P.rows != Y.rows || P.cols != Y.rows) internal_error("nerv_objective: P, beta and Y disagree on N");
-  return evaluate(DenseInput{P, nullptr}, beta, Y, lambda, grad, threads);
+  return evaluate<double>(DenseInput<double>{Y.rows, P.data.data(), nullptr}, beta, Y, lambda, grad, threads);
 }
 
 double nerv_objective(const SparseAffinity& P, const std::vector<double>& beta, const MatrixD& Y, double lambda,
                       MatrixD* grad, int threads) {
-  return evaluate(SparseInput(P, Y.rows), beta, Y, lambda, grad, threads);
+  return evaluate<double>(SparseInput<double>(P, Y.rows), beta, Y, lambda, grad, threads);
 }
+
+double nerv_objective_float(const MatrixD& P, const std::vector<double>& beta, const MatrixD& Y, double lambda,
+                            MatrixD* grad, int threads) {
+  if (P.rows != Y.rows || P.cols != Y.rows) internal_error("nerv_objective: P, beta and Y disagree on N");
+  const DenseStore<float> store(P, threads);
+  return evaluate<float>(store.input(Y.rows), beta, Y, lambda, grad, threads);
+}
+
+double nerv_objective_float(const SparseAffinity& P, const std::vector<double>& beta, const MatrixD& Y, double lambda,
+                            MatrixD* grad, int threads) {
+  return evaluate<float>(SparseInput<float>(P, Y.rows), beta, Y, lambda, grad, threads);
+}
+
+namespace {
+
+// A CPU fit of dense P in the precision the parameters ask for.
+NervResult fit_dense_cpu(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm,
+                         unsigned long long seed, int threads, const std::function<void(int, double)>& progress,
+                         const MatrixD* start) {
+  if (P.rows != P.cols) internal_error("fit_nerv: P is not square");
+  const index_t N = P.rows;
+  if (prm.precision == "double") {
+    const MatrixD logP = nerv_log_probabilities(P, threads);
+    const DenseInput<double> in{N, P.data.data(), logP.data.data()};
+    return fit(
+        N, beta, prm, seed,
+        [&](const MatrixD& Y, MatrixD* g) { return evaluate<double>(in, beta, Y, prm.lambda, g, threads); }, progress,
+        start);
+  }
+  const DenseStore<float> store(P, threads);
+  const DenseInput<float> in = store.input(N);
+  return fit(
+      N, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return evaluate<float>(in, beta, Y, prm.lambda, g, threads); },
+      progress, start);
+}
+
+NervResult fit_sparse_cpu(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& prm,
+                          unsigned long long seed, int threads, const std::function<void(int, double)>& progress,
+                          const MatrixD* start) {
+  const index_t N = P.num_points;
+  if (prm.precision == "double") {
+    const SparseInput<double> in(P, N);
+    return fit(
+        N, beta, prm, seed,
+        [&](const MatrixD& Y, MatrixD* g) { return evaluate<double>(in, beta, Y, prm.lambda, g, threads); }, progress,
+        start);
+  }
+  const SparseInput<float> in(P, N);
+  return fit(
+      N, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return evaluate<float>(in, beta, Y, prm.lambda, g, threads); },
+      progress, start);
+}
+
+}  // namespace
 
 NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm, unsigned long long seed,
                     int threads, const std::function<void(int, double)>& progress) {
-  const index_t N = P.rows;
-  if (P.cols != N) internal_error("fit_nerv: P is not square");
-  const MatrixD logP = nerv_log_probabilities(P, threads);
-  const DenseInput in{P, &logP};
-  return fit(
-      N, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return evaluate(in, beta, Y, prm.lambda, g, threads); },
-      progress);
+  return fit_dense_cpu(P, beta, prm, seed, threads, progress, nullptr);
 }
 
 NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& prm,
                     unsigned long long seed, int threads, const std::function<void(int, double)>& progress) {
-  const SparseInput in(P, P.num_points);
-  return fit(
-      P.num_points, beta, prm, seed,
-      [&](const MatrixD& Y, MatrixD* g) { return evaluate(in, beta, Y, prm.lambda, g, threads); }, progress);
+  return fit_sparse_cpu(P, beta, prm, seed, threads, progress, nullptr);
 }
 
 NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm, unsigned long long seed,
                     Backend& backend, const std::function<void(int, double)>& progress, const MatrixD* start) {
   if (P.rows != P.cols) internal_error("fit_nerv: P is not square");
-  const int threads = backend.threads();
-  if (!backend.is_cuda()) {
-    const MatrixD logP = nerv_log_probabilities(P, threads);
-    const DenseInput in{P, &logP};
-    return fit(
-        P.rows, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return evaluate(in, beta, Y, prm.lambda, g, threads); },
-        progress, start);
-  }
+  if (!backend.is_cuda()) return fit_dense_cpu(P, beta, prm, seed, backend.threads(), progress, start);
   auto engine = make_nerv_engine_cuda(backend.device_index(), P, nerv_log_probabilities(P), beta, prm.lambda, prm.dim);
   return fit(
       P.rows, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return engine->evaluate(Y, g); }, progress, start);
@@ -478,13 +659,8 @@ NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, co
                     unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress,
                     const MatrixD* start) {
   const index_t N = P.num_points;
-  const SparseInput in(P, N);
-  if (!backend.is_cuda()) {
-    const int threads = backend.threads();
-    return fit(
-        N, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return evaluate(in, beta, Y, prm.lambda, g, threads); },
-        progress, start);
-  }
+  if (!backend.is_cuda()) return fit_sparse_cpu(P, beta, prm, seed, backend.threads(), progress, start);
+  const SparseInput<double> in(P, N);
   // Dense rows with the same numbers as the sparse evaluation: unlisted pairs p = 0, log p = floor.
   MatrixD Pd(N, N, 0.0), L(N, N, 0.0);
   for (index_t i = 0; i < N; ++i) {

@@ -1,7 +1,8 @@
 // NeRV: cost and gradient against finite differences for several lambda (dense and sparse P),
 // lambda = 1 equals the SNE cost, the row/pair-pass evaluation equals the straightforward N x N one,
-// sparse equals dense when the lists cover every point, the vectorisable exp is within an ulp of
-// std::exp, and the CG fits lower the cost and keep neighbourhoods.
+// sparse equals dense when the lists cover every point, the vectorisable exps are within an ulp (two
+// in float) of std::exp, the float evaluation agrees with the double one, and the CG fits lower the
+// cost and keep neighbourhoods.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -139,6 +140,68 @@ TEST(Nerv, ExpNonpositiveIsWithinAnUlpOfStdExp) {
   EXPECT_NEAR(math::exp_nonpositive(-708.3), std::exp(-708.3), 1e-15 * std::exp(-708.3));
   for (double x : {-709.1, -745.0, -1023.0, -1e6, -1e300, -std::numeric_limits<double>::infinity()})
     EXPECT_EQ(math::exp_nonpositive(x), 0.0) << x;
+}
+
+TEST(Nerv, FloatExpIsWithinTwoUlpsOfExp) {
+  std::mt19937_64 rng(8);
+  double worst = 0.0;
+  for (float lo : {-1.0f, -20.0f, -87.0f}) {
+    std::uniform_real_distribution<float> u(lo, 0.0f);
+    for (int k = 0; k < 200000; ++k) {
+      const float x = u(rng);
+      const double e = std::exp(static_cast<double>(x));
+      worst = std::max(worst, std::abs(static_cast<double>(math::exp_nonpositive(x)) - e) / e);
+    }
+  }
+  EXPECT_LE(worst, 2.4e-7);  // two float ulps relative to the bottom of a binade (2 x 2^-23)
+  EXPECT_EQ(math::exp_nonpositive(0.0f), 1.0f);
+  EXPECT_NEAR(math::exp_nonpositive(-87.0f), std::exp(-87.0f), 3e-7f * std::exp(-87.0f));
+  for (float x : {-88.0f, -104.0f, -690.0f, -1e6f, -std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::quiet_NaN()})
+    EXPECT_EQ(math::exp_nonpositive(x), 0.0f) << x;
+}
+
+// The float evaluation (params.precision = "float") against the double reference: dense and sparse
+// rows, D = 2 and 3, several lambda, and N = 1100 so that rows span several 512-column tiles with
+// the diagonal inside one.
+TEST(Nerv, FloatEvaluationAgreesWithDouble) {
+  struct Case {
+    index_t n;
+    int D;
+    double lambda;
+  };
+  for (const Case c : {Case{60, 2, 0.0}, Case{60, 3, 0.3}, Case{60, 2, 1.0}, Case{1100, 2, 0.3}}) {
+    const MatrixD X = points(c.n, 5, 51);
+    const AffinityResult d = affinities_dense(X, 12.0), s = affinities_sparse(X, 12.0);
+    const MatrixD Y = gaussian(c.n, c.D, 52);
+    const std::string what = "N " + std::to_string(c.n) + " D " + std::to_string(c.D) + " lambda " +
+                              std::to_string(c.lambda);
+    MatrixD gd, gf, gf1, gsd, gsf;
+    const double Ed = nerv_objective(d.conditional, d.beta, Y, c.lambda, &gd, 2);
+    const double Ef = nerv_objective_float(d.conditional, d.beta, Y, c.lambda, &gf, 2);
+    EXPECT_NEAR(Ef, Ed, 2e-6 * std::abs(Ed)) << what;
+    expect_same(gf, gd, 2e-5, "dense float gradient, " + what);
+    EXPECT_EQ(nerv_objective_float(d.conditional, d.beta, Y, c.lambda, &gf1, 1), Ef) << "any thread count, " << what;
+    EXPECT_EQ(gf1.data, gf.data) << what;
+    const double Esd = nerv_objective(s.sparse_conditional, s.beta, Y, c.lambda, &gsd, 2);
+    const double Esf = nerv_objective_float(s.sparse_conditional, s.beta, Y, c.lambda, &gsf, 2);
+    EXPECT_NEAR(Esf, Esd, 2e-6 * std::abs(Esd)) << what;
+    expect_same(gsf, gsd, 2e-5, "sparse float gradient, " + what);
+  }
+}
+
+TEST(Nerv, FloatAndDoubleFitsAgreeOverAFewIterations) {
+  const MatrixD X = points(80, 4, 61);
+  const AffinityResult a = affinities_dense(X, 10.0);
+  NervParams prm;
+  prm.max_iter = 5;
+  prm.precision = "double";
+  const NervResult rd = fit_nerv(a.conditional, a.beta, prm, 4, 2);
+  prm.precision = "float";
+  const NervResult rf = fit_nerv(a.conditional, a.beta, prm, 4, 2);
+  ASSERT_EQ(rd.objective_trace.size(), rf.objective_trace.size());
+  EXPECT_NEAR(rf.objective_trace.back(), rd.objective_trace.back(), 1e-5 * std::abs(rd.objective_trace.back()));
+  expect_same(rf.coords, rd.coords, 1e-4, "coordinates after 5 iterations");
 }
 
 TEST(Nerv, TwoPassEvaluationEqualsTheStraightforwardOne) {

@@ -1,6 +1,7 @@
-// exp over the non-positive reals, written so that an `omp simd` loop calling it vectorises on the
-// CPU (no libm call, no branch); on the device it is the hardware exp. Used by NeRV's pair loops
-// and the perplexity search, whose exponents are shifted to be <= 0.
+// exp over the non-positive reals and log over the positive ones, written so that an `omp simd`
+// loop calling them vectorises on the CPU (no libm call, no branch); on the device they are the
+// hardware functions. exp serves NeRV's pair loops and the perplexity search, whose exponents are
+// shifted to be <= 0; log serves HSSNE's attraction (log H of t-SNE's tail).
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -95,6 +96,47 @@ ORRERY_HD_INLINE T exp_nonpositive(T x) {
     double s;
     std::memcpy(&s, &us, sizeof s);
     return p * s;
+  }
+#endif
+}
+
+// log(x) for finite x >= the smallest normal number. The double version: x = 2^k m with m in
+// [sqrt(1/2), sqrt(2)) read off the bits, f = m - 1 (exact), and log(1 + f) by fdlibm's e_log.c
+// (s = f / (2 + f), a degree-14 minimax polynomial in s, k ln2 in two parts): within 1 ulp of
+// std::log (tested). k is formed as a double through the 2^52 trick, as AVX2 has no 64-bit
+// integer-to-double conversion.
+template <class T>
+ORRERY_HD_INLINE T log_positive(T x) {
+#if defined(__CUDA_ARCH__)
+  return hd_log(x);
+#else
+  if constexpr (!std::is_same<T, double>::value) {
+    return hd_log(x);
+  } else {
+    constexpr std::uint64_t kSqrtHalf = 0x3FE6A09E667F3BCDull;  // bits of sqrt(1/2)
+    constexpr std::uint64_t kMantissa = 0x000FFFFFFFFFFFFFull;
+    constexpr std::uint64_t kTwo52 = 0x4330000000000000ull;  // bits of 2^52
+    constexpr double kLn2Hi = 6.93147180369123816490e-01, kLn2Lo = 1.90821492927058770002e-10;
+    constexpr double kLg1 = 6.666666666666735130e-01, kLg2 = 3.999999999940941908e-01,
+                     kLg3 = 2.857142874366239149e-01, kLg4 = 2.222219843214978396e-01,
+                     kLg5 = 1.818357216161805012e-01, kLg6 = 1.531383769920937332e-01,
+                     kLg7 = 1.479819860511658591e-01;
+    std::uint64_t u;
+    std::memcpy(&u, &x, sizeof u);
+    const std::uint64_t shifted = u - kSqrtHalf;
+    const std::uint64_t kb = (shifted + (1023ull << 52)) >> 52;  // k + 1023, in [1, 2046]
+    const std::uint64_t mu = (shifted & kMantissa) + kSqrtHalf;
+    const std::uint64_t kd_bits = kTwo52 | kb;
+    double m, kd;
+    std::memcpy(&m, &mu, sizeof m);
+    std::memcpy(&kd, &kd_bits, sizeof kd);
+    const double k = kd - (4503599627370496.0 + 1023.0);
+    const double f = m - 1.0;
+    const double hfsq = 0.5 * f * f;
+    const double s = f / (2.0 + f);
+    const double z = s * s;
+    const double r = z * (kLg1 + z * (kLg2 + z * (kLg3 + z * (kLg4 + z * (kLg5 + z * (kLg6 + z * kLg7))))));
+    return k * kLn2Hi - ((hfsq - (s * (hfsq + r) + k * kLn2Lo)) - f);
   }
 #endif
 }

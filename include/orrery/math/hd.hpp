@@ -65,7 +65,7 @@ ORRERY_HD T hd_abs(T a) {
 // correctly rounded division), which is what the all-pairs kernels spend most of their time on;
 // everywhere else, and for double, the exact division.
 template <class T>
-ORRERY_HD T hd_recip(T x) {
+ORRERY_HD_INLINE T hd_recip(T x) {
 #if defined(__CUDA_ARCH__)
   if constexpr (std::is_same_v<T, float>)
     return __fdividef(1.0f, x);

@@ -13,7 +13,7 @@
 namespace orrery::math {
 
 template <class T>
-ORRERY_HD T heavy_tail(T tau, T alpha) {
+ORRERY_HD_INLINE T heavy_tail(T tau, T alpha) {
 #if !defined(__CUDA_ARCH__)
   using std::log1p;
 #endif
@@ -31,13 +31,13 @@ ORRERY_HD T heavy_tail_log(T tau, T alpha) {
 }
 
 template <class T>
-ORRERY_HD T heavy_tail_slope(T tau, T alpha) {
+ORRERY_HD_INLINE T heavy_tail_slope(T tau, T alpha) {
   return hd_recip(alpha * tau + T(1));
 }
 
 // H and S of one squared distance; alpha = 1 (t-SNE) takes an exact division-only path.
 template <class T>
-ORRERY_HD void heavy_tail_pair(T tau, T alpha, T& h, T& s) {
+ORRERY_HD_INLINE void heavy_tail_pair(T tau, T alpha, T& h, T& s) {
   if (alpha == T(1)) {
     s = hd_recip(T(1) + tau);
     h = s;

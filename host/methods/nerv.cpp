@@ -20,10 +20,9 @@
 // the row scalars, the cost and the final gradient are double. With twice the SIMD lanes and a
 // shorter exp polynomial a float evaluation takes about half the time of a double one.
 //
-// Dense P: in double, log max(p, floor) is taken once per fit (nerv_log_probabilities), or per row
-// and evaluation when no logs are given; in float only log P is kept (N^2 floats) and each row's p
-// is exp(log p), taken in the row-sum pass: an exp per pair costs less than streaming a second N^2
-// matrix from memory on every evaluation. Sparse P (CSR rows): the all-pairs loops use p = 0 and
+// Dense P: log max(p, floor) is taken once per fit (nerv_log_probabilities, or DenseStore in float,
+// where P and log P are both converted: half the memory of the double pair), or, in double, per row
+// and evaluation when no logs are given. Sparse P (CSR rows): the all-pairs loops use p = 0 and
 // the row's floor for log p, and each row's short CSR list adds the listed pairs' corrections (no
 // extra exp).
 #include "orrery/nerv.hpp"
@@ -62,8 +61,7 @@ const std::vector<Field<NervParams>>& nerv_fields() {
        "Standard deviation of the seeded Gaussian start, in units of the median input bandwidth sigma.", 0, kInf, true},
       {"precision", &NervParams::precision,
        "CPU arithmetic: float (pair terms in single precision, summed in double per tile of 512; about 2x faster; "
-       "holds log P in float, a quarter of the memory of P and log P in double) or double (the reference). CUDA "
-       "always uses float.",
+       "holds P and log P in float, half the memory) or double (the reference). CUDA always uses float.",
        -kInf, kInf, false, {"float", "double"}},
   };
   return fields;
@@ -242,25 +240,6 @@ ORRERY_CLONES RowSums dense_tile_sums(const T* dist, const T* p, const T* lp, T 
   return {static_cast<double>(z), static_cast<double>(t), static_cast<double>(u), static_cast<double>(ps)};
 }
 
-// The same for a row kept as logs only: p_j = exp(lp_j) is taken here and stored in p for the
-// gradient pass.
-template <class T>
-ORRERY_CLONES RowSums logs_tile_sums(const T* dist, const T* lp, T b, T m, T* w, T* p, index_t lo, index_t hi) {
-  T z = 0, t = 0, u = 0, ps = 0;
-#pragma omp simd reduction(+ : z, t, u, ps)
-  for (index_t j = lo; j < hi; ++j) {
-    const T pj = math::exp_nonpositive(lp[j]);
-    const math::NervRowTerms<T> e = math::nerv_row_terms(dist[j], b, m, pj, lp[j]);
-    p[j] = pj;
-    w[j] = e.w;
-    z += e.w;
-    t += e.wt;
-    u += e.pu;
-    ps += pj;
-  }
-  return {static_cast<double>(z), static_cast<double>(t), static_cast<double>(u), static_cast<double>(ps)};
-}
-
 // The same with p = 0 and log p = lpf (the all-pairs part of a sparse row).
 template <class T>
 ORRERY_CLONES RowSums floor_tile_sums(const T* dist, T lpf, T b, T m, T* w, index_t lo, index_t hi) {
@@ -317,34 +296,24 @@ struct RowP {
 
 // Dense input: rows of P and of their floored logs (n x n, row-major) in T. Without LP (double
 // only) each row's logs are taken into a row buffer: N logs per row and evaluation instead of an
-// N x N matrix. Without P (float) each row's p are exp(log p) in a row buffer: one exp per pair
-// instead of reading a second N x N matrix, which bounds a float evaluation by memory traffic.
+// N x N matrix.
 template <class T>
 struct DenseInput {
   index_t n;
   const T* P;
   const T* LP;
 
-  // Without P, p points to pbuf, which row_sums fills.
-  RowP<T> row(index_t i, T* pbuf, T* lbuf) const {
-    const T* lp = LP ? LP + i * n : nullptr;
-    if (!lp) {
-      if constexpr (std::is_same<T, double>::value) {
-        const T* p = P + i * n;
-        for (index_t j = 0; j < n; ++j) lbuf[j] = math::nerv_log_prob(p[j], kNervProbabilityFloor);
-        lp = lbuf;
-      } else {
-        internal_error("nerv: float evaluation without log P");
-      }
+  RowP<T> row(index_t i, T* lbuf) const {
+    const T* p = P + i * n;
+    if (LP) return {p, LP + i * n};
+    if constexpr (std::is_same<T, double>::value) {
+      for (index_t j = 0; j < n; ++j) lbuf[j] = math::nerv_log_prob(p[j], kNervProbabilityFloor);
+      return {p, lbuf};
+    } else {
+      internal_error("nerv: float evaluation without log P");
     }
-    return {P ? P + i * n : pbuf, lp};
   }
   RowSums row_sums(index_t i, const RowP<T>& r, const T* dist, T b, T m, T* w) const {
-    if (!P) {
-      T* p = const_cast<T*>(r.p);  // the caller's row buffer (row() above)
-      return tiled_row_sums<T>(
-          n, i, [&](index_t lo, index_t hi) { return logs_tile_sums(dist, r.lp, b, m, w, p, lo, hi); });
-    }
     return tiled_row_sums<T>(
         n, i, [&](index_t lo, index_t hi) { return dense_tile_sums(dist, r.p, r.lp, b, m, w, lo, hi); });
   }
@@ -354,18 +323,23 @@ struct DenseInput {
   }
 };
 
-// The floored logs of a dense P in T (taken in double: a float p may have underflowed where p did
-// not); P itself is taken back from them row by row.
+// A dense P and its floored logs in T (the logs taken in double: a float p may have underflowed
+// where p did not). Float: half the memory of P and log P in double. Taking p back as exp(log p)
+// instead would halve it again but costs a third more time per evaluation: the exp outweighs
+// streaming the second matrix.
 template <class T>
 struct DenseStore {
-  std::vector<T> lp;
-  DenseStore(const MatrixD& P, int threads) : lp(P.data.size()) {
+  std::vector<T> p, lp;
+  DenseStore(const MatrixD& P, int threads) : p(P.data.size()), lp(P.data.size()) {
     const index_t n = static_cast<index_t>(P.data.size());
 #pragma omp parallel for schedule(static) num_threads(nthreads(threads))
-    for (index_t k = 0; k < n; ++k)
-      lp[static_cast<size_t>(k)] = static_cast<T>(math::nerv_log_prob(P.data[static_cast<size_t>(k)], kNervProbabilityFloor));
+    for (index_t k = 0; k < n; ++k) {
+      const double v = P.data[static_cast<size_t>(k)];
+      p[static_cast<size_t>(k)] = static_cast<T>(v);
+      lp[static_cast<size_t>(k)] = static_cast<T>(math::nerv_log_prob(v, kNervProbabilityFloor));
+    }
   }
-  DenseInput<T> input(index_t n) const { return {n, nullptr, lp.data()}; }
+  DenseInput<T> input(index_t n) const { return {n, p.data(), lp.data()}; }
 };
 
 // Sparse input: CSR rows p_{j|i}, their floored logs and each row's floor log p_floor_i, in T.
@@ -396,7 +370,7 @@ struct SparseInput {
     }
   }
 
-  RowP<T> row(index_t, T*, T*) const { return {nullptr, nullptr}; }  // kept per stored entry
+  RowP<T> row(index_t, T*) const { return {nullptr, nullptr}; }  // kept per stored entry
   RowSums row_sums(index_t i, const RowP<T>&, const T* dist, T b, T m, T* w) const {
     const size_t ui = static_cast<size_t>(i);
     const T f = lpf[ui];
@@ -474,15 +448,14 @@ double evaluate(const Input& in, const std::vector<double>& beta, const MatrixD&
 #pragma omp parallel num_threads(nthreads(threads))
   {
     const FlushDenormals flush(std::is_same<T, float>::value);
-    std::vector<T> dist(static_cast<size_t>(N)), w(static_cast<size_t>(N)), pbuf(static_cast<size_t>(N)),
-        lbuf(static_cast<size_t>(N));
+    std::vector<T> dist(static_cast<size_t>(N)), w(static_cast<size_t>(N)), lbuf(static_cast<size_t>(N));
     std::vector<T> c(grad ? static_cast<size_t>(N) : 0);
 #pragma omp for schedule(static)
     for (index_t blk = 0; blk < kBlocks; ++blk)
       for (index_t i = blk * N / kBlocks; i < (blk + 1) * N / kBlocks; ++i) {
         const T b = static_cast<T>(beta[static_cast<size_t>(i)]);
         const T m = -b * row_distances(yt.data(), N, D, i, dist.data());
-        const RowP<T> rp = in.row(i, pbuf.data(), lbuf.data());
+        const RowP<T> rp = in.row(i, lbuf.data());
         const RowSums s = in.row_sums(i, rp, dist.data(), b, m, w.data());
         const math::NervRow<double> r =
             math::nerv_row_finish(static_cast<double>(b), static_cast<double>(m), s.z, s.t, s.u, s.p);

@@ -29,9 +29,8 @@ struct NervParams {
   // so that the first has standard deviation init_scale x the median bandwidth; needs vectors).
   std::string init = "random";
   // Arithmetic of the CPU evaluations: "float" (pair terms in single precision, summed in tiles of
-  // 512 columns whose sums, the row totals, the cost and the gradient are double; a dense P is held
-  // as log P in float, a quarter of the memory of P and log P in double, and P is taken back as
-  // exp(log P) row by row) or "double" (the reference). Float is about twice as fast and agrees with
+  // 512 columns whose sums, the row totals, the cost and the gradient are double; a dense P and its
+  // logs are held in float, half the memory of the double pair) or "double" (the reference). Float is about twice as fast and agrees with
   // double to about 1e-6 relative (tested). The CUDA engine always works in float.
   std::string precision = "float";
 };

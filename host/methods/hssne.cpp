@@ -74,10 +74,10 @@ struct MapRow {
 // Row i's repulsive sums over every j != i, from the map by dimension (yt[d N + j] = y_jd, so the
 // loads are contiguous), written for the vectoriser: the j == i term is added and removed after
 // (H(0) = S(0) = 1), so the loop has no branch on j; one scalar per dimension, as GCC sums an
-// array-section reduction lane by lane. kStudent (alpha = 1) is t-SNE's division-only pair, the
-// same arithmetic as heavy_tail_pair's alpha = 1 branch, without the branch that keeps the loop
-// from vectorising; other tails call libm per pair.
-template <int D, bool kStudent>
+// array-section reduction lane by lane. The tail's branch is taken outside the loop (a branch
+// inside keeps it scalar): kTail 1 is t-SNE's division-only pair (heavy_tail_pair's alpha = 1
+// branch), 0 the Gaussian (H = exp(-tau), S = 1), 2 any other alpha > 0 (heavy_tail_positive).
+template <int D, int kTail>
 ORRERY_ALWAYS_INLINE void repulsion_loop(const double* yt, index_t N, index_t i, double alpha,
                                          math::HssneRow<double, D>& acc) {
   const MapRow<D> r(yt, N, i);
@@ -87,11 +87,15 @@ ORRERY_ALWAYS_INLINE void repulsion_loop(const double* yt, index_t N, index_t i,
   for (index_t j = 0; j < N; ++j) {
     const double tau = r.tau(j);
     double h, s;
-    if constexpr (kStudent) {
+    if constexpr (kTail == 1) {
       s = math::hd_recip(1.0 + tau);
       h = s;
+    } else if constexpr (kTail == 0) {
+      s = 1.0;
+      h = math::exp_nonpositive(-tau);
     } else {
-      math::heavy_tail_pair(tau, alpha, h, s);
+      s = math::heavy_tail_slope(tau, alpha);
+      h = math::heavy_tail_positive(tau, alpha);
     }
     const double hs = h * s;
     h_sum += h;
@@ -107,11 +111,12 @@ ORRERY_ALWAYS_INLINE void repulsion_loop(const double* yt, index_t N, index_t i,
 }
 
 // Cloned (cpu/clones.hpp): with t-SNE's tail the loop is a division per pair, four to a vector
-// with AVX2 instead of two.
+// with AVX2 instead of two; other tails an exp and a log1p per pair (math/exp.hpp's, vectorised).
 template <int D>
 ORRERY_CLONES void repulsion_row(const double* yt, index_t N, index_t i, double alpha, math::HssneRow<double, D>& acc) {
-  if (alpha == 1.0) repulsion_loop<D, true>(yt, N, i, alpha, acc);
-  else repulsion_loop<D, false>(yt, N, i, alpha, acc);
+  if (alpha == 1.0) repulsion_loop<D, 1>(yt, N, i, alpha, acc);
+  else if (alpha == 0.0) repulsion_loop<D, 0>(yt, N, i, alpha, acc);
+  else repulsion_loop<D, 2>(yt, N, i, alpha, acc);
 }
 
 // Row i's attractive sums over its list (columns col[lo, hi), values val) with t-SNE's tail, as

@@ -3,6 +3,7 @@
 // hardware functions. exp serves NeRV's pair loops and the perplexity search, whose exponents are
 // shifted to be <= 0; log serves HSSNE's attraction (log H of t-SNE's tail).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -137,6 +138,23 @@ ORRERY_HD_INLINE T log_positive(T x) {
     const double z = s * s;
     const double r = z * (kLg1 + z * (kLg2 + z * (kLg3 + z * (kLg4 + z * (kLg5 + z * (kLg6 + z * kLg7))))));
     return k * kLn2Hi - ((hfsq - (s * (hfsq + r) + k * kLn2Lo)) - f);
+  }
+#endif
+}
+
+// log(1 + x) for finite x >= 0: log_positive(u), u = 1 + x rounded, corrected for that rounding,
+// log1p(x) = log(u) - ((u - 1) - x) / u, so small x keep their relative accuracy; within 2 ulp of
+// std::log1p (tested). The device uses its log1p.
+template <class T>
+ORRERY_HD_INLINE T log1p_nonnegative(T x) {
+#if defined(__CUDA_ARCH__)
+  return log1p(x);
+#else
+  if constexpr (!std::is_same<T, double>::value) {
+    return std::log1p(x);
+  } else {
+    const double u = 1.0 + x;
+    return log_positive(u) - ((u - 1.0) - x) / u;
   }
 #endif
 }

@@ -8,26 +8,29 @@
 #pragma once
 #include <cmath>
 
+#include "orrery/math/exp.hpp"
 #include "orrery/math/hd.hpp"
 
 namespace orrery::math {
 
+// The exp and log1p are math/exp.hpp's (the device's own functions under nvcc), whose arguments
+// here are <= 0 and >= 0: on the CPU a loop over pairs of any tail then vectorises.
+// H for alpha > 0, without the branch on alpha (for loops that pick the branch outside).
+template <class T>
+ORRERY_HD_INLINE T heavy_tail_positive(T tau, T alpha) {
+  return exp_nonpositive(-log1p_nonnegative(alpha * tau) / alpha);
+}
+
 template <class T>
 ORRERY_HD_INLINE T heavy_tail(T tau, T alpha) {
-#if !defined(__CUDA_ARCH__)
-  using std::log1p;
-#endif
-  if (alpha == T(0)) return hd_exp(-tau);
-  return hd_exp(-log1p(alpha * tau) / alpha);
+  if (alpha == T(0)) return exp_nonpositive(-tau);
+  return heavy_tail_positive(tau, alpha);
 }
 
 // log H(tau), without forming H (no underflow for distant pairs).
 template <class T>
-ORRERY_HD T heavy_tail_log(T tau, T alpha) {
-#if !defined(__CUDA_ARCH__)
-  using std::log1p;
-#endif
-  return alpha == T(0) ? -tau : -log1p(alpha * tau) / alpha;
+ORRERY_HD_INLINE T heavy_tail_log(T tau, T alpha) {
+  return alpha == T(0) ? -tau : -log1p_nonnegative(alpha * tau) / alpha;
 }
 
 template <class T>

@@ -4,8 +4,8 @@
 // Sparse rows run as `omp simd` loops in instruction-set clones (cpu/clones.hpp): the repulsion
 // over every point from the map by dimension, and, for t-SNE's tail, the attraction over the row's
 // list with a vectorisable log; they are about five times faster than the per-pair loop was. Dense
-// rows with t-SNE's tail run repulsion and attraction in one such pass (ten times faster); other
-// tails on dense rows use the per-pair functions.
+// rows run repulsion and attraction in one such pass (ten times faster). Every tail alpha takes
+// these loops, with the tail's branch outside them.
 // Cost O(N^2 D) per iteration, memory O(N D) beyond P.
 #include "orrery/hssne.hpp"
 
@@ -71,12 +71,31 @@ struct MapRow {
   }
 };
 
+// One pair's H, S and log H for a tail kind chosen outside the loops (a branch on alpha inside a
+// loop keeps it scalar): kTail 1 is t-SNE's division-only pair (heavy_tail_pair's alpha = 1 branch,
+// log H = -log(1 + tau)), 0 the Gaussian (H = exp(-tau), S = 1), 2 any other alpha > 0
+// (heavy_tail_positive). Branch-free, with math/exp.hpp's exp and logs; a loop that does not use a
+// term lets the compiler drop it.
+struct TailTerms {
+  double h, s, log_h;
+};
+template <int kTail>
+ORRERY_ALWAYS_INLINE TailTerms tail_terms(double tau, double alpha) {
+  if constexpr (kTail == 1) {
+    const double s = math::hd_recip(1.0 + tau);
+    return {s, s, -math::log_positive(1.0 + tau)};
+  } else if constexpr (kTail == 0) {
+    return {math::exp_nonpositive(-tau), 1.0, -tau};
+  } else {
+    const double log_h = -math::log1p_nonnegative(alpha * tau) / alpha;
+    return {math::exp_nonpositive(log_h), math::heavy_tail_slope(tau, alpha), log_h};
+  }
+}
+
 // Row i's repulsive sums over every j != i, from the map by dimension (yt[d N + j] = y_jd, so the
 // loads are contiguous), written for the vectoriser: the j == i term is added and removed after
 // (H(0) = S(0) = 1), so the loop has no branch on j; one scalar per dimension, as GCC sums an
-// array-section reduction lane by lane. The tail's branch is taken outside the loop (a branch
-// inside keeps it scalar): kTail 1 is t-SNE's division-only pair (heavy_tail_pair's alpha = 1
-// branch), 0 the Gaussian (H = exp(-tau), S = 1), 2 any other alpha > 0 (heavy_tail_positive).
+// array-section reduction lane by lane.
 template <int D, int kTail>
 ORRERY_ALWAYS_INLINE void repulsion_loop(const double* yt, index_t N, index_t i, double alpha,
                                          math::HssneRow<double, D>& acc) {
@@ -85,20 +104,9 @@ ORRERY_ALWAYS_INLINE void repulsion_loop(const double* yt, index_t N, index_t i,
   double h_sum = 0.0, hs_sum = 0.0, g0 = 0.0, g1 = 0.0, g2 = 0.0;
 #pragma omp simd reduction(+ : h_sum, hs_sum, g0, g1, g2)
   for (index_t j = 0; j < N; ++j) {
-    const double tau = r.tau(j);
-    double h, s;
-    if constexpr (kTail == 1) {
-      s = math::hd_recip(1.0 + tau);
-      h = s;
-    } else if constexpr (kTail == 0) {
-      s = 1.0;
-      h = math::exp_nonpositive(-tau);
-    } else {
-      s = math::heavy_tail_slope(tau, alpha);
-      h = math::heavy_tail_positive(tau, alpha);
-    }
-    const double hs = h * s;
-    h_sum += h;
+    const TailTerms t = tail_terms<kTail>(r.tau(j), alpha);
+    const double hs = t.h * t.s;
+    h_sum += t.h;
     hs_sum += hs;
     g0 += hs * x0[j];
     if constexpr (D > 1) g1 += hs * x1[j];
@@ -110,22 +118,13 @@ ORRERY_ALWAYS_INLINE void repulsion_loop(const double* yt, index_t N, index_t i,
   for (int d = 0; d < D; ++d) acc.hsy[d] = g[d] - y[d];
 }
 
-// Cloned (cpu/clones.hpp): with t-SNE's tail the loop is a division per pair, four to a vector
-// with AVX2 instead of two; other tails an exp and a log1p per pair (math/exp.hpp's, vectorised).
-template <int D>
-ORRERY_CLONES void repulsion_row(const double* yt, index_t N, index_t i, double alpha, math::HssneRow<double, D>& acc) {
-  if (alpha == 1.0) repulsion_loop<D, 1>(yt, N, i, alpha, acc);
-  else if (alpha == 0.0) repulsion_loop<D, 0>(yt, N, i, alpha, acc);
-  else repulsion_loop<D, 2>(yt, N, i, alpha, acc);
-}
-
-// Row i's attractive sums over its list (columns col[lo, hi), values val) with t-SNE's tail, as
-// hssne_accumulate's attraction for alpha = 1 (log H = -log(1 + tau)) but vectorised: the list's
-// points are gathered from yt, and the log is math::log_positive, not libm's scalar log1p, which
-// cost more than the whole repulsion pass.
-template <int D>
-ORRERY_CLONES void attraction_row_student(const double* yt, index_t N, index_t i, const index_t* col, const double* val,
-                                          index_t lo, index_t hi, math::HssneRow<double, D>& acc) {
+// Row i's attractive sums over its list (columns col[lo, hi), values val), as hssne_accumulate's
+// attraction but vectorised: the list's points are gathered from yt, and the logs are math/exp.hpp's,
+// not libm's scalar log1p, which cost more than the whole repulsion pass.
+template <int D, int kTail>
+ORRERY_ALWAYS_INLINE void attraction_loop(const double* yt, index_t N, index_t i, const index_t* col,
+                                          const double* val, index_t lo, index_t hi, double alpha,
+                                          math::HssneRow<double, D>& acc) {
   const MapRow<D> r(yt, N, i);
   const double *x0 = r.x0, *x1 = r.x1, *x2 = r.x2;
   double a = 0.0, plh = 0.0, g0 = 0.0, g1 = 0.0, g2 = 0.0;
@@ -133,10 +132,10 @@ ORRERY_CLONES void attraction_row_student(const double* yt, index_t N, index_t i
   for (index_t q = lo; q < hi; ++q) {
     const index_t j = col[q];
     const double p = val[q];
-    const double tau = r.tau(j);
-    const double ps = p * math::hd_recip(1.0 + tau);
+    const TailTerms t = tail_terms<kTail>(r.tau(j), alpha);
+    const double ps = p * t.s;
     a += ps;
-    plh -= p * math::log_positive(1.0 + tau);
+    plh += p * t.log_h;
     g0 += ps * x0[j];
     if constexpr (D > 1) g1 += ps * x1[j];
     if constexpr (D > 2) g2 += ps * x2[j];
@@ -147,24 +146,22 @@ ORRERY_CLONES void attraction_row_student(const double* yt, index_t N, index_t i
   for (int d = 0; d < D; ++d) acc.ay[d] += g[d];
 }
 
-// A dense row with t-SNE's tail: repulsion and attraction in one vectorised pass over every j (P_ij
-// from prow), the j == i terms taken out after (H = S = 1 there, log H = 0), as the per-pair
-// hssne_accumulate does for alpha = 1 with the logs from math::log_positive.
-template <int D>
-ORRERY_CLONES void dense_row_student(const double* yt, index_t N, index_t i, const double* prow,
+// A dense row: repulsion and attraction in one vectorised pass over every j (P_ij from prow), the
+// j == i terms taken out after (H = S = 1 and log H = 0 there, for every tail).
+template <int D, int kTail>
+ORRERY_ALWAYS_INLINE void dense_loop(const double* yt, index_t N, index_t i, const double* prow, double alpha,
                                      math::HssneRow<double, D>& acc) {
   const MapRow<D> r(yt, N, i);
   const double *x0 = r.x0, *x1 = r.x1, *x2 = r.x2;
   double h_sum = 0.0, hs_sum = 0.0, a = 0.0, plh = 0.0, h0 = 0.0, h1 = 0.0, h2 = 0.0, a0 = 0.0, a1 = 0.0, a2 = 0.0;
 #pragma omp simd reduction(+ : h_sum, hs_sum, a, plh, h0, h1, h2, a0, a1, a2)
   for (index_t j = 0; j < N; ++j) {
-    const double tau = r.tau(j);
-    const double s = math::hd_recip(1.0 + tau);  // = H = S
-    const double hs = s * s, ps = prow[j] * s;
-    h_sum += s;
+    const TailTerms t = tail_terms<kTail>(r.tau(j), alpha);
+    const double hs = t.h * t.s, ps = prow[j] * t.s;
+    h_sum += t.h;
     hs_sum += hs;
     a += ps;
-    plh -= prow[j] * math::log_positive(1.0 + tau);
+    plh += prow[j] * t.log_h;
     h0 += hs * x0[j];
     a0 += ps * x0[j];
     if constexpr (D > 1) h1 += hs * x1[j], a1 += ps * x1[j];
@@ -181,6 +178,33 @@ ORRERY_CLONES void dense_row_student(const double* yt, index_t N, index_t i, con
   }
 }
 
+// The row functions, cloned (cpu/clones.hpp) and dispatched on the tail once per row. With t-SNE's
+// tail a pair is a division (and a log where P is listed), four to a vector with AVX2 instead of
+// two; other tails add an exp and a log1p.
+#define ORRERY_HSSNE_TAIL_DISPATCH(loop, ...)                  \
+  if (alpha == 1.0) loop<D, 1>(__VA_ARGS__);                    \
+  else if (alpha == 0.0) loop<D, 0>(__VA_ARGS__);               \
+  else loop<D, 2>(__VA_ARGS__)
+
+template <int D>
+ORRERY_CLONES void repulsion_row(const double* yt, index_t N, index_t i, double alpha, math::HssneRow<double, D>& acc) {
+  ORRERY_HSSNE_TAIL_DISPATCH(repulsion_loop, yt, N, i, alpha, acc);
+}
+
+template <int D>
+ORRERY_CLONES void attraction_row(const double* yt, index_t N, index_t i, const index_t* col, const double* val,
+                                  index_t lo, index_t hi, double alpha, math::HssneRow<double, D>& acc) {
+  ORRERY_HSSNE_TAIL_DISPATCH(attraction_loop, yt, N, i, col, val, lo, hi, alpha, acc);
+}
+
+template <int D>
+ORRERY_CLONES void dense_row(const double* yt, index_t N, index_t i, const double* prow, double alpha,
+                             math::HssneRow<double, D>& acc) {
+  ORRERY_HSSNE_TAIL_DISPATCH(dense_loop, yt, N, i, prow, alpha, acc);
+}
+
+#undef ORRERY_HSSNE_TAIL_DISPATCH
+
 // One pass over all pairs. Dense rows take P_ij inside the all-pairs loop (one distance per
 // pair); sparse rows run the repulsion alone, then the attraction over the row's list.
 template <int D>
@@ -188,31 +212,18 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
               HssneSums& out) {
   const index_t N = Y.rows;
   resize_sums(out, N, D);
-  std::vector<double> yt;
-  if (!P || alpha == 1.0) {
-    yt.resize(static_cast<size_t>(N * D));
-    for (index_t j = 0; j < N; ++j)
-      for (int d = 0; d < D; ++d) yt[static_cast<size_t>(d * N + j)] = Y(j, d);
-  }
+  std::vector<double> yt(static_cast<size_t>(N * D));
+  for (index_t j = 0; j < N; ++j)
+    for (int d = 0; d < D; ++d) yt[static_cast<size_t>(d * N + j)] = Y(j, d);
 #pragma omp parallel for schedule(static) num_threads(nthreads(threads))
   for (index_t i = 0; i < N; ++i) {
     math::HssneRow<double, D> acc;
-    if (P && alpha == 1.0) {
-      dense_row_student<D>(yt.data(), N, i, P->row(i), acc);
-    } else if (P) {
-      for (index_t j = 0; j < N; ++j)
-        if (j != i) math::hssne_accumulate<double, D>(Y.row(i), Y.row(j), (*P)(i, j), alpha, true, acc);
+    if (P) {
+      dense_row<D>(yt.data(), N, i, P->row(i), alpha, acc);
     } else {
-      const double* yi = Y.row(i);
-      repulsion_row<D>(yt.data(), N, i, alpha, acc);
       const index_t lo = S->row_ptr[static_cast<size_t>(i)], hi = S->row_ptr[static_cast<size_t>(i) + 1];
-      if (alpha == 1.0) {
-        attraction_row_student<D>(yt.data(), N, i, S->col.data(), S->val.data(), lo, hi, acc);
-      } else {
-        for (index_t q = lo; q < hi; ++q)
-          math::hssne_accumulate<double, D>(yi, Y.row(S->col[static_cast<size_t>(q)]), S->val[static_cast<size_t>(q)],
-                                            alpha, false, acc);
-      }
+      repulsion_row<D>(yt.data(), N, i, alpha, acc);
+      attraction_row<D>(yt.data(), N, i, S->col.data(), S->val.data(), lo, hi, alpha, acc);
     }
     const auto k = static_cast<size_t>(i);
     out.h[k] = acc.h_sum;

@@ -71,31 +71,10 @@ struct MapRow {
   }
 };
 
-// One pair's H, S and log H for a tail kind chosen outside the loops (a branch on alpha inside a
-// loop keeps it scalar): kTail 1 is t-SNE's division-only pair (heavy_tail_pair's alpha = 1 branch,
-// log H = -log(1 + tau)), 0 the Gaussian (H = exp(-tau), S = 1), 2 any other alpha > 0
-// (heavy_tail_positive). Branch-free, with math/exp.hpp's exp and logs; a loop that does not use a
-// term lets the compiler drop it.
-struct TailTerms {
-  double h, s, log_h;
-};
-template <int kTail>
-ORRERY_ALWAYS_INLINE TailTerms tail_terms(double tau, double alpha) {
-  if constexpr (kTail == 1) {
-    const double s = math::hd_recip(1.0 + tau);
-    return {s, s, -math::log_positive(1.0 + tau)};
-  } else if constexpr (kTail == 0) {
-    return {math::exp_nonpositive(-tau), 1.0, -tau};
-  } else {
-    const double log_h = -math::log1p_nonnegative(alpha * tau) / alpha;
-    return {math::exp_nonpositive(log_h), math::heavy_tail_slope(tau, alpha), log_h};
-  }
-}
-
 // Row i's repulsive sums over every j != i, from the map by dimension (yt[d N + j] = y_jd, so the
 // loads are contiguous), written for the vectoriser: the j == i term is added and removed after
 // (H(0) = S(0) = 1), so the loop has no branch on j; one scalar per dimension, as GCC sums an
-// array-section reduction lane by lane.
+// array-section reduction lane by lane. kTail is math::heavy_tail_terms's, picked by the caller.
 template <int D, int kTail>
 ORRERY_ALWAYS_INLINE void repulsion_loop(const double* yt, index_t N, index_t i, double alpha,
                                          math::HssneRow<double, D>& acc) {
@@ -104,7 +83,7 @@ ORRERY_ALWAYS_INLINE void repulsion_loop(const double* yt, index_t N, index_t i,
   double h_sum = 0.0, hs_sum = 0.0, g0 = 0.0, g1 = 0.0, g2 = 0.0;
 #pragma omp simd reduction(+ : h_sum, hs_sum, g0, g1, g2)
   for (index_t j = 0; j < N; ++j) {
-    const TailTerms t = tail_terms<kTail>(r.tau(j), alpha);
+    const math::TailTerms<double> t = math::heavy_tail_terms<kTail>(r.tau(j), alpha);
     const double hs = t.h * t.s;
     h_sum += t.h;
     hs_sum += hs;
@@ -132,7 +111,7 @@ ORRERY_ALWAYS_INLINE void attraction_loop(const double* yt, index_t N, index_t i
   for (index_t q = lo; q < hi; ++q) {
     const index_t j = col[q];
     const double p = val[q];
-    const TailTerms t = tail_terms<kTail>(r.tau(j), alpha);
+    const math::TailTerms<double> t = math::heavy_tail_terms<kTail>(r.tau(j), alpha);
     const double ps = p * t.s;
     a += ps;
     plh += p * t.log_h;
@@ -156,7 +135,7 @@ ORRERY_ALWAYS_INLINE void dense_loop(const double* yt, index_t N, index_t i, con
   double h_sum = 0.0, hs_sum = 0.0, a = 0.0, plh = 0.0, h0 = 0.0, h1 = 0.0, h2 = 0.0, a0 = 0.0, a1 = 0.0, a2 = 0.0;
 #pragma omp simd reduction(+ : h_sum, hs_sum, a, plh, h0, h1, h2, a0, a1, a2)
   for (index_t j = 0; j < N; ++j) {
-    const TailTerms t = tail_terms<kTail>(r.tau(j), alpha);
+    const math::TailTerms<double> t = math::heavy_tail_terms<kTail>(r.tau(j), alpha);
     const double hs = t.h * t.s, ps = prow[j] * t.s;
     h_sum += t.h;
     hs_sum += hs;

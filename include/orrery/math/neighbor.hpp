@@ -38,16 +38,37 @@ ORRERY_HD_INLINE T heavy_tail_slope(T tau, T alpha) {
   return hd_recip(alpha * tau + T(1));
 }
 
-// H and S of one squared distance; alpha = 1 (t-SNE) takes an exact division-only path.
+// One pair's H, S and log H for a tail kind fixed at compile time, for loops that pick the tail
+// once outside (on the CPU a branch on alpha inside a loop keeps it scalar): kTail 1 is t-SNE's
+// (division only; log H = -log(1 + tau)), 0 the Gaussian (H = exp(-tau), S = 1), 2 any other
+// alpha > 0 (heavy_tail_positive). A caller that does not use a term lets the compiler drop it.
+template <class T>
+struct TailTerms {
+  T h, s, log_h;
+};
+template <int kTail, class T>
+ORRERY_HD_INLINE TailTerms<T> heavy_tail_terms(T tau, T alpha) {
+  if constexpr (kTail == 1) {
+    const T s = hd_recip(T(1) + tau);
+    return {s, s, -log_positive(T(1) + tau)};
+  } else if constexpr (kTail == 0) {
+    return {exp_nonpositive(-tau), T(1), -tau};
+  } else {
+    const T log_h = -log1p_nonnegative(alpha * tau) / alpha;
+    return {exp_nonpositive(log_h), heavy_tail_slope(tau, alpha), log_h};
+  }
+}
+
+// H and S of one squared distance, the tail picked at run time; alpha = 1 (t-SNE) takes the exact
+// division-only path.
 template <class T>
 ORRERY_HD_INLINE void heavy_tail_pair(T tau, T alpha, T& h, T& s) {
-  if (alpha == T(1)) {
-    s = hd_recip(T(1) + tau);
-    h = s;
-  } else {
-    s = heavy_tail_slope(tau, alpha);
-    h = heavy_tail(tau, alpha);
-  }
+  TailTerms<T> t;
+  if (alpha == T(1)) t = heavy_tail_terms<1>(tau, alpha);
+  else if (alpha == T(0)) t = heavy_tail_terms<0>(tau, alpha);
+  else t = heavy_tail_terms<2>(tau, alpha);
+  h = t.h;
+  s = t.s;
 }
 
 // One row's unnormalised sums, accumulated pair by pair in a single pass; the normaliser

@@ -569,7 +569,17 @@ double nerv_objective_float(const SparseAffinity& P, const std::vector<double>& 
 
 namespace {
 
-// A CPU fit of dense P in the precision the parameters ask for.
+// A CPU fit on an input already in its arithmetic T.
+template <class T, class Input>
+NervResult fit_cpu(const Input& in, index_t N, const std::vector<double>& beta, const NervParams& prm,
+                   unsigned long long seed, int threads, const std::function<void(int, double)>& progress,
+                   const MatrixD* start) {
+  return fit(
+      N, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return evaluate<T>(in, beta, Y, prm.lambda, g, threads); },
+      progress, start);
+}
+
+// CPU fits of dense and sparse P in the precision the parameters ask for.
 NervResult fit_dense_cpu(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm,
                          unsigned long long seed, int threads, const std::function<void(int, double)>& progress,
                          const MatrixD* start) {
@@ -577,34 +587,20 @@ NervResult fit_dense_cpu(const MatrixD& P, const std::vector<double>& beta, cons
   const index_t N = P.rows;
   if (prm.precision == "double") {
     const MatrixD logP = nerv_log_probabilities(P, threads);
-    const DenseInput<double> in{N, P.data.data(), logP.data.data()};
-    return fit(
-        N, beta, prm, seed,
-        [&](const MatrixD& Y, MatrixD* g) { return evaluate<double>(in, beta, Y, prm.lambda, g, threads); }, progress,
-        start);
+    return fit_cpu<double>(DenseInput<double>{N, P.data.data(), logP.data.data()}, N, beta, prm, seed, threads,
+                           progress, start);
   }
   const DenseStore<float> store(P, threads);
-  const DenseInput<float> in = store.input(N);
-  return fit(
-      N, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return evaluate<float>(in, beta, Y, prm.lambda, g, threads); },
-      progress, start);
+  return fit_cpu<float>(store.input(N), N, beta, prm, seed, threads, progress, start);
 }
 
 NervResult fit_sparse_cpu(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& prm,
                           unsigned long long seed, int threads, const std::function<void(int, double)>& progress,
                           const MatrixD* start) {
   const index_t N = P.num_points;
-  if (prm.precision == "double") {
-    const SparseInput<double> in(P, N);
-    return fit(
-        N, beta, prm, seed,
-        [&](const MatrixD& Y, MatrixD* g) { return evaluate<double>(in, beta, Y, prm.lambda, g, threads); }, progress,
-        start);
-  }
-  const SparseInput<float> in(P, N);
-  return fit(
-      N, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return evaluate<float>(in, beta, Y, prm.lambda, g, threads); },
-      progress, start);
+  if (prm.precision == "double")
+    return fit_cpu<double>(SparseInput<double>(P, N), N, beta, prm, seed, threads, progress, start);
+  return fit_cpu<float>(SparseInput<float>(P, N), N, beta, prm, seed, threads, progress, start);
 }
 
 }  // namespace

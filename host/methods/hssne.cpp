@@ -15,6 +15,7 @@
 #include <cmath>
 
 #include "cpu/clones.hpp"
+#include "cpu/map_rows.hpp"
 #include "methods/random.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/error.hpp"
@@ -54,23 +55,6 @@ void resize_sums(HssneSums& s, index_t N, int D) {
   if (s.hsy.rows != N || s.hsy.cols != D) s.hsy = MatrixD(N, D);
 }
 
-// The map by dimension (yt[d N + j] = y_jd, D <= 3) as the sparse row loops read it: one pointer
-// and one scalar of y_i per dimension.
-template <int D>
-struct MapRow {
-  const double *x0, *x1, *x2;
-  double y0, y1, y2;
-  MapRow(const double* yt, index_t N, index_t i)
-      : x0(yt), x1(D > 1 ? yt + N : yt), x2(D > 2 ? yt + 2 * N : yt), y0(x0[i]), y1(x1[i]), y2(x2[i]) {}
-  // tau_ij = |y_i - y_j|^2
-  ORRERY_ALWAYS_INLINE double tau(index_t j) const {
-    double t = (y0 - x0[j]) * (y0 - x0[j]);
-    if constexpr (D > 1) t += (y1 - x1[j]) * (y1 - x1[j]);
-    if constexpr (D > 2) t += (y2 - x2[j]) * (y2 - x2[j]);
-    return t;
-  }
-};
-
 // Row i's repulsive sums over every j != i, from the map by dimension (yt[d N + j] = y_jd, so the
 // loads are contiguous), written for the vectoriser: the j == i term is added and removed after
 // (H(0) = S(0) = 1), so the loop has no branch on j; one scalar per dimension, as GCC sums an
@@ -78,7 +62,7 @@ struct MapRow {
 template <int D, int kTail>
 ORRERY_ALWAYS_INLINE void repulsion_loop(const double* yt, index_t N, index_t i, double alpha,
                                          math::HssneRow<double, D>& acc) {
-  const MapRow<D> r(yt, N, i);
+  const cpu::MapRow<double, D> r(yt, N, i);
   const double *x0 = r.x0, *x1 = r.x1, *x2 = r.x2;
   double h_sum = 0.0, hs_sum = 0.0, g0 = 0.0, g1 = 0.0, g2 = 0.0;
 #pragma omp simd reduction(+ : h_sum, hs_sum, g0, g1, g2)
@@ -104,7 +88,7 @@ template <int D, int kTail>
 ORRERY_ALWAYS_INLINE void attraction_loop(const double* yt, index_t N, index_t i, const index_t* col,
                                           const double* val, index_t lo, index_t hi, double alpha,
                                           math::HssneRow<double, D>& acc) {
-  const MapRow<D> r(yt, N, i);
+  const cpu::MapRow<double, D> r(yt, N, i);
   const double *x0 = r.x0, *x1 = r.x1, *x2 = r.x2;
   double a = 0.0, plh = 0.0, g0 = 0.0, g1 = 0.0, g2 = 0.0;
 #pragma omp simd reduction(+ : a, plh, g0, g1, g2)
@@ -130,7 +114,7 @@ ORRERY_ALWAYS_INLINE void attraction_loop(const double* yt, index_t N, index_t i
 template <int D, int kTail>
 ORRERY_ALWAYS_INLINE void dense_loop(const double* yt, index_t N, index_t i, const double* prow, double alpha,
                                      math::HssneRow<double, D>& acc) {
-  const MapRow<D> r(yt, N, i);
+  const cpu::MapRow<double, D> r(yt, N, i);
   const double *x0 = r.x0, *x1 = r.x1, *x2 = r.x2;
   double h_sum = 0.0, hs_sum = 0.0, a = 0.0, plh = 0.0, h0 = 0.0, h1 = 0.0, h2 = 0.0, a0 = 0.0, a1 = 0.0, a2 = 0.0;
 #pragma omp simd reduction(+ : h_sum, hs_sum, a, plh, h0, h1, h2, a0, a1, a2)
@@ -191,9 +175,7 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
               HssneSums& out) {
   const index_t N = Y.rows;
   resize_sums(out, N, D);
-  std::vector<double> yt(static_cast<size_t>(N * D));
-  for (index_t j = 0; j < N; ++j)
-    for (int d = 0; d < D; ++d) yt[static_cast<size_t>(d * N + j)] = Y(j, d);
+  const std::vector<double> yt = cpu::by_dimension<double>(Y);
 #pragma omp parallel for schedule(static) num_threads(nthreads(threads))
   for (index_t i = 0; i < N; ++i) {
     math::HssneRow<double, D> acc;

@@ -38,6 +38,7 @@
 #include <type_traits>
 
 #include "cpu/clones.hpp"
+#include "cpu/map_rows.hpp"
 #include "methods/random.hpp"
 #include "optim/cg.hpp"
 #include "orrery/backend.hpp"
@@ -83,16 +84,6 @@ constexpr index_t tile_size() {
   return std::is_same<T, float>::value ? kFloatTile : std::numeric_limits<index_t>::max() / 2;
 }
 
-// The j loops read the map by dimension: yt[d n + j] = y_jd (D x n), so their loads are contiguous.
-template <class T>
-std::vector<T> by_dimension(const MatrixD& Y) {
-  const index_t n = Y.rows, D = Y.cols;
-  std::vector<T> yt(static_cast<size_t>(n * D));
-  for (index_t j = 0; j < n; ++j)
-    for (index_t d = 0; d < D; ++d) yt[static_cast<size_t>(d * n + j)] = static_cast<T>(Y(j, d));
-  return yt;
-}
-
 // The column tiles of row i: [0, i) and (i, n) cut into pieces of at most `size` columns.
 struct Tiles {
   index_t n, i, size;
@@ -110,16 +101,11 @@ struct Tiles {
 
 template <class T, int D>
 ORRERY_ALWAYS_INLINE T distances_fixed(const T* yt, index_t n, index_t i, T* dist, index_t lo, index_t hi) {
-  T yi[D];
-  for (int d = 0; d < D; ++d) yi[d] = yt[d * n + i];
+  const cpu::MapRow<T, D> r(yt, n, i);
   T m = std::numeric_limits<T>::infinity();
 #pragma omp simd reduction(min : m)
   for (index_t j = lo; j < hi; ++j) {
-    T s = 0;
-    for (int d = 0; d < D; ++d) {
-      const T diff = yi[d] - yt[d * n + j];
-      s += diff * diff;
-    }
+    const T s = r.tau(j);
     dist[j] = s;
     m = s < m ? s : m;
   }
@@ -159,13 +145,12 @@ ORRERY_CLONES T row_distances(const T* yt, index_t n, index_t D, index_t i, T* d
 template <class T, int D>
 ORRERY_ALWAYS_INLINE void scatter_fixed(const T* yt, index_t n, index_t i, const T* c, T* acc, index_t lo, index_t hi,
                                       double* g) {
-  const T* x0 = yt;
-  const T* x1 = D > 1 ? yt + n : yt;
-  const T* x2 = D > 2 ? yt + 2 * n : yt;
+  const cpu::MapRow<T, D> r(yt, n, i);
+  const T *x0 = r.x0, *x1 = r.x1, *x2 = r.x2;
+  const T y0 = r.y0, y1 = r.y1, y2 = r.y2;
   T* a0 = acc;
   T* a1 = D > 1 ? acc + n : acc;
   T* a2 = D > 2 ? acc + 2 * n : acc;
-  const T y0 = x0[i], y1 = x1[i], y2 = x2[i];
   T g0 = 0, g1 = 0, g2 = 0;
 #pragma omp simd reduction(+ : g0, g1, g2)
   for (index_t j = lo; j < hi; ++j) {
@@ -443,7 +428,7 @@ double evaluate(const Input& in, const std::vector<double>& beta, const MatrixD&
     *grad = MatrixD(N, D);
     acc.assign(static_cast<size_t>(kBlocks * N * D), T(0));
   }
-  const std::vector<T> yt = by_dimension<T>(Y);
+  const std::vector<T> yt = cpu::by_dimension<T>(Y);
   const T lam = static_cast<T>(lambda);
 #pragma omp parallel num_threads(nthreads(threads))
   {

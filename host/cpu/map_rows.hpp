@@ -1,0 +1,38 @@
+// The map by dimension, as the CPU's all-pairs row loops (NeRV, HSSNE) read it: yt[d N + j] = y_jd
+// (D x N), so a loop over j loads each coordinate contiguously and vectorises.
+#pragma once
+#include <vector>
+
+#include "cpu/clones.hpp"
+#include "orrery/types.hpp"
+
+namespace orrery::cpu {
+
+// Y (N x D, row-major) by dimension, converted to T.
+template <class T>
+std::vector<T> by_dimension(const MatrixD& Y) {
+  const index_t n = Y.rows, D = Y.cols;
+  std::vector<T> yt(static_cast<size_t>(n * D));
+  for (index_t j = 0; j < n; ++j)
+    for (index_t d = 0; d < D; ++d) yt[static_cast<size_t>(d * n + j)] = static_cast<T>(Y(j, d));
+  return yt;
+}
+
+// Row i of a map by dimension with D <= 3: one pointer and one scalar of y_i per dimension (GCC sums
+// an array-section reduction lane by lane, so the loops keep one scalar per dimension too).
+template <class T, int D>
+struct MapRow {
+  const T *x0, *x1, *x2;
+  T y0, y1, y2;
+  MapRow(const T* yt, index_t N, index_t i)
+      : x0(yt), x1(D > 1 ? yt + N : yt), x2(D > 2 ? yt + 2 * N : yt), y0(x0[i]), y1(x1[i]), y2(x2[i]) {}
+  // tau_ij = |y_i - y_j|^2
+  ORRERY_ALWAYS_INLINE T tau(index_t j) const {
+    T t = (y0 - x0[j]) * (y0 - x0[j]);
+    if constexpr (D > 1) t += (y1 - x1[j]) * (y1 - x1[j]);
+    if constexpr (D > 2) t += (y2 - x2[j]) * (y2 - x2[j]);
+    return t;
+  }
+};
+
+}  // namespace orrery::cpu

@@ -12,69 +12,106 @@
 
 namespace orrery::math {
 
+#if !defined(__CUDA_ARCH__)
+namespace detail {
+
+// The bit layout and constants of the branch-free exp below, per float type.
+template <class T>
+struct ExpBits;
+template <>
+struct ExpBits<double> {
+  using U = std::uint64_t;
+  static constexpr int kMantissa = 52;
+  static constexpr U kExponentMask = 0x7FF, kBias = 1023;
+  static constexpr U kClampExponent = 0x409;              // biased exponent of 1024
+  static constexpr U kClampBits = 0xC090000000000000ull;  // -1024
+  static constexpr double kShift = 6755399441055744.0;   // 1.5 * 2^52: adding it rounds to an integer
+  static constexpr U kShiftBits = 0x4338000000000000ull;
+  static constexpr double kLog2e = 1.4426950408889634;
+  static constexpr double kLn2Hi = 6.93147180369123816490e-01;  // 21 trailing zero bits: k kLn2Hi is exact
+  static constexpr double kLn2Lo = 1.90821492927058770002e-10;
+};
+template <>
+struct ExpBits<float> {
+  using U = std::uint32_t;
+  static constexpr int kMantissa = 23;
+  static constexpr U kExponentMask = 0xFF, kBias = 127;
+  static constexpr U kClampExponent = 0x86;     // biased exponent of 128
+  static constexpr U kClampBits = 0xC3000000u;  // -128
+  static constexpr float kShift = 12582912.0f;  // 1.5 * 2^23
+  static constexpr U kShiftBits = 0x4B400000u;
+  static constexpr float kLog2e = 1.44269504f;
+  static constexpr float kLn2Hi = 0.693145752f;  // 9 trailing zero bits: k kLn2Hi is exact for |k| < 512
+  static constexpr float kLn2Lo = 1.42860682e-06f;
+};
+
+// x = k ln2 + r, |r| <= ln2 / 2, by Cody-Waite reduction: returns r, and t, whose low bits hold k.
+// x with a biased exponent >= kClampExponent, and NaN, count as the clamp value (-> 0); the clamp
+// is done on the bits: an FP select here would stop GCC's if-conversion (-ftrapping-math) and the
+// loop would not vectorise.
+template <class T>
+inline T exp_reduce(T x, T& t) {
+  using B = ExpBits<T>;
+  using U = typename B::U;
+  constexpr int kTop = 8 * sizeof(U) - 1;
+  U ux;
+  std::memcpy(&ux, &x, sizeof ux);
+  const U big = ((((ux >> B::kMantissa) & B::kExponentMask) - B::kClampExponent) >> kTop) - 1u;  // all ones: clamp
+  ux = (ux & ~big) | (B::kClampBits & big);
+  T xc;
+  std::memcpy(&xc, &ux, sizeof xc);
+  t = xc * B::kLog2e + B::kShift;
+  const T k = t - B::kShift;
+  return (xc - k * B::kLn2Hi) - k * B::kLn2Lo;
+}
+
+// p 2^k with k from exp_reduce's t, assembled in the exponent bits; 0 when k + bias <= 0.
+template <class T>
+inline T exp_scale(T p, T t) {
+  using B = ExpBits<T>;
+  using U = typename B::U;
+  constexpr int kTop = 8 * sizeof(U) - 1;
+  U ut;
+  std::memcpy(&ut, &t, sizeof ut);
+  const U e = ut - B::kShiftBits + B::kBias;  // k + bias (two's complement)
+  const U keep = ((e - 1u) >> kTop) - 1u;     // all ones when e >= 1, else 0
+  const U us = (e << B::kMantissa) & keep;
+  T s;
+  std::memcpy(&s, &us, sizeof s);
+  return p * s;
+}
+
+}  // namespace detail
+#endif
+
 // exp(x) for finite x <= 700; below -708.4 the result is flushed to 0 (exp(-708.4) ~ 2.2e-308, the
 // smallest normal double). The CPU double version is branch-free arithmetic so that a `omp simd`
 // loop calling it vectorises without libmvec (glibc only offers its vector exp under -ffast-math):
 // x = k ln2 + r, |r| <= ln2 / 2, by Cody-Waite reduction; exp(r) by its Taylor polynomial to r^13
 // (truncation < 5e-18); 2^k assembled in the exponent bits, zero when k + 1023 <= 0. Within 1 ulp
 // of std::exp over [-708, 0] (tested). Inputs with |x| >= 1024 or NaN are treated as -1024 (-> 0).
+// Float: the same scheme with Taylor to r^7 (truncation < 6e-9, below half an ulp), zero below
+// about -87.3, |x| >= 128 or NaN as -128; within 2 ulp of exp (tested).
 template <class T>
 ORRERY_HD_INLINE T exp_nonpositive(T x) {
 #if defined(__CUDA_ARCH__)
   return hd_exp(x);
 #else
   if constexpr (std::is_same<T, float>::value) {
-    // The same scheme in single precision: |r| <= ln2 / 2, Taylor to r^7 (truncation < 6e-9, below
-    // half an ulp of float), 2^k in the 8 exponent bits, zero below about -87.3 (k + 127 <= 0);
-    // inputs with |x| >= 128 or NaN count as -128 (-> 0).
-    constexpr float kShift = 12582912.0f;  // 1.5 * 2^23
-    constexpr std::uint32_t kShiftBits = 0x4B400000u;
-    constexpr float kLog2e = 1.44269504f;
-    constexpr float kLn2Hi = 0.693145752f;  // 9 trailing zero bits: k kLn2Hi is exact for |k| < 512
-    constexpr float kLn2Lo = 1.42860682e-06f;
-    std::uint32_t ux;
-    std::memcpy(&ux, &x, sizeof ux);
-    const std::uint32_t big = ((((ux >> 23) & 0xFFu) - 0x86u) >> 31) - 1u;  // all ones: clamp
-    ux = (ux & ~big) | (0xC3000000u & big);
-    float xc;
-    std::memcpy(&xc, &ux, sizeof xc);
-    const float t = xc * kLog2e + kShift;
-    const float k = t - kShift;
-    const float r = (xc - k * kLn2Hi) - k * kLn2Lo;
+    float t;
+    const float r = detail::exp_reduce(x, t);
     // Estrin's scheme: a dependency chain of 4 multiply-adds instead of Horner's 7, so the loops
     // that call this are not bound by the latency of one long chain per element.
     const float r2 = r * r;
     const float r4 = r2 * r2;
     const float p01 = 1.0f + r, p23 = 0.5f + r * (1.0f / 6.0f);
     const float p45 = 1.0f / 24.0f + r * (1.0f / 120.0f), p67 = 1.0f / 720.0f + r * (1.0f / 5040.0f);
-    const float p = (p01 + r2 * p23) + r4 * (p45 + r2 * p67);
-    std::uint32_t ut;
-    std::memcpy(&ut, &t, sizeof ut);
-    const std::uint32_t e = ut - kShiftBits + 127u;   // k + 127 (two's complement)
-    const std::uint32_t keep = ((e - 1u) >> 31) - 1u;  // all ones when e >= 1, else 0
-    const std::uint32_t us = (e << 23) & keep;
-    float s;
-    std::memcpy(&s, &us, sizeof s);
-    return p * s;
+    return detail::exp_scale((p01 + r2 * p23) + r4 * (p45 + r2 * p67), t);
   } else if constexpr (!std::is_same<T, double>::value) {
     return hd_exp(x);
   } else {
-    constexpr double kShift = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
-    constexpr std::uint64_t kShiftBits = 0x4338000000000000ull;
-    constexpr double kLog2e = 1.4426950408889634;
-    constexpr double kLn2Hi = 6.93147180369123816490e-01;  // 21 trailing zero bits: k kLn2Hi is exact
-    constexpr double kLn2Lo = 1.90821492927058770002e-10;
-    // Clamp |x| >= 1024 (biased exponent >= 0x409) and non-finite x to -1024 on the bits: an FP
-    // select here would stop GCC's if-conversion (-ftrapping-math) and the loop would not vectorise.
-    std::uint64_t ux;
-    std::memcpy(&ux, &x, sizeof ux);
-    const std::uint64_t big = ((((ux >> 52) & 0x7FFu) - 0x409u) >> 63) - 1u;  // all ones: clamp
-    ux = (ux & ~big) | (0xC090000000000000ull & big);
-    double xc;
-    std::memcpy(&xc, &ux, sizeof xc);
-    const double t = xc * kLog2e + kShift;
-    const double k = t - kShift;
-    const double r = (xc - k * kLn2Hi) - k * kLn2Lo;
+    double t;
+    const double r = detail::exp_reduce(x, t);
     double p = 1.0 / 6227020800.0;
     p = p * r + 1.0 / 479001600.0;
     p = p * r + 1.0 / 39916800.0;
@@ -89,14 +126,7 @@ ORRERY_HD_INLINE T exp_nonpositive(T x) {
     p = p * r + 0.5;
     p = p * r + 1.0;
     p = p * r + 1.0;
-    std::uint64_t ut;
-    std::memcpy(&ut, &t, sizeof ut);
-    const std::uint64_t e = ut - kShiftBits + 1023u;   // k + 1023 (two's complement)
-    const std::uint64_t keep = ((e - 1u) >> 63) - 1u;  // all ones when e >= 1, else 0
-    const std::uint64_t us = (e << 52) & keep;
-    double s;
-    std::memcpy(&s, &us, sizeof s);
-    return p * s;
+    return detail::exp_scale(p, t);
   }
 #endif
 }

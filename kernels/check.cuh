@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "orrery/error.hpp"
 
@@ -54,6 +55,16 @@ class DeviceBuffer {
   }
   void download(T* host, size_t n) const {
     if (n) check(cudaMemcpy(host, ptr_, n * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy D2H", __FILE__, __LINE__);
+  }
+  // Device-to-device copy of another buffer's n elements (resizing this one to n).
+  void copy_from(const DeviceBuffer& o, size_t n) {
+    resize(n);
+    if (n) check(cudaMemcpy(ptr_, o.ptr_, n * sizeof(T), cudaMemcpyDeviceToDevice), "cudaMemcpy D2D", __FILE__, __LINE__);
+  }
+  // Exchanges the two buffers' memory (no copy).
+  void swap(DeviceBuffer& o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(n_, o.n_);
   }
   T* get() const { return ptr_; }
   size_t size() const { return n_; }

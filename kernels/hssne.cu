@@ -1,16 +1,23 @@
-// HSSNE sums on the GPU (MATH.md §4), over the per-pair function of math/neighbor.hpp.
+// HSSNE on the GPU (MATH.md §4): the sums over pairs over the per-pair function of
+// math/neighbor.hpp, and the optimisers' steps over its per-coordinate updates, with the map and
+// every per-point array resident on the device.
 //
 // Pass 1, all pairs (hssne_pairs_kernel): one thread per point i, the points j in tiles of
 // kThreads coordinates staged in shared memory. Each thread sums one tile in float (the same
 // hssne_accumulate as the CPU), then adds the tile's sums into double accumulators, so rounding
 // grows with the tile (256 pairs), not with N. The j range is split into a few chunks (grid.y) so
 // that small N still fills the device; each chunk writes its partial sums.
-// Pass 2, per point (hssne_finish_kernel): the chunks' partials summed in chunk order, and for
-// sparse P the attraction over the point's CSR row in double. Same input, same device, same launch shape: the same bits.
+// Pass 2, per point (hssne_finish_kernel): the chunks' partials summed in chunk order, for sparse
+// P the attraction over the point's CSR row in double, and each block's share of the totals Z
+// and sum P log H (a fixed-shape block reduction); hssne_totals_kernel adds the blocks' shares in
+// block order. Same input, same device, same launch shape: the same bits.
+// Steps (fixed_point_kernel, damp_kernel, gradient_step_kernel): a thread per point, in double.
 //
 // Dense P is read transposed (thread i reads Pt[j N + i] = P_ij), so a warp reads consecutive
-// words. Y travels each evaluation (N D doubles up, 4 + 2 D doubles per point down, through
-// page-locked buffers); P stays.
+// words. Per evaluation only the two totals come back to the host (16 bytes), which decides the
+// next step; the map crosses at start() and coords() only.
+#include <cub/block/block_reduce.cuh>
+
 #include <algorithm>
 #include <memory>
 #include <vector>
@@ -25,6 +32,8 @@ namespace orrery {
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int kPointThreads = 128;  // per-point kernels (finish, steps)
+constexpr int kTotalsThreads = 256;
 
 // Fields of a point's sums, in this order (partials and results): h, hs, hsy[D], then for dense
 // P or the finished results a, p_log_h, ay[D].
@@ -97,27 +106,93 @@ __global__ void __launch_bounds__(kThreads) hssne_pairs_kernel(const float4* __r
   }
 }
 
-// Results per point i, row-major: h, hs, hsy[D], a, p_log_h, ay[D].
+// Results per point i, row-major: h, hs, hsy[D], a, p_log_h, ay[D]; and the block's totals of h
+// and p_log_h in block_totals[2 blockIdx.x + {0, 1}].
 template <int D, bool kDense>
-__global__ void hssne_finish_kernel(const double* __restrict__ yd, long long N,
-                                    int chunks, double alpha, const double* __restrict__ partial,
-                                    const index_t* __restrict__ row_ptr, const index_t* __restrict__ col,
-                                    const double* __restrict__ val, double* __restrict__ result) {
+__global__ void __launch_bounds__(kPointThreads)
+    hssne_finish_kernel(const double* __restrict__ yd, long long N, int chunks, double alpha,
+                        const double* __restrict__ partial, const index_t* __restrict__ row_ptr,
+                        const index_t* __restrict__ col, const double* __restrict__ val, double* __restrict__ result,
+                        double* __restrict__ block_totals) {
+  using Reduce = cub::BlockReduce<double, kPointThreads>;
+  __shared__ typename Reduce::TempStorage tmp;
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= N) return;
   constexpr int F = kDense ? kAll<D> : kRepulsive<D>;
   double sum[kAll<D>] = {};
-  for (int c = 0; c < chunks; ++c)
-    for (int f = 0; f < F; ++f) sum[f] += partial[(static_cast<long long>(c) * F + f) * N + i];
-  if (!kDense) {
-    math::HssneRow<double, D> att;
-    for (index_t q = row_ptr[i]; q < row_ptr[i + 1]; ++q)
-      math::hssne_accumulate<double, D>(yd + i * D, yd + col[q] * D, val[q], alpha, false, att);
-    sum[2 + D] = att.a_sum;
-    sum[3 + D] = att.p_log_h;
-    for (int d = 0; d < D; ++d) sum[4 + D + d] = att.ay[d];
+  if (i < N) {
+    for (int c = 0; c < chunks; ++c)
+      for (int f = 0; f < F; ++f) sum[f] += partial[(static_cast<long long>(c) * F + f) * N + i];
+    if (!kDense) {
+      math::HssneRow<double, D> att;
+      for (index_t q = row_ptr[i]; q < row_ptr[i + 1]; ++q)
+        math::hssne_accumulate<double, D>(yd + i * D, yd + col[q] * D, val[q], alpha, false, att);
+      sum[2 + D] = att.a_sum;
+      sum[3 + D] = att.p_log_h;
+      for (int d = 0; d < D; ++d) sum[4 + D + d] = att.ay[d];
+    }
+    for (int f = 0; f < kAll<D>; ++f) result[i * kAll<D> + f] = sum[f];
   }
-  for (int f = 0; f < kAll<D>; ++f) result[i * kAll<D> + f] = sum[f];
+  const double z = Reduce(tmp).Sum(sum[0]);
+  __syncthreads();
+  const double plh = Reduce(tmp).Sum(sum[3 + D]);
+  if (threadIdx.x == 0) {
+    block_totals[2 * blockIdx.x] = z;
+    block_totals[2 * blockIdx.x + 1] = plh;
+  }
+}
+
+// The blocks' totals summed in a fixed order: thread t folds blocks t, t + kTotalsThreads, ...,
+// then a fixed-shape block reduction. One block; out = {Z, sum P log H}.
+__global__ void __launch_bounds__(kTotalsThreads)
+    hssne_totals_kernel(const double* __restrict__ block_totals, int blocks, double* __restrict__ out) {
+  using Reduce = cub::BlockReduce<double, kTotalsThreads>;
+  __shared__ typename Reduce::TempStorage tmp;
+  double z = 0.0, plh = 0.0;
+  for (int b = threadIdx.x; b < blocks; b += kTotalsThreads) {
+    z += block_totals[2 * b];
+    plh += block_totals[2 * b + 1];
+  }
+  const double zt = Reduce(tmp).Sum(z);
+  __syncthreads();
+  const double pt = Reduce(tmp).Sum(plh);
+  if (threadIdx.x == 0) {
+    out[0] = zt;
+    out[1] = pt;
+  }
+}
+
+// trial = Y + step (T_c(Y) - Y) + beta (Y - Y_prev) from the sums at Y (math::hssne_fixed_point_coord).
+template <int D>
+__global__ void fixed_point_kernel(const double* __restrict__ y, const double* __restrict__ prev,
+                                   const double* __restrict__ sums, long long N, double c, double inv_z, double step,
+                                   double beta, double* __restrict__ trial) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= N) return;
+  const double* s = sums + i * kAll<D>;
+  for (int d = 0; d < D; ++d)
+    trial[i * D + d] =
+        math::hssne_fixed_point_coord(y[i * D + d], prev[i * D + d], s[2 + D], s[1], s[4 + D + d], s[2 + d], c, inv_z,
+                                      step, beta);
+}
+
+__global__ void damp_kernel(double* __restrict__ trial, const double* __restrict__ y, long long n) {
+  const long long q = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (q < n) trial[q] = math::hssne_damp_coord(trial[q], y[q]);
+}
+
+// Y += velocity after math::tsne_momentum_step on the gradient at Y.
+template <int D>
+__global__ void gradient_step_kernel(double* __restrict__ y, double* __restrict__ velocity, double* __restrict__ gains,
+                                     const double* __restrict__ sums, long long N, double c, double inv_z,
+                                     double momentum, double learning_rate) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= N) return;
+  const double* s = sums + i * kAll<D>;
+  for (int d = 0; d < D; ++d) {
+    const long long q = i * D + d;
+    const double g = math::hssne_gradient_coord(y[q], s[2 + D], s[1], s[4 + D + d], s[2 + d], c, inv_z);
+    y[q] += math::tsne_momentum_step(g, velocity[q], gains[q], momentum, learning_rate);
+  }
 }
 
 class CudaHssneEngine final : public HssneEngine {
@@ -149,34 +224,86 @@ class CudaHssneEngine final : public HssneEngine {
     const long long tiles = blocks_i;
     chunk_ = ((tiles + chunks_ - 1) / chunks_) * kThreads;
     chunks_ = static_cast<int>((N_ + chunk_ - 1) / chunk_);
+    point_blocks_ = static_cast<int>((N_ + kPointThreads - 1) / kPointThreads);
     const int F = dense_ ? (dim == 2 ? kAll<2> : kAll<3>) : (dim == 2 ? kRepulsive<2> : kRepulsive<3>);
-    yd_.resize(static_cast<size_t>(N_) * dim);
+    const size_t nd = static_cast<size_t>(N_) * dim, nf = static_cast<size_t>(N_) * (4 + 2 * dim);
+    for (auto* b : {&y_, &prev_, &trial_, &velocity_, &gains_}) b->resize(nd);
     y4_.resize(static_cast<size_t>(N_));
     partial_.resize(static_cast<size_t>(chunks_) * F * N_);
-    result_.resize(static_cast<size_t>(N_) * (4 + 2 * dim));
-    host_.resize(result_.size());
-    host_y_.resize(static_cast<size_t>(N_) * dim);
+    sums_.resize(nf);
+    trial_sums_.resize(nf);
+    block_totals_.resize(2 * static_cast<size_t>(point_blocks_));
+    totals_.resize(2);
+    host_totals_.resize(2);
   }
 
   std::string name() const override { return name_; }
 
-  void sums(const MatrixD& Y, HssneSums& out) override {
+  HssneTotals start(const MatrixD& Y) override {
     if (Y.rows != N_ || Y.cols != dim_) internal_error("hssne (cuda): Y has the wrong shape");
     ORRERY_CUDA_CHECK(cudaSetDevice(device_));
-    std::copy(Y.data.begin(), Y.data.end(), host_y_.get());
-    ORRERY_CUDA_CHECK(cudaMemcpy(yd_.get(), host_y_.get(), Y.data.size() * sizeof(double), cudaMemcpyHostToDevice));
-    const int pb = static_cast<int>((N_ + 127) / 128);
-    cuda::to_float4_kernel<<<pb, 128>>>(yd_.get(), N_, dim_, y4_.get());
-    ORRERY_CUDA_LAUNCHED("to_float4_kernel");
-    if (dim_ == 2) launch<2>();
-    else launch<3>();
-    result_.download(host_.get(), host_.size());
+    const size_t nd = Y.data.size();
+    y_.upload(Y.data.data(), nd);
+    prev_.copy_from(y_, nd);
+    trial_.copy_from(y_, nd);
+    ORRERY_CUDA_CHECK(cudaMemset(velocity_.get(), 0, nd * sizeof(double)));
+    const std::vector<double> ones(nd, 1.0);
+    gains_.upload(ones.data(), nd);
+    return cur_ = evaluate(y_, sums_);
+  }
+
+  HssneTotals propose(double c, double step, double beta) override {
+    ORRERY_CUDA_CHECK(cudaSetDevice(device_));
+    if (dim_ == 2) fixed_point_kernel<2><<<point_blocks_, kPointThreads>>>(y_.get(), prev_.get(), sums_.get(), N_, c, 1.0 / cur_.z, step, beta, trial_.get());
+    else fixed_point_kernel<3><<<point_blocks_, kPointThreads>>>(y_.get(), prev_.get(), sums_.get(), N_, c, 1.0 / cur_.z, step, beta, trial_.get());
+    ORRERY_CUDA_LAUNCHED("fixed_point_kernel");
+    return trial_totals_ = evaluate(trial_, trial_sums_);
+  }
+
+  HssneTotals damp() override {
+    ORRERY_CUDA_CHECK(cudaSetDevice(device_));
+    const long long n = N_ * dim_;
+    damp_kernel<<<static_cast<int>((n + kPointThreads - 1) / kPointThreads), kPointThreads>>>(trial_.get(), y_.get(), n);
+    ORRERY_CUDA_LAUNCHED("damp_kernel");
+    return trial_totals_ = evaluate(trial_, trial_sums_);
+  }
+
+  void accept() override {
+    prev_.swap(y_);   // prev <- Y
+    y_.swap(trial_);  // Y <- trial; the old prev becomes scratch
+    sums_.swap(trial_sums_);
+    cur_ = trial_totals_;
+  }
+
+  HssneTotals gradient_step(double c, double momentum, double learning_rate) override {
+    ORRERY_CUDA_CHECK(cudaSetDevice(device_));
+    if (dim_ == 2)
+      gradient_step_kernel<2><<<point_blocks_, kPointThreads>>>(y_.get(), velocity_.get(), gains_.get(), sums_.get(),
+                                                               N_, c, 1.0 / cur_.z, momentum, learning_rate);
+    else
+      gradient_step_kernel<3><<<point_blocks_, kPointThreads>>>(y_.get(), velocity_.get(), gains_.get(), sums_.get(),
+                                                               N_, c, 1.0 / cur_.z, momentum, learning_rate);
+    ORRERY_CUDA_LAUNCHED("gradient_step_kernel");
+    return cur_ = evaluate(y_, sums_);
+  }
+
+  MatrixD coords() const override {
+    ORRERY_CUDA_CHECK(cudaSetDevice(device_));
+    MatrixD Y(N_, dim_);
+    y_.download(Y.data.data(), Y.data.size());
+    return Y;
+  }
+
+  void current_sums(HssneSums& out) const override {
+    ORRERY_CUDA_CHECK(cudaSetDevice(device_));
     const int F = 4 + 2 * dim_;
+    std::vector<double> host(static_cast<size_t>(N_) * F);
+    sums_.download(host.data(), host.size());
     for (auto* v : {&out.h, &out.p_log_h, &out.a, &out.hs}) v->resize(static_cast<size_t>(N_));
     if (out.ay.rows != N_ || out.ay.cols != dim_) out.ay = MatrixD(N_, dim_);
     if (out.hsy.rows != N_ || out.hsy.cols != dim_) out.hsy = MatrixD(N_, dim_);
     for (long long i = 0; i < N_; ++i) {
-      const double* r = host_.get() + i * F;
+      const double* r = host.data() + i * F;
       const auto k = static_cast<size_t>(i);
       out.h[k] = r[0];
       out.hs[k] = r[1];
@@ -190,20 +317,32 @@ class CudaHssneEngine final : public HssneEngine {
   }
 
  private:
+  // The sums at the map y (N x D doubles on the device) into `out`; the totals come back.
+  HssneTotals evaluate(const cuda::DeviceBuffer<double>& y, cuda::DeviceBuffer<double>& out) {
+    cuda::to_float4_kernel<<<point_blocks_, kPointThreads>>>(y.get(), N_, dim_, y4_.get());
+    ORRERY_CUDA_LAUNCHED("to_float4_kernel");
+    if (dim_ == 2) launch<2>(y.get(), out.get());
+    else launch<3>(y.get(), out.get());
+    hssne_totals_kernel<<<1, kTotalsThreads>>>(block_totals_.get(), point_blocks_, totals_.get());
+    ORRERY_CUDA_LAUNCHED("hssne_totals_kernel");
+    totals_.download(host_totals_.get(), 2);
+    return {host_totals_.get()[0], host_totals_.get()[1]};
+  }
+
   template <int D>
-  void launch() {
+  void launch(const double* yd, double* result) {
     const dim3 grid(static_cast<unsigned>((N_ + kThreads - 1) / kThreads), static_cast<unsigned>(chunks_));
     const float a = static_cast<float>(alpha_);
     if (dense_) hssne_pairs_kernel<D, true><<<grid, kThreads>>>(y4_.get(), N_, a, pt_.get(), chunk_, partial_.get());
     else hssne_pairs_kernel<D, false><<<grid, kThreads>>>(y4_.get(), N_, a, nullptr, chunk_, partial_.get());
     ORRERY_CUDA_LAUNCHED("hssne_pairs_kernel");
-    const int pb = static_cast<int>((N_ + 127) / 128);
     if (dense_)
-      hssne_finish_kernel<D, true><<<pb, 128>>>(yd_.get(), N_, chunks_, alpha_, partial_.get(), nullptr,
-                                                nullptr, nullptr, result_.get());
+      hssne_finish_kernel<D, true><<<point_blocks_, kPointThreads>>>(yd, N_, chunks_, alpha_, partial_.get(), nullptr,
+                                                                     nullptr, nullptr, result, block_totals_.get());
     else
-      hssne_finish_kernel<D, false><<<pb, 128>>>(yd_.get(), N_, chunks_, alpha_, partial_.get(),
-                                                 row_ptr_.get(), col_.get(), val_.get(), result_.get());
+      hssne_finish_kernel<D, false><<<point_blocks_, kPointThreads>>>(yd, N_, chunks_, alpha_, partial_.get(),
+                                                                      row_ptr_.get(), col_.get(), val_.get(), result,
+                                                                      block_totals_.get());
     ORRERY_CUDA_LAUNCHED("hssne_finish_kernel");
   }
 
@@ -212,13 +351,15 @@ class CudaHssneEngine final : public HssneEngine {
   int dim_;
   bool dense_;
   long long N_ = 0, chunk_ = 0;
-  int chunks_ = 1;
+  int chunks_ = 1, point_blocks_ = 1;
   std::string name_;
   cuda::DeviceBuffer<float> pt_;
   cuda::DeviceBuffer<index_t> row_ptr_, col_;
-  cuda::DeviceBuffer<double> val_, yd_, partial_, result_;
+  cuda::DeviceBuffer<double> val_, partial_, block_totals_, totals_;
+  cuda::DeviceBuffer<double> y_, prev_, trial_, velocity_, gains_, sums_, trial_sums_;
   cuda::DeviceBuffer<float4> y4_;
-  cuda::PinnedBuffer<double> host_, host_y_;
+  cuda::PinnedBuffer<double> host_totals_;
+  HssneTotals cur_, trial_totals_;
 };
 
 }  // namespace

@@ -96,6 +96,12 @@ NeInput load(const RunConfig& run, bool read_files) {
     HssneParams p;
     read_fields(run.params, p, hssne_fields(), "params");
     if (p.rho > 0 && labels.empty()) input_error("params.rho > 0 needs input.labels (-1 for unknown)");
+    if (p.exaggeration != 1.0 && p.exaggeration_iter >= p.max_iter)
+      std::fprintf(stderr,
+                   "[hssne] WARNING: params.exaggeration_iter (%d) >= params.max_iter (%d): every iteration runs with "
+                   "P exaggerated, so the map does not minimise KL(P || Q); lower exaggeration_iter or set "
+                   "exaggeration to 1\n",
+                   p.exaggeration_iter, p.max_iter);
   } else {
     NervParams p;
     read_fields(run.params, p, nerv_fields(), "params");
@@ -296,7 +302,8 @@ json run_ne(const RunConfig& run, bool quiet) {
     Y = r.coords;
     trace = r.objective_trace;
     params = fields_to_json(p, hssne_fields());
-    result = {{"iterations", r.iterations}, {"stop_reason", r.stop_reason}, {"damped_steps", r.damped_steps},
+    result = {{"iterations", r.iterations}, {"evaluations", r.evaluations}, {"stop_reason", r.stop_reason},
+              {"restarts", r.restarts}, {"damped_steps", r.damped_steps},
               {"objective", trace.empty() ? 0.0 : trace.back()}};
   } else {
     NervParams p;

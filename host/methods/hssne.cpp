@@ -29,16 +29,21 @@ const std::vector<Field<HssneParams>>& hssne_fields() {
       {"dim", &HssneParams::dim, "Output dimension D of the map.", 2, 3},
       {"alpha", &HssneParams::alpha, "Tail heaviness: 0 Gaussian SSNE, 1 t-SNE, larger heavier.", 0, 1e6},
       {"optimizer", &HssneParams::optimizer,
-       "fixed_point (the paper's update, no learning rate) or gradient (momentum + early exaggeration).",
+       "fixed_point (the paper's update, no learning rate, accelerated) or gradient (momentum and gains).",
        -kInf, kInf, false, {"fixed_point", "gradient"}},
       {"max_iter", &HssneParams::max_iter, "Iteration cap.", 1, 1e8},
-      {"tol", &HssneParams::tol, "fixed_point stops when J falls by less than tol * J in an iteration.", 0, 1},
+      {"tol", &HssneParams::tol,
+       "fixed_point stops when J falls by less than tol * J in an iteration (after the exaggeration).", 0, 1},
+      {"acceleration", &HssneParams::acceleration,
+       "fixed_point: largest momentum of the accelerated update (restarted whenever J would rise); "
+       "0 = the paper's plain update.",
+       0, 1},
       {"learning_rate", &HssneParams::learning_rate, "gradient: step size.", 0, kInf, true},
       {"momentum", &HssneParams::momentum, "gradient: momentum before momentum_switch.", 0, 1},
       {"final_momentum", &HssneParams::final_momentum, "gradient: momentum from momentum_switch on.", 0, 1},
       {"momentum_switch", &HssneParams::momentum_switch, "gradient: iteration where momentum changes.", 0, 1e8},
-      {"exaggeration", &HssneParams::exaggeration, "gradient: P is multiplied by this early on.", 1, 1e4},
-      {"exaggeration_iter", &HssneParams::exaggeration_iter, "gradient: iterations with exaggeration.", 0, 1e8},
+      {"exaggeration", &HssneParams::exaggeration, "P is multiplied by this early on (1 = off).", 1, 1e4},
+      {"exaggeration_iter", &HssneParams::exaggeration_iter, "Iterations with exaggeration.", 0, 1e8},
       {"rho", &HssneParams::rho, "Semi-supervised mixing weight of same-class pairs (0 = unsupervised).", 0, 1},
       {"init_scale", &HssneParams::init_scale, "Standard deviation of the seeded Gaussian start.", 0, kInf, true},
   };
@@ -198,31 +203,89 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
   }
 }
 
+template <int D>
+HssneTotals cpu_evaluate(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, int threads,
+                         HssneSums& out) {
+  cpu_sums<D>(Y, alpha, P, S, threads, out);
+  HssneTotals t;
+  for (size_t i = 0; i < out.h.size(); ++i) {
+    t.z += out.h[i];
+    t.p_log_h += out.p_log_h[i];
+  }
+  return t;
+}
+
+// The engine on the host: the map, its sums and the optimisers' state in host memory, the steps
+// as loops over math/neighbor.hpp's per-coordinate updates (O(N D), next to O(N^2) pairs).
 class CpuHssneEngine final : public HssneEngine {
  public:
   CpuHssneEngine(const MatrixD* P, const SparseAffinity* S, double alpha, int dim, int threads)
-      : P_(P), S_(S), alpha_(alpha), dim_(dim), threads_(threads) {}
+      : P_(P), S_(S), alpha_(alpha), dim_(dim), threads_(threads), N_(P ? P->rows : S->num_points) {}
   std::string name() const override { return "cpu"; }
-  void sums(const MatrixD& Y, HssneSums& out) override {
-    if (Y.cols != dim_) internal_error("hssne: Y has the wrong dimension");
-    if (dim_ == 2) cpu_sums<2>(Y, alpha_, P_, S_, threads_, out);
-    else cpu_sums<3>(Y, alpha_, P_, S_, threads_, out);
+
+  HssneTotals start(const MatrixD& Y) override {
+    if (Y.rows != N_ || Y.cols != dim_) internal_error("hssne: Y has the wrong shape");
+    y_ = Y;
+    prev_ = Y;
+    trial_ = Y;
+    velocity_ = MatrixD(N_, dim_, 0.0);
+    gains_ = MatrixD(N_, dim_, 1.0);
+    return cur_ = evaluate(y_, sums_);
   }
 
+  HssneTotals propose(double c, double step, double beta) override {
+    const double inv_z = 1.0 / cur_.z;
+    for (index_t i = 0; i < N_; ++i) {
+      const auto k = static_cast<size_t>(i);
+      for (index_t d = 0; d < dim_; ++d)
+        trial_(i, d) = math::hssne_fixed_point_coord(y_(i, d), prev_(i, d), sums_.a[k], sums_.hs[k], sums_.ay(i, d),
+                                                     sums_.hsy(i, d), c, inv_z, step, beta);
+    }
+    return trial_totals_ = evaluate(trial_, trial_sums_);
+  }
+
+  HssneTotals damp() override {
+    for (size_t q = 0; q < trial_.data.size(); ++q) trial_.data[q] = math::hssne_damp_coord(trial_.data[q], y_.data[q]);
+    return trial_totals_ = evaluate(trial_, trial_sums_);
+  }
+
+  void accept() override {
+    std::swap(prev_, y_);   // prev <- Y
+    std::swap(y_, trial_);  // Y <- trial; the old prev becomes scratch
+    std::swap(sums_, trial_sums_);
+    cur_ = trial_totals_;
+  }
+
+  HssneTotals gradient_step(double c, double momentum, double learning_rate) override {
+    const double inv_z = 1.0 / cur_.z;
+    for (index_t i = 0; i < N_; ++i) {
+      const auto k = static_cast<size_t>(i);
+      for (index_t d = 0; d < dim_; ++d) {
+        const double g = math::hssne_gradient_coord(y_(i, d), sums_.a[k], sums_.hs[k], sums_.ay(i, d), sums_.hsy(i, d),
+                                                    c, inv_z);
+        y_(i, d) += math::tsne_momentum_step(g, velocity_(i, d), gains_(i, d), momentum, learning_rate);
+      }
+    }
+    return cur_ = evaluate(y_, sums_);
+  }
+
+  MatrixD coords() const override { return y_; }
+  void current_sums(HssneSums& out) const override { out = sums_; }
+
  private:
+  HssneTotals evaluate(const MatrixD& Y, HssneSums& out) const {
+    return dim_ == 2 ? cpu_evaluate<2>(Y, alpha_, P_, S_, threads_, out)
+                     : cpu_evaluate<3>(Y, alpha_, P_, S_, threads_, out);
+  }
+
   const MatrixD* P_;
   const SparseAffinity* S_;
   double alpha_;
   int dim_, threads_;
-};
-
-// Everything the optimisers need at one Y.
-struct Evaluation {
-  double J = 0.0;       // KL(cP || Q) for the affinities scaled by c (early exaggeration)
-  double J_true = 0.0;  // KL(P || Q), c = 1
-  std::vector<double> a, b;  // A_i = c sum_j P_ij S_ij, B_i = sum_j Q_ij S_ij
-  MatrixD ab_y;              // sum_j (A_ij - B_ij) y_j
-  MatrixD grad;              // dJ/dy_i = 4 (y_i (A_i - B_i) - sum_j (A_ij - B_ij) y_j)
+  index_t N_;
+  MatrixD y_, prev_, trial_, velocity_, gains_;
+  HssneSums sums_, trial_sums_;
+  HssneTotals cur_, trial_totals_;
 };
 
 // Sum over P of p log p and of p (the constant part of KL).
@@ -236,40 +299,10 @@ Entropy entropy_terms(const std::vector<double>& values) {
   return e;
 }
 
-// J = sum cP log cP - c sum P log H + c (sum P) log Z, from the engine's sums (row order). `e`
-// keeps its buffers from call to call (no allocation per iteration); the gradient is formed only
-// when asked for.
-void evaluate_into(HssneEngine& engine, HssneSums& s, const Entropy& ent, const MatrixD& Y, double c, bool with_grad,
-                   Evaluation& e) {
-  engine.sums(Y, s);
-  const index_t N = Y.rows;
-  double z = 0.0, p_log_h = 0.0;
-  for (index_t i = 0; i < N; ++i) {
-    z += s.h[static_cast<size_t>(i)];
-    p_log_h += s.p_log_h[static_cast<size_t>(i)];
-  }
-  e.J_true = ent.plogp - p_log_h + ent.psum * std::log(z);
-  e.J = c * (ent.plogp + ent.psum * std::log(c)) - c * p_log_h + c * ent.psum * std::log(z);
-  e.a.resize(static_cast<size_t>(N));
-  e.b.resize(static_cast<size_t>(N));
-  if (e.ab_y.rows != N || e.ab_y.cols != Y.cols) e.ab_y = MatrixD(N, Y.cols);
-  if (with_grad && (e.grad.rows != N || e.grad.cols != Y.cols)) e.grad = MatrixD(N, Y.cols);
-  const double inv_z = 1.0 / z;
-  for (index_t i = 0; i < N; ++i) {
-    const auto k = static_cast<size_t>(i);
-    e.a[k] = c * s.a[k];
-    e.b[k] = s.hs[k] * inv_z;
-    for (index_t d = 0; d < Y.cols; ++d) {
-      e.ab_y(i, d) = c * s.ay(i, d) - s.hsy(i, d) * inv_z;
-      if (with_grad) e.grad(i, d) = 4.0 * (Y(i, d) * (e.a[k] - e.b[k]) - e.ab_y(i, d));
-    }
-  }
-}
-
-Evaluation evaluate(HssneEngine& engine, HssneSums& s, const Entropy& ent, const MatrixD& Y, double c) {
-  Evaluation e;
-  evaluate_into(engine, s, ent, Y, c, true, e);
-  return e;
+// The objective the steps with exaggeration c descend: J_c = c sum P log(cP / H) + (sum P) log Z,
+// whose gradient is 4 sum_j (c P_ij - Q_ij) S_ij (y_i - y_j) when P sums to 1; J_1 = KL(P || Q).
+double objective(const Entropy& ent, const HssneTotals& t, double c) {
+  return c * (ent.plogp + ent.psum * std::log(c)) - c * t.p_log_h + ent.psum * std::log(t.z);
 }
 
 void check_shapes(index_t n, const MatrixD& Y) {
@@ -281,20 +314,18 @@ double objective_on_cpu(const MatrixD* P, const SparseAffinity* S, const MatrixD
                         int threads) {
   check_shapes(P ? P->rows : S->num_points, Y);
   CpuHssneEngine engine(P, S, alpha, static_cast<int>(Y.cols), threads);
-  HssneSums sums;
-  Evaluation e = evaluate(engine, sums, entropy_terms(P ? P->data : S->val), Y, 1.0);
-  if (grad) *grad = std::move(e.grad);
-  return e.J;
-}
-
-// The paper's update from an evaluation at Y: y_i <- (y_i B_i + sum_j (A_ij - B_ij) y_j) / A_i;
-// a point without affinity stays where it is.
-void apply_fixed_point(const Evaluation& e, MatrixD& Y) {
-  for (index_t i = 0; i < Y.rows; ++i) {
-    const double a = e.a[static_cast<size_t>(i)];
-    if (!(a > 0)) continue;
-    for (index_t d = 0; d < Y.cols; ++d) Y(i, d) = (Y(i, d) * e.b[static_cast<size_t>(i)] + e.ab_y(i, d)) / a;
+  const HssneTotals t = engine.start(Y);
+  if (grad) {
+    HssneSums s;
+    engine.current_sums(s);
+    *grad = MatrixD(Y.rows, Y.cols);
+    for (index_t i = 0; i < Y.rows; ++i) {
+      const auto k = static_cast<size_t>(i);
+      for (index_t d = 0; d < Y.cols; ++d)
+        (*grad)(i, d) = math::hssne_gradient_coord(Y(i, d), s.a[k], s.hs[k], s.ay(i, d), s.hsy(i, d), 1.0, 1.0 / t.z);
+    }
   }
+  return objective(entropy_terms(P ? P->data : S->val), t, 1.0);
 }
 
 }  // namespace
@@ -321,10 +352,11 @@ double hssne_objective(const SparseAffinity& P, const MatrixD& Y, double alpha, 
 double hssne_fixed_point_step(const MatrixD& P, double alpha, MatrixD& Y, int threads) {
   check_shapes(P.rows, Y);
   CpuHssneEngine engine(&P, nullptr, alpha, static_cast<int>(Y.cols), threads);
-  HssneSums sums;
-  const Evaluation e = evaluate(engine, sums, entropy_terms(P.data), Y, 1.0);
-  apply_fixed_point(e, Y);
-  return e.J;
+  const HssneTotals t = engine.start(Y);
+  engine.propose(1.0, 1.0, 0.0);
+  engine.accept();
+  Y = engine.coords();
+  return objective(entropy_terms(P.data), t, 1.0);
 }
 
 MatrixD mix_same_class_pairs(const MatrixD& P, const std::vector<int>& labels, double rho) {
@@ -347,65 +379,79 @@ MatrixD mix_same_class_pairs(const MatrixD& P, const std::vector<int>& labels, d
 
 namespace {
 
+// The optimisers, on the engine's state; each iteration exchanges O(1) values with it.
 HssneResult fit_impl(HssneEngine& engine, const Entropy& ent, index_t N, const HssneParams& prm,
                      unsigned long long seed, const std::function<void(int, double)>& progress) {
   HssneResult res;
-  res.coords = MatrixD(N, prm.dim);
-  res.coords.data = seeded_gaussian(res.coords.data.size(), seed, prm.init_scale);
-  MatrixD& Y = res.coords;
-  HssneSums sums;
+  MatrixD start(N, prm.dim);
+  start.data = seeded_gaussian(start.data.size(), seed, prm.init_scale);
+  HssneTotals cur = engine.start(start);
+  res.evaluations = 1;
+  const auto exaggeration_at = [&](int it) { return it < prm.exaggeration_iter ? prm.exaggeration : 1.0; };
+  const auto record = [&](int it, const HssneTotals& t) {
+    res.iterations = it + 1;
+    res.objective_trace.push_back(objective(ent, t, 1.0));
+    if (progress) progress(it, res.objective_trace.back());
+  };
   res.stop_reason = "max_iter";
   if (prm.optimizer == "fixed_point") {
-    Evaluation cur, cand;
-    evaluate_into(engine, sums, ent, Y, 1.0, false, cur);
-    MatrixD next = Y;
+    // Late in a large fit the plain update overshoots for some points again and again (10,000
+    // points: 359 halvings after iteration 550). The fraction of the update taken, `step`, keeps
+    // each halving and grows back by kStepGrowth per clean iteration, so one overshoot does not
+    // cost a failed pass on every iteration that follows (1,537 -> 1,091 passes there).
+    constexpr double kStepGrowth = 1.1;
+    int k = 0;  // steps since the momentum last restarted
+    double step = 1.0;
     for (int it = 0; it < prm.max_iter; ++it) {
-      std::copy(Y.data.begin(), Y.data.end(), next.data.begin());
-      apply_fixed_point(cur, next);
-      evaluate_into(engine, sums, ent, next, 1.0, false, cand);
+      const double c = exaggeration_at(it);
+      if (it > 0 && c != exaggeration_at(it - 1)) k = 0;  // the objective changed under the momentum
+      const double j_cur = objective(ent, cur, c);
+      const double beta = std::max(0.0, std::min(prm.acceleration, (k - 1.0) / (k + 2.0)));
+      HssneTotals trial = engine.propose(c, step, beta);
+      ++res.evaluations;
+      ++k;
+      if (beta > 0 && objective(ent, trial, c) > j_cur) {  // restart: the plain step instead
+        trial = engine.propose(c, step, 0.0);
+        ++res.evaluations;
+        ++res.restarts;
+        k = 1;
+      }
       // The update can overshoot when coordinates are large (paper, section 4): halve the step
-      // towards the proposal until J does not increase.
-      for (int damp = 0; damp < 20 && cand.J > cur.J; ++damp) {
-        for (size_t q = 0; q < next.data.size(); ++q) next.data[q] = 0.5 * (next.data[q] + Y.data[q]);
-        evaluate_into(engine, sums, ent, next, 1.0, false, cand);
+      // towards the current map until J does not increase.
+      bool damped = false;
+      for (int damp = 0; damp < 20 && objective(ent, trial, c) > j_cur; ++damp) {
         if (damp == 0) ++res.damped_steps;
+        trial = engine.damp();
+        step *= 0.5;
+        damped = true;
+        ++res.evaluations;
       }
-      const bool improved = cand.J <= cur.J;
-      const double gain = cur.J - cand.J;
+      if (!damped) step = std::min(1.0, step * kStepGrowth);
+      const double j_new = objective(ent, trial, c);
+      const bool improved = j_new <= j_cur;
       if (improved) {
-        std::swap(Y, next);
-        std::swap(cur, cand);
+        engine.accept();
+        cur = trial;
+      } else {
+        k = 0;
       }
-      res.iterations = it + 1;
-      res.objective_trace.push_back(cur.J);
-      if (progress) progress(it, cur.J);
-      if (!improved || gain <= prm.tol * std::abs(cur.J)) {
+      record(it, cur);
+      if (c == 1.0 && (!improved || j_cur - j_new <= prm.tol * std::abs(j_new))) {
         res.stop_reason = "tol";
         break;
       }
     }
   } else {
-    MatrixD update(N, prm.dim, 0.0), gains(N, prm.dim, 1.0);
-    Evaluation e;
     for (int it = 0; it < prm.max_iter; ++it) {
-      const bool exaggerate = it < prm.exaggeration_iter;
-      evaluate_into(engine, sums, ent, Y, exaggerate ? prm.exaggeration : 1.0, true, e);
+      // The trace holds KL(P || Q) at the map the step is taken from.
+      record(it, cur);
       const double mom = it < prm.momentum_switch ? prm.momentum : prm.final_momentum;
-      for (size_t q = 0; q < Y.data.size(); ++q) {
-        // delta-bar-delta gains, as in t-SNE implementations
-        const double g = e.grad.data[q];
-        gains.data[q] = (g > 0) != (update.data[q] > 0) ? gains.data[q] + 0.2 : gains.data[q] * 0.8;
-        gains.data[q] = std::max(gains.data[q], 0.01);
-        update.data[q] = mom * update.data[q] - prm.learning_rate * gains.data[q] * g;
-        Y.data[q] += update.data[q];
-      }
-      // The trace holds KL(P || Q) without exaggeration, at the Y the step was taken from.
-      res.iterations = it + 1;
-      res.objective_trace.push_back(e.J_true);
-      if (progress) progress(it, e.J_true);
+      cur = engine.gradient_step(exaggeration_at(it), mom, prm.learning_rate);
+      ++res.evaluations;
     }
   }
-  for (double v : Y.data)
+  res.coords = engine.coords();
+  for (double v : res.coords.data)
     if (!std::isfinite(v)) internal_error("HSSNE produced non-finite coordinates");
   return res;
 }

@@ -1,5 +1,6 @@
 // The CUDA HSSNE engine and neighbour search against the CPU. The GPU sums tiles of pairs in
-// float (then tiles in double), so its sums agree with the CPU's double sums to float rounding;
+// float (then tiles in double), so its sums agree with the CPU's double sums to float rounding,
+// and its steps (double, on the device) follow them;
 // the neighbour search uses the same double distances, so on integer-valued points the graphs
 // are identical.
 #include <gtest/gtest.h>
@@ -66,9 +67,50 @@ void compare_sums(const HssneSums& c, const HssneSums& g, double tol) {
   expect_close(c.ay.data, g.ay.data, tol, a_scale, "ay");
 }
 
+void expect_close_totals(const HssneTotals& c, const HssneTotals& g, const char* what) {
+  EXPECT_LE(rel(c.z, g.z), 2e-5) << what << " Z: cpu " << c.z << " cuda " << g.z;
+  EXPECT_LE(std::abs(c.p_log_h - g.p_log_h), 2e-5 * std::max(1.0, std::abs(c.p_log_h)))
+      << what << " sum P log H: cpu " << c.p_log_h << " cuda " << g.p_log_h;
+}
+
+void expect_close_maps(const MatrixD& c, const MatrixD& g, double tol, const char* what) {
+  ASSERT_EQ(c.data.size(), g.data.size()) << what;
+  double scale = 0, worst = 0;
+  size_t at = 0;
+  for (size_t q = 0; q < c.data.size(); ++q) {
+    scale = std::max(scale, std::abs(c.data[q]));
+    if (std::abs(c.data[q] - g.data[q]) > worst) worst = std::abs(c.data[q] - g.data[q]), at = q;
+  }
+  EXPECT_LE(worst, tol * scale) << what << " at " << at << ": cpu " << c.data[at] << " cuda " << g.data[at];
+}
+
+// Every engine primitive from the same map: the sums and totals at Y, then the map and totals
+// after each step (a fixed-point proposal with exaggeration and momentum, a damping, the accepted
+// trial, a gradient step). The steps are double arithmetic on the sums; the fixed-point map
+// divides sums that partly cancel, so the maps get the fit test's 1e-4 of the map's extent.
+void compare_engines(HssneEngine& cpu, HssneEngine& gpu, const MatrixD& Y) {
+  expect_close_totals(cpu.start(Y), gpu.start(Y), "start");
+  HssneSums c, g;
+  cpu.current_sums(c);
+  gpu.current_sums(g);
+  compare_sums(c, g, 2e-5);
+  expect_close_maps(cpu.coords(), gpu.coords(), 0.0, "start: the map as given");
+  expect_close_totals(cpu.propose(4.0, 1.0, 0.0), gpu.propose(4.0, 1.0, 0.0), "propose, c = 4");
+  expect_close_totals(cpu.damp(), gpu.damp(), "damp");
+  cpu.accept();
+  gpu.accept();
+  expect_close_maps(cpu.coords(), gpu.coords(), 1e-4, "accepted trial");
+  expect_close_totals(cpu.propose(1.0, 0.8, 0.5), gpu.propose(1.0, 0.8, 0.5), "propose with momentum");
+  cpu.accept();
+  gpu.accept();
+  expect_close_maps(cpu.coords(), gpu.coords(), 1e-4, "second accepted trial");
+  expect_close_totals(cpu.gradient_step(2.0, 0.5, 50.0), gpu.gradient_step(2.0, 0.5, 50.0), "gradient step");
+  expect_close_maps(cpu.coords(), gpu.coords(), 1e-4, "after the gradient step");
+}
+
 }  // namespace
 
-TEST(HssneParity, SparseSumsAgreeForTheTailFamily) {
+TEST(HssneParity, SparseEnginesAgreeForTheTailFamily) {
   ORRERY_REQUIRE_CUDA();
   auto cpu = make_backend("cpu", 0), gpu = make_backend("cuda", 0);
   for (int dim : {2, 3}) {
@@ -77,15 +119,12 @@ TEST(HssneParity, SparseSumsAgreeForTheTailFamily) {
     const MatrixD Y = gaussian_points(n, dim, 2, 3.0);
     for (double alpha : {0.0, 0.5, 1.0, 2.5}) {
       SCOPED_TRACE("dim " + std::to_string(dim) + " alpha " + std::to_string(alpha));
-      HssneSums c, g;
-      make_hssne_engine(*cpu, aff.sparse, alpha, dim)->sums(Y, c);
-      make_hssne_engine(*gpu, aff.sparse, alpha, dim)->sums(Y, g);
-      compare_sums(c, g, 2e-5);
+      compare_engines(*make_hssne_engine(*cpu, aff.sparse, alpha, dim), *make_hssne_engine(*gpu, aff.sparse, alpha, dim), Y);
     }
   }
 }
 
-TEST(HssneParity, DenseSumsAgree) {
+TEST(HssneParity, DenseEnginesAgree) {
   ORRERY_REQUIRE_CUDA();
   auto cpu = make_backend("cpu", 0), gpu = make_backend("cuda", 0);
   const index_t n = 611;
@@ -94,10 +133,7 @@ TEST(HssneParity, DenseSumsAgree) {
     const MatrixD Y = gaussian_points(n, dim, 4, 2.0);
     for (double alpha : {0.0, 1.0, 3.0}) {
       SCOPED_TRACE("dim " + std::to_string(dim) + " alpha " + std::to_string(alpha));
-      HssneSums c, g;
-      make_hssne_engine(*cpu, aff.dense, alpha, dim)->sums(Y, c);
-      make_hssne_engine(*gpu, aff.dense, alpha, dim)->sums(Y, g);
-      compare_sums(c, g, 2e-5);
+      compare_engines(*make_hssne_engine(*cpu, aff.dense, alpha, dim), *make_hssne_engine(*gpu, aff.dense, alpha, dim), Y);
     }
   }
 }
@@ -108,7 +144,8 @@ TEST(HssneParity, FitsFollowTheCpuAndRepeatBitForBit) {
   const index_t n = 900;
   const AffinityResult aff = affinities_sparse(clustered(n, 8, 5), 15.0);
   HssneParams prm;
-  prm.max_iter = 5;
+  prm.max_iter = 8;
+  prm.exaggeration_iter = 4;  // both phases, and the momentum restarted between them
   prm.tol = 0.0;
   for (const char* opt : {"fixed_point", "gradient"}) {
     SCOPED_TRACE(opt);
@@ -118,6 +155,8 @@ TEST(HssneParity, FitsFollowTheCpuAndRepeatBitForBit) {
     const HssneResult g2 = fit_hssne(aff.sparse, prm, 7, *gpu);
     EXPECT_EQ(g1.coords.data, g2.coords.data);
     EXPECT_EQ(g1.objective_trace, g2.objective_trace);
+    EXPECT_EQ(c.evaluations, g1.evaluations) << "the same steps taken (restarts, damping)";
+    EXPECT_EQ(c.restarts, g1.restarts);
     ASSERT_EQ(c.objective_trace.size(), g1.objective_trace.size());
     for (size_t t = 0; t < c.objective_trace.size(); ++t)
       EXPECT_LE(rel(c.objective_trace[t], g1.objective_trace[t]), 1e-5) << "iteration " << t;

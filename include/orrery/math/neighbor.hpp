@@ -108,4 +108,43 @@ ORRERY_HD void hssne_accumulate(const T* yi, const T* yj, T p, T alpha, bool rep
   }
 }
 
+// The optimisers' per-coordinate updates, from one point's sums at the current map Y (fields of
+// HssneRow: a = A_i unscaled, hs = Z B_i, ay, hsy), the exaggeration c (P scaled by c; 1 = none)
+// and 1/Z. With a_c = c A_i, b = hs / Z and m = c ay - hsy / Z = sum_j (c A_ij - B_ij) y_j,
+// the gradient of J_c = -c sum P log H + log Z is 4 (y a_c - y b - m)   (MATH.md §4).
+
+// The paper's fixed-point map, T(y) = (y b + m) / a_c = y - grad / (4 a_c): a gradient step with
+// the per-point length 1 / (4 c A_i) that needs no learning rate. Returned: the fraction `step`
+// of the move to T(y), plus the heavy-ball term beta (y - y_prev) of the accelerated update
+// (step 1, beta 0: the paper's update). A point without affinity (a_c = 0) has T(y) = y.
+template <class T>
+ORRERY_HD T hssne_fixed_point_coord(T y, T y_prev, T a, T hs, T ay, T hsy, T c, T inv_z, T step, T beta) {
+  const T a_c = c * a;
+  const T fp = a_c > T(0) ? (y * hs * inv_z + c * ay - hsy * inv_z) / a_c : y;
+  return y + step * (fp - y) + beta * (y - y_prev);
+}
+
+// The damped trial: halfway back from the trial t towards the current y.
+template <class T>
+ORRERY_HD T hssne_damp_coord(T t, T y) {
+  return T(0.5) * (t + y);
+}
+
+template <class T>
+ORRERY_HD T hssne_gradient_coord(T y, T a, T hs, T ay, T hsy, T c, T inv_z) {
+  return T(4) * (y * (c * a - hs * inv_z) - (c * ay - hsy * inv_z));
+}
+
+// One coordinate of gradient descent with momentum and t-SNE's delta-bar-delta gains (Jacobs
+// 1988, as in every t-SNE implementation): the gain grows by 0.2 while the gradient keeps the
+// sign that the last move went against, shrinks by 0.8 otherwise, never below 0.01. Returns the
+// new velocity, which is also the move.
+template <class T>
+ORRERY_HD T tsne_momentum_step(T grad, T& velocity, T& gain, T momentum, T learning_rate) {
+  gain = (grad > T(0)) != (velocity > T(0)) ? gain + T(0.2) : gain * T(0.8);
+  gain = gain < T(0.01) ? T(0.01) : gain;
+  velocity = momentum * velocity - learning_rate * gain * grad;
+  return velocity;
+}
+
 }  // namespace orrery::math

@@ -1,10 +1,14 @@
-// `orrery_bench hssne`: exact HSSNE (alpha = 1, the t-SNE kernel, fixed-point optimiser) against
-// scikit-learn's TSNE, exact and Barnes-Hut, on identical arrays in the same run: Fashion-MNIST test
-// images 4 x 4 average-pooled to 49 dimensions. Reports seconds (affinities included), the exact
-// gradient's pairs per second, and the leave-one-out 5-NN accuracy of each map.
+// `orrery_bench hssne`: exact HSSNE (alpha = 1, the t-SNE kernel) against the t-SNE peers that
+// Debian ships, on identical arrays in the same run: scikit-learn's TSNE, exact and Barnes-Hut
+// (python3-sklearn), and Rtsne (r-cran-rtsne, van der Maaten's bhtsne), Barnes-Hut and exact. The
+// data: Fashion-MNIST test images 4 x 4 average-pooled to 49 dimensions. For every seed and side:
+// seconds (affinities included), and every map scored here by the same code: leave-one-out 5-NN
+// accuracy and KL(P || Q) under orrery's affinities (each peer optimises its own P, computed its
+// own way; this says how well each map fits one common P).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <sstream>
 
@@ -22,18 +26,77 @@
 
 namespace orrery {
 
+namespace {
+
+// Leave-one-out 5-NN accuracy of a map, by orrery's measure (the same for every peer's map).
+double knn5(const MatrixD& Y, const std::vector<int>& labels) {
+  QualityRequest req;
+  req.ks = {5};
+  req.curve = false;
+  return evaluate_quality(Y, Y, labels, req).at_k[0].knn_accuracy;
+}
+
+// The peers: the command that runs one (it prints a JSON line with "seconds" and writes its map).
+struct Peer {
+  std::string name;
+  std::function<std::string(unsigned long long seed)> command;
+  std::string map_path;
+};
+
+std::vector<Peer> make_peers(const std::vector<std::string>& names, const std::string& python, double perplexity,
+                             int iters, int threads) {
+  const std::string xp = "/tmp/orrery_bench_ne_X.npy", yp = "/tmp/orrery_bench_ne_y.npy",
+                    xc = "/tmp/orrery_bench_ne_X.csv";
+  const std::string tail = " " + std::to_string(perplexity) + " " + std::to_string(iters) + " ";
+  std::vector<Peer> peers;
+  for (const std::string& n : names) {
+    if (n == "sklearn_exact" || n == "sklearn_bh") {
+      const std::string method = n == "sklearn_exact" ? "exact" : "barnes_hut", mp = "/tmp/orrery_bench_ne_map.npy";
+      peers.push_back({n, [=](unsigned long long seed) {
+                         return python + " bench/sklearn_tsne.py " + xp + " " + yp + " " + method + tail +
+                                std::to_string(seed) + " " + mp;
+                       }, mp});
+    } else if (n == "rtsne_bh" || n == "rtsne_exact") {
+      const std::string theta = n == "rtsne_exact" ? "0" : "0.5", mp = "/tmp/orrery_bench_ne_map.csv";
+      peers.push_back({n, [=](unsigned long long seed) {
+                         return "Rscript bench/rtsne.R " + xc + " " + theta + tail + std::to_string(seed) + " " +
+                                std::to_string(threads) + " " + mp;
+                       }, mp});
+    } else if (n != "none") {
+      input_error("hssne: unknown peer '" + n + "' (sklearn_exact, sklearn_bh, rtsne_bh, rtsne_exact, none)");
+    }
+  }
+  return peers;
+}
+
+double mean_of(const json& runs, const std::string& key) {
+  double s = 0;
+  int n = 0;
+  for (const json& r : runs)
+    if (r.contains(key) && r[key].is_number()) s += r[key].get<double>(), ++n;
+  return n ? s / n : std::nan("");
+}
+
+std::vector<std::string> split(const std::string& v) {
+  std::vector<std::string> items;
+  std::stringstream ss(v);
+  std::string item;
+  while (std::getline(ss, item, ',')) items.push_back(item);
+  return items;
+}
+
+}  // namespace
+
 int run_ne_bench(int argc, char** argv) {
   std::vector<index_t> sizes = {2000};
+  std::vector<unsigned long long> seeds = {1};
+  std::vector<std::string> peer_names = {"sklearn_exact", "sklearn_bh", "rtsne_bh"};
   int iters = 1000, threads = 0;
   double perplexity = 30;
-  bool sklearn_exact = true, sparse = false;
-  std::string out, python = "/usr/bin/python3";
+  bool sparse = false;
+  std::string out, python = "/usr/bin/python3", optimizer = "fixed_point";
   for (int a = 2; a < argc; ++a) {
     const std::string opt = argv[a];
-    if (opt == "--no-sklearn-exact") {
-      sklearn_exact = false;
-      continue;
-    }
     if (opt == "--sparse") {
       sparse = true;
       continue;
@@ -42,56 +105,99 @@ int run_ne_bench(int argc, char** argv) {
     const std::string v = argv[++a];
     if (opt == "--n") {
       sizes.clear();
-      std::stringstream ss(v);
-      std::string item;
-      while (std::getline(ss, item, ',')) sizes.push_back(static_cast<index_t>(std::stod(item)));
-    } else if (opt == "--iters") iters = std::stoi(v);
+      for (const std::string& i : split(v)) sizes.push_back(static_cast<index_t>(std::stod(i)));
+    } else if (opt == "--seeds") {
+      seeds.clear();
+      for (const std::string& i : split(v)) seeds.push_back(std::stoull(i));
+    } else if (opt == "--peers") peer_names = split(v);
+    else if (opt == "--iters") iters = std::stoi(v);
     else if (opt == "--perplexity") perplexity = std::stod(v);
     else if (opt == "--threads") threads = std::stoi(v);
     else if (opt == "--python") python = v;
+    else if (opt == "--optimizer") optimizer = v;
     else if (opt == "--out") out = v;
     else input_error("hssne: unknown option '" + opt + "'");
   }
+  const std::vector<Peer> peers = make_peers(peer_names, python, perplexity, iters, threads);
   const MatrixD raw = io::read_matrix("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz");
   const std::vector<int> all_labels = io::read_labels("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz");
   json records = json::array();
-  std::printf("%6s %6s %10s %12s %8s | %10s %8s %8s | %10s %8s %8s\n", "N", "iters", "orrery_s", "pairs/s", "5nn",
-              "exact_s", "5nn", "ratio", "bh_s", "5nn", "ratio");
+  std::printf("%6s %5s  %-20s %9s %10s %7s %7s %8s\n", "N", "seed", "method", "seconds", "pairs/s", "5nn", "KL",
+              "ratio");
+  // One line per side: seconds, pairs/s (orrery), 5-NN, KL by the common P, and the time ratio
+  // side / orrery.
+  const auto line = [&](index_t n, const std::string& seed, const std::string& who, const json& r, double base) {
+    const auto v = [&](const char* key) { return r.contains(key) && r[key].is_number() ? r[key].get<double>() : std::nan(""); };
+    std::printf("%6lld %5s  %-20s %9.2f %10.3g %7.4f %7.4f %7.1fx\n", static_cast<long long>(n), seed.c_str(),
+                who.c_str(), v("seconds"), v("pairs_per_second"), v("knn5_accuracy"), v("kl"), v("seconds") / base);
+    std::fflush(stdout);
+  };
   for (index_t N : sizes) {
     const MatrixD X = bench::pooled_images(raw, N);
     const std::vector<int> labels(all_labels.begin(), all_labels.begin() + N);
-    const auto t0 = std::chrono::steady_clock::now();
-    HssneParams prm;
-    prm.max_iter = iters;
-    prm.tol = 0;  // run every iteration, as scikit-learn does
-    const HssneResult fit = sparse ? fit_hssne(affinities_sparse(X, perplexity, threads).sparse, prm, 1, threads)
-                                   : fit_hssne(affinities_dense(X, perplexity, threads).dense, {}, prm, 1, threads);
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    QualityRequest req;
-    req.ks = {5};
-    req.curve = false;
-    const double acc = evaluate_quality(fit.coords, fit.coords, labels, req).at_k[0].knn_accuracy;
-    // one evaluation = one pass over all N (N - 1) ordered pairs
-    const double pairs = static_cast<double>(N) * (N - 1) * fit.evaluations;
-    const std::string xp = "/tmp/orrery_bench_ne_X.npy", yp = "/tmp/orrery_bench_ne_y.npy";
     io::OutputSet files;
-    files.add(xp, io::npy_bytes(X));
-    files.add(yp, io::npy_bytes(labels));
+    files.add("/tmp/orrery_bench_ne_X.npy", io::npy_bytes(X));
+    files.add("/tmp/orrery_bench_ne_X.csv", io::csv_bytes(X));
+    files.add("/tmp/orrery_bench_ne_y.npy", io::npy_bytes(labels));
     files.commit();
-    const std::string base = python + " bench/sklearn_tsne.py " + xp + " " + yp + " ";
-    const json ex = sklearn_exact ? bench::run_json_command(base + "exact " + std::to_string(perplexity) + " " + std::to_string(iters))
-                                  : json::object();
-    const json bh = bench::run_json_command(base + "barnes_hut " + std::to_string(perplexity) + " " + std::to_string(iters));
-    const double ex_s = ex.value("seconds", std::nan("")), bh_s = bh.value("seconds", std::nan(""));
-    std::printf("%6lld %6d %10.2f %12.3g %8.3f | %10.2f %8.3f %7.1fx | %10.2f %8.3f %7.2fx\n",
-                static_cast<long long>(N), iters, secs, pairs / secs, acc, ex_s, ex.value("knn5_accuracy", std::nan("")),
-                ex_s / secs, bh_s, bh.value("knn5_accuracy", std::nan("")), bh_s / secs);
-    std::fflush(stdout);
-    records.push_back({{"bench", "hssne"}, {"n", N}, {"affinities", sparse ? "sparse" : "dense"}, {"dims", 49}, {"perplexity", perplexity}, {"iterations", iters},
-                       {"orrery_seconds", secs}, {"orrery_pairs_per_second", pairs / secs},
-                       {"orrery_knn5_accuracy", acc}, {"sklearn_exact", ex}, {"sklearn_barnes_hut", bh}});
+    json runs = json::array();
+    for (unsigned long long seed : seeds) {
+      const auto t0 = std::chrono::steady_clock::now();
+      HssneParams prm;
+      prm.max_iter = iters;
+      prm.tol = 0;  // run every iteration, as the peers do
+      prm.optimizer = optimizer;
+      const AffinityResult P = sparse ? affinities_sparse(X, perplexity, threads) : affinities_dense(X, perplexity, threads);
+      const HssneResult fit = sparse ? fit_hssne(P.sparse, prm, seed, threads) : fit_hssne(P.dense, {}, prm, seed, threads);
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const auto kl = [&](const MatrixD& Y) {
+        return sparse ? hssne_objective(P.sparse, Y, 1.0, nullptr, threads) : hssne_objective(P.dense, Y, 1.0, nullptr, threads);
+      };
+      // one evaluation = one pass over all N (N - 1) ordered pairs
+      const double pairs = static_cast<double>(N) * (N - 1) * fit.evaluations;
+      json run = {{"seed", seed},
+                  {"orrery", {{"seconds", secs}, {"pairs_per_second", pairs / secs}, {"knn5_accuracy", knn5(fit.coords, labels)},
+                              {"kl", kl(fit.coords)}, {"evaluations", fit.evaluations}, {"restarts", fit.restarts},
+                              {"damped_steps", fit.damped_steps}}}};
+      line(N, std::to_string(seed), "orrery " + optimizer, run["orrery"], secs);
+      for (const Peer& peer : peers) {
+        json r = bench::run_json_command(peer.command(seed));
+        if (r.contains("seconds")) {
+          const MatrixD Y = io::read_matrix(peer.map_path);
+          r["knn5_accuracy"] = knn5(Y, labels);  // the peer's own figure, if any, is replaced by ours
+          r["kl"] = kl(Y);
+          r["ratio"] = r["seconds"].get<double>() / secs;
+        }
+        line(N, std::to_string(seed), peer.name, r, secs);
+        run[peer.name] = r;
+      }
+      runs.push_back(run);
+    }
+    // Means over the seeds (each side fitted once per seed): the figures bench/README.md quotes.
+    json mean = {{"bench", "hssne"}, {"n", N}, {"affinities", sparse ? "sparse" : "dense"}, {"dims", 49},
+                 {"perplexity", perplexity}, {"iterations", iters}, {"optimizer", optimizer}, {"seeds", seeds},
+                 {"threads", threads}};
+    std::vector<std::string> sides = {"orrery"};
+    for (const Peer& peer : peers) sides.push_back(peer.name);
+    const double base = [&] {
+      json col = json::array();
+      for (const json& r : runs) col.push_back(r["orrery"]);
+      return mean_of(col, "seconds");
+    }();
+    for (const std::string& side : sides) {
+      json col = json::array();
+      for (const json& r : runs) col.push_back(r[side]);
+      json m;
+      for (const char* key : {"seconds", "knn5_accuracy", "kl"}) m[key] = mean_of(col, key);
+      m["ratio"] = m["seconds"].get<double>() / base;
+      if (side == "orrery") m["pairs_per_second"] = mean_of(col, "pairs_per_second");
+      mean[side] = m;
+      line(N, "mean", side == "orrery" ? "orrery " + optimizer : side, m, base);
+    }
+    mean["runs"] = runs;
+    records.push_back(mean);
+    bench::write_records(out, records);
   }
-  bench::write_records(out, records);
   return 0;
 }
 

@@ -61,7 +61,7 @@ TEST_P(NeConfigs, RunsAndSeparatesClasses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs, NeConfigs,
-                         ::testing::Values("hssne_tsne_fashion.json", "hssne_alpha0_fashion.json",
+                         ::testing::Values("hssne_tsne_fashion.json", "hssne_tsne_fashion_10k.json", "hssne_alpha0_fashion.json",
                                            "hssne_alpha0_5_fashion.json", "hssne_semisupervised_fashion.json",
                                            "nerv_lambda03_fashion.json", "snerv_lambda03_fashion.json"),
                          [](const ::testing::TestParamInfo<const char*>& p) {

@@ -31,6 +31,11 @@ MatrixD clusters(std::vector<int>& labels, unsigned seed) {
   return X;
 }
 
+// Dense affinities of clusters(labels, seed) at the given perplexity.
+MatrixD cluster_affinities(std::vector<int>& labels, unsigned seed, double perplexity) {
+  return affinities_dense(clusters(labels, seed), perplexity).dense;
+}
+
 MatrixD random_coords(index_t n, int d, unsigned seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> z(0, 1);
@@ -133,8 +138,7 @@ TEST(Hssne, FixedPointIsAPreconditionedGradientStep) {
 
 TEST(Hssne, FixedPointDescendsAndSeparatesClasses) {
   std::vector<int> labels;
-  const MatrixD X = clusters(labels, 4);
-  const MatrixD P = affinities_dense(X, 20.0).dense;
+  const MatrixD P = cluster_affinities(labels, 4, 20.0);
   HssneParams prm;
   prm.max_iter = 400;
   prm.exaggeration_iter = 100;
@@ -149,8 +153,7 @@ TEST(Hssne, FixedPointDescendsAndSeparatesClasses) {
 
 TEST(Hssne, AcceleratedFixedPointNeverRaisesTheObjective) {
   std::vector<int> labels;
-  const MatrixD X = clusters(labels, 8);
-  const MatrixD P = affinities_dense(X, 15.0).dense;
+  const MatrixD P = cluster_affinities(labels, 8, 15.0);
   HssneParams prm;
   prm.max_iter = 300;
   prm.tol = 0;
@@ -165,8 +168,7 @@ TEST(Hssne, AcceleratedFixedPointNeverRaisesTheObjective) {
 
 TEST(Hssne, PaperScheduleIsThePlainFixedPointUpdate) {
   std::vector<int> labels;
-  const MatrixD X = clusters(labels, 9);
-  const MatrixD P = affinities_dense(X, 15.0).dense;
+  const MatrixD P = cluster_affinities(labels, 9, 15.0);
   HssneParams prm;
   prm.max_iter = 12;
   prm.tol = 0;
@@ -207,8 +209,7 @@ TEST(Hssne, AccelerationAndExaggerationFindALowerObjective) {
 
 TEST(Hssne, GradientDescentAlternativeAlsoSeparatesClasses) {
   std::vector<int> labels;
-  const MatrixD X = clusters(labels, 5);
-  const MatrixD P = affinities_dense(X, 20.0).dense;
+  const MatrixD P = cluster_affinities(labels, 5, 20.0);
   HssneParams prm;
   prm.optimizer = "gradient";
   prm.max_iter = 500;
@@ -238,8 +239,7 @@ TEST(Hssne, SemiSupervisedMixing) {
 // per-pair arithmetic.
 TEST(Hssne, PerPairAccumulationMatchesTheCpuRowLoops) {
   std::vector<int> labels;
-  const MatrixD X = clusters(labels, 7);
-  const MatrixD P = affinities_dense(X, 10.0).dense;
+  const MatrixD P = cluster_affinities(labels, 7, 10.0);
   const index_t N = P.rows;
   for (double alpha : {0.0, 0.5, 1.0, 2.5})
     for (int D : {2, 3}) {

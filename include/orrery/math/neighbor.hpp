@@ -113,26 +113,27 @@ ORRERY_HD void hssne_accumulate(const T* yi, const T* yj, T p, T alpha, bool rep
 // and 1/Z. With a_c = c A_i, b = hs / Z and m = c ay - hsy / Z = sum_j (c A_ij - B_ij) y_j,
 // the gradient of J_c = -c sum P log H + log Z is 4 (y a_c - y b - m)   (MATH.md §4).
 
+template <class T>
+ORRERY_HD T hssne_gradient_coord(T y, T a, T hs, T ay, T hsy, T c, T inv_z) {
+  return T(4) * (y * (c * a - hs * inv_z) - (c * ay - hsy * inv_z));
+}
+
 // The paper's fixed-point map, T(y) = (y b + m) / a_c = y - grad / (4 a_c): a gradient step with
-// the per-point length 1 / (4 c A_i) that needs no learning rate. Returned: the fraction `step`
-// of the move to T(y), plus the heavy-ball term beta (y - y_prev) of the accelerated update
-// (step 1, beta 0: the paper's update). A point without affinity (a_c = 0) has T(y) = y.
+// the per-point length 1 / (4 c A_i) that needs no learning rate, so it is taken here as that
+// move (no cancellation against y). Returned: the fraction `step` of the move to T(y), plus the
+// heavy-ball term beta (y - y_prev) of the accelerated update (step 1, beta 0: the paper's
+// update). A point without affinity (a_c = 0) has T(y) = y.
 template <class T>
 ORRERY_HD T hssne_fixed_point_coord(T y, T y_prev, T a, T hs, T ay, T hsy, T c, T inv_z, T step, T beta) {
   const T a_c = c * a;
-  const T fp = a_c > T(0) ? (y * hs * inv_z + c * ay - hsy * inv_z) / a_c : y;
-  return y + step * (fp - y) + beta * (y - y_prev);
+  const T move = a_c > T(0) ? -hssne_gradient_coord(y, a, hs, ay, hsy, c, inv_z) / (T(4) * a_c) : T(0);
+  return y + step * move + beta * (y - y_prev);
 }
 
 // The damped trial: halfway back from the trial t towards the current y.
 template <class T>
 ORRERY_HD T hssne_damp_coord(T t, T y) {
   return T(0.5) * (t + y);
-}
-
-template <class T>
-ORRERY_HD T hssne_gradient_coord(T y, T a, T hs, T ay, T hsy, T c, T inv_z) {
-  return T(4) * (y * (c * a - hs * inv_z) - (c * ay - hsy * inv_z));
 }
 
 // One coordinate of gradient descent with momentum and t-SNE's delta-bar-delta gains (Jacobs

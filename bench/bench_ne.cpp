@@ -146,7 +146,7 @@ int run_ne_bench(int argc, char** argv) {
       HssneParams prm;
       prm.max_iter = iters;
       prm.tol = 0;  // run every iteration, as the peers do
-      prm.optimizer = optimizer;
+      prm.optimizer = parse_enum<HssneOptimizer>(optimizer, "--optimizer");
       const AffinityResult P = sparse ? affinities_sparse(X, perplexity, threads) : affinities_dense(X, perplexity, threads);
       const HssneResult fit = sparse ? fit_hssne(P.sparse, prm, seed, threads) : fit_hssne(P.dense, {}, prm, seed, threads);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -256,8 +256,7 @@ int run_ne_scale_bench(int argc, char** argv) {
     const double pca_s = since(t0);
     const auto t1 = clock();
     const int k = static_cast<int>(std::ceil(3.0 * perplexity));
-    const KnnGraph graph =
-        backend->is_cuda() ? exact_knn_cuda(Xp, k, backend->device_index()) : exact_knn(Xp, k, threads);
+    const KnnGraph graph = backend->knn(Xp, k);
     const double knn_s = since(t1);
     const AffinityResult aff = affinities_from_knn(graph, perplexity, threads);
     const double aff_s = since(t1);
@@ -271,7 +270,7 @@ int run_ne_scale_bench(int argc, char** argv) {
     const double pairs = static_cast<double>(N) * (N - 1);
     // One plain fixed-point step at the final map (the step, one pass over all pairs, the totals
     // back to the host), repeated: the unit of work of an iteration without the optimiser's logic.
-    auto engine = make_hssne_engine(*backend, aff.sparse, prm.alpha, prm.dim);
+    auto engine = backend->make_hssne(aff.sparse, prm.alpha, prm.dim);
     engine->start(fit.coords);
     engine->propose(1.0, 1.0, 0.0);
     const auto t3 = clock();

@@ -90,11 +90,11 @@ int run_nerv_bench(int argc, char** argv) {
     const AffinityResult aff = mode == "dense" ? affinities_dense(Xp, 30.0, backend->threads())
                                                : affinities_sparse(Xp, 30.0, backend->threads());
     const double aff_s = since(t1);
-    std::stringstream precisions(opt(o, "--precision", NervParams().precision));
+    std::stringstream precisions(opt(o, "--precision", enum_name(NervParams().precision)));
     for (std::string precision; std::getline(precisions, precision, ',');) {
       NervParams prm;
       prm.max_iter = std::stoi(opt(o, "--iters", "500"));
-      prm.precision = precision;
+      prm.precision = parse_enum<NervPrecision>(precision, "--precision");
       const auto t2 = Clock::now();
       const NervResult fit = mode == "dense" ? fit_nerv(aff.conditional, aff.beta, prm, 1, *backend)
                                              : fit_nerv(aff.sparse_conditional, aff.beta, prm, 1, *backend);
@@ -103,7 +103,7 @@ int run_nerv_bench(int argc, char** argv) {
       req.ks = {5};
       req.curve = false;
       const double acc = evaluate_quality(fit.coords, fit.coords, labels, req).at_k[0].knn_accuracy;
-      const std::string prec = backend->is_cuda() ? "float" : prm.precision;
+      const std::string prec = fit.arithmetic;
       std::printf("%6lld %6s %6s %5d %8.2f %8.2f %8.2f %6d %6d %10.4f %8s %6.3f\n", static_cast<long long>(N),
                   mode.c_str(), prec.c_str(), pca, pca_s, aff_s, fit_s, fit.iterations, fit.evaluations,
                   fit_s / std::max(fit.evaluations, 1), fit.stop_reason.c_str(), acc);
@@ -140,8 +140,7 @@ int run_snerv_distance_bench(int argc, char** argv) {
       const ClassMixture m = fit_class_mixture(X, labels, prm, 1, backend->threads());
       const double model_s = since(t0);
       const auto t1 = Clock::now();
-      const MatrixD D = backend->is_cuda() ? learning_metric_distances_cuda(m, X, pieces, backend->device_index())
-                                           : learning_metric_distances(m, X, pieces, backend->threads());
+      const MatrixD D = backend->learning_metric_distances(m, X, pieces);
       const double dist_s = since(t1);
       const double pairs = 0.5 * static_cast<double>(N) * static_cast<double>(N - 1);
       std::printf("%7lld %5lld %4lld %8.2f %10.3f %14.4g\n", static_cast<long long>(N), static_cast<long long>(d),

@@ -1,14 +1,64 @@
-// CudaBackend: device discovery and the factory for CUDA engines. Each method family's engine
-// lives in its own .cu file (pe_engine.cu, ...).
+// CudaBackend: device discovery, and every family's engine and primitive on one device. Each
+// family lives in its own .cu file (engines.cuh); this one also keeps the guard-byte checks of
+// check.cuh.
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
 
 #include "check.cuh"
-#include "orrery/backend.hpp"
-#include "pe_engine.cuh"
+#include "engines.cuh"
+#include "orrery/hssne.hpp"
+#include "orrery/knn.hpp"
+#include "orrery/nerv.hpp"
+#include "orrery/plsv.hpp"
+#include "orrery/quality.hpp"
 
 namespace orrery {
+namespace cuda {
+namespace {
+
+std::mutex guard_mutex;
+std::string guard_violation;  // the first one seen
+
+}  // namespace
+
+bool guards_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("ORRERY_GUARD_BUFFERS");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
+
+void check_guards(const void* base, size_t bytes) {
+  std::vector<unsigned char> front(kGuardBytes), back(kGuardBytes);
+  const auto* b = static_cast<const unsigned char*>(base);
+  if (cudaMemcpy(front.data(), b, kGuardBytes, cudaMemcpyDeviceToHost) != cudaSuccess ||
+      cudaMemcpy(back.data(), b + kGuardBytes + bytes, kGuardBytes, cudaMemcpyDeviceToHost) != cudaSuccess) {
+    cudaGetLastError();  // reported by the next checked call, not here
+    return;
+  }
+  const char* side = nullptr;
+  for (size_t q = 0; q < kGuardBytes && !side; ++q) {
+    if (front[q] != kGuardByte) side = "before";
+    else if (back[q] != kGuardByte) side = "after";
+  }
+  if (!side) return;
+  const std::lock_guard<std::mutex> lock(guard_mutex);
+  if (guard_violation.empty())
+    guard_violation = std::string("a kernel wrote ") + side + " a device buffer of " + std::to_string(bytes) + " bytes";
+}
+
+}  // namespace cuda
+
+std::string device_guard_violations() {
+  const std::lock_guard<std::mutex> lock(cuda::guard_mutex);
+  return cuda::guard_violation;
+}
+
 namespace {
 
 class CudaBackend final : public Backend {
@@ -20,8 +70,12 @@ class CudaBackend final : public Backend {
                   info_.cc_minor);
     return buf;
   }
-  bool is_cuda() const override { return true; }
-  int device_index() const override { return info_.index; }
+  MemoryInfo memory() const override {
+    ORRERY_CUDA_CHECK(cudaSetDevice(info_.index));
+    size_t free = 0, total = 0;
+    ORRERY_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    return {available_host_memory(), static_cast<double>(free)};
+  }
 
   // Device-to-device cudaMemcpy timed with events: the HBM figure kernels are compared with.
   double copy_bandwidth(size_t bytes) const override {
@@ -48,8 +102,31 @@ class CudaBackend final : public Backend {
   }
   std::unique_ptr<PeEngine> make_pe(const MatrixD& P, const std::vector<double>& log_priors, int dim,
                                     double eta_r) override {
-    ORRERY_CUDA_CHECK(cudaSetDevice(info_.index));
-    return cuda::make_pe_engine(P, log_priors, dim, eta_r);
+    return cuda::make_pe_engine(info_.index, P, log_priors, dim, eta_r);
+  }
+  std::unique_ptr<HssneEngine> make_hssne(const MatrixD& P, double alpha, int dim) override {
+    return cuda::make_hssne_engine(info_.index, &P, nullptr, alpha, dim);
+  }
+  std::unique_ptr<HssneEngine> make_hssne(const SparseAffinity& P, double alpha, int dim) override {
+    return cuda::make_hssne_engine(info_.index, nullptr, &P, alpha, dim);
+  }
+  std::unique_ptr<NervEngine> make_nerv(const MatrixD& P, const std::vector<double>& beta,
+                                        const NervOptions& options) override {
+    return cuda::make_nerv_engine(info_.index, &P, nullptr, beta, options);
+  }
+  std::unique_ptr<NervEngine> make_nerv(const SparseAffinity& P, const std::vector<double>& beta,
+                                        const NervOptions& options) override {
+    return cuda::make_nerv_engine(info_.index, nullptr, &P, beta, options);
+  }
+  std::unique_ptr<PlsvEngine> make_plsv(const Corpus& corpus, int topics, int dim) override {
+    return cuda::make_plsv_engine(info_.index, corpus, topics, dim);
+  }
+  KnnGraph knn(const MatrixD& X, int k) const override { return cuda::exact_knn(X, k, info_.index); }
+  RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix) const override {
+    return cuda::rank_rows(X, Y, kmax, distance_matrix, info_.index);
+  }
+  MatrixD learning_metric_distances(const ClassMixture& model, const MatrixD& X, int pieces) const override {
+    return cuda::learning_metric_distances(model, X, pieces, info_.index);
   }
 
  private:
@@ -94,13 +171,13 @@ std::string cuda_status() {
          std::to_string(CUDART_VERSION % 1000 / 10) + ", " + std::to_string(count) + " device(s)";
 }
 
-std::unique_ptr<Backend> make_cuda_backend(int device_index) {
+std::unique_ptr<Backend> make_cuda_backend(int device) {
   const auto devices = cuda_devices();
   if (devices.empty()) throw Error(ErrorKind::cuda, "device: CUDA requested, but " + cuda_status());
-  if (device_index < 0 || device_index >= static_cast<int>(devices.size()))
-    input_error("device: cuda:" + std::to_string(device_index) + " does not exist (" +
-                std::to_string(devices.size()) + " device(s) present)");
-  return std::make_unique<CudaBackend>(devices[static_cast<size_t>(device_index)]);
+  if (device < 0 || device >= static_cast<int>(devices.size()))
+    input_error("device: cuda:" + std::to_string(device) + " does not exist (" + std::to_string(devices.size()) +
+                " device(s) present)");
+  return std::make_unique<CudaBackend>(devices[static_cast<size_t>(device)]);
 }
 
 }  // namespace orrery

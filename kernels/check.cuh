@@ -32,6 +32,18 @@ inline void launched(const char* kernel, const char* file, int line) {
   if (sync_kernels()) check(cudaDeviceSynchronize(), kernel, file, line);
 }
 
+// Guard bytes around device buffers (ORRERY_GUARD_BUFFERS=1): each allocation gets kGuardBytes of
+// kGuardByte before and after its elements, checked when the buffer is read back and when it is
+// freed. A kernel that writes past either end of its output is then reported (the first violation,
+// by device_guard_violations() in orrery/backend.hpp) instead of silently corrupting a neighbour.
+inline constexpr size_t kGuardBytes = 256;  // a multiple of every element size used, keeps alignment
+inline constexpr unsigned char kGuardByte = 0xA5;
+
+bool guards_enabled();
+// Checks the guards of the allocation at `base` with `bytes` of elements; records the first
+// violation. Never throws (it runs in destructors).
+void check_guards(const void* base, size_t bytes);
+
 // Owns n elements of device memory; moves, never copies.
 template <class T>
 class DeviceBuffer {
@@ -41,13 +53,23 @@ class DeviceBuffer {
   ~DeviceBuffer() { release(); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), n_(o.n_) { o.ptr_ = nullptr, o.n_ = 0; }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : base_(o.base_), ptr_(o.ptr_), n_(o.n_) {
+    o.base_ = nullptr, o.ptr_ = nullptr, o.n_ = 0;
+  }
 
   void resize(size_t n) {
     if (n == n_) return;
     release();
-    if (n) check(cudaMalloc(reinterpret_cast<void**>(&ptr_), n * sizeof(T)), "cudaMalloc", __FILE__, __LINE__);
+    if (!n) return;
+    const size_t guard = guards_enabled() ? kGuardBytes : 0;
+    check(cudaMalloc(&base_, n * sizeof(T) + 2 * guard), "cudaMalloc", __FILE__, __LINE__);
+    ptr_ = reinterpret_cast<T*>(static_cast<unsigned char*>(base_) + guard);
     n_ = n;
+    if (guard) {
+      check(cudaMemset(base_, kGuardByte, guard), "cudaMemset (guard)", __FILE__, __LINE__);
+      check(cudaMemset(static_cast<unsigned char*>(base_) + guard + n * sizeof(T), kGuardByte, guard),
+            "cudaMemset (guard)", __FILE__, __LINE__);
+    }
   }
   void upload(const T* host, size_t n) {
     resize(n);
@@ -55,6 +77,7 @@ class DeviceBuffer {
   }
   void download(T* host, size_t n) const {
     if (n) check(cudaMemcpy(host, ptr_, n * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy D2H", __FILE__, __LINE__);
+    if (base_ && guards_enabled()) check_guards(base_, n_ * sizeof(T));
   }
   // Device-to-device copy of another buffer's n elements (resizing this one to n).
   void copy_from(const DeviceBuffer& o, size_t n) {
@@ -63,6 +86,7 @@ class DeviceBuffer {
   }
   // Exchanges the two buffers' memory (no copy).
   void swap(DeviceBuffer& o) noexcept {
+    std::swap(base_, o.base_);
     std::swap(ptr_, o.ptr_);
     std::swap(n_, o.n_);
   }
@@ -71,10 +95,15 @@ class DeviceBuffer {
 
  private:
   void release() {
-    if (ptr_) cudaFree(ptr_);
+    if (base_) {
+      if (guards_enabled()) check_guards(base_, n_ * sizeof(T));
+      cudaFree(base_);
+    }
+    base_ = nullptr;
     ptr_ = nullptr;
     n_ = 0;
   }
+  void* base_ = nullptr;
   T* ptr_ = nullptr;
   size_t n_ = 0;
 };

@@ -24,11 +24,14 @@
 
 #include "check.cuh"
 #include "coords.cuh"
+#include "engines.cuh"
+#include "orrery/affinity.hpp"
 #include "orrery/error.hpp"
 #include "orrery/hssne.hpp"
 #include "orrery/math/neighbor.hpp"
+#include "pairs.cuh"
 
-namespace orrery {
+namespace orrery::cuda {
 namespace {
 
 constexpr int kThreads = 256;
@@ -79,20 +82,15 @@ __global__ void __launch_bounds__(kThreads) hssne_pairs_kernel(const float4* __r
   __shared__ float4 tile[kThreads];
   const long long first = static_cast<long long>(blockIdx.x) * kThreads;
   const long long i = first + threadIdx.x;
-  const long long j0 = static_cast<long long>(blockIdx.y) * chunk;
-  const long long j1 = j0 + chunk < N ? j0 + chunk : N;
   const float4 yi4 = i < N ? y[i] : make_float4(0.f, 0.f, 0.f, 0.f);
   const float yi[3] = {yi4.x, yi4.y, yi4.z};
   math::HssneRow<double, D> acc;
-  for (long long t0 = j0; t0 < j1; t0 += kThreads) {
-    __syncthreads();
-    if (t0 + threadIdx.x < j1) tile[threadIdx.x] = y[t0 + threadIdx.x];
-    __syncthreads();
-    if (i >= N) continue;
-    const int count = static_cast<int>(j1 - t0 < kThreads ? j1 - t0 : kThreads);
-    if (t0 == first) tile_sums<D, kDense, true>(tile, count, yi, i, t0, N, alpha, Pt, acc);
-    else tile_sums<D, kDense, false>(tile, count, yi, i, t0, N, alpha, Pt, acc);
-  }
+  for_each_tile<kThreads>(
+      chunk_range(N, chunk), i < N, [&](int slot, long long j) { tile[slot] = y[j]; },
+      [&](long long t0, int count) {
+        if (t0 == first) tile_sums<D, kDense, true>(tile, count, yi, i, t0, N, alpha, Pt, acc);
+        else tile_sums<D, kDense, false>(tile, count, yi, i, t0, N, alpha, Pt, acc);
+      });
   if (i >= N) return;
   constexpr int F = kDense ? kAll<D> : kRepulsive<D>;
   double* out = partial + static_cast<long long>(blockIdx.y) * F * N + i;
@@ -216,20 +214,13 @@ class CudaHssneEngine final : public HssneEngine {
       col_.upload(sparse->col.data(), sparse->col.size());
       val_.upload(sparse->val.data(), sparse->val.size());
     }
-    // Many blocks per multiprocessor (several waves, so the last one's tail is short): split j
-    // into chunks of whole tiles.
-    const long long blocks_i = (N_ + kThreads - 1) / kThreads;
-    const long long target = 32LL * prop.multiProcessorCount;
-    chunks_ = static_cast<int>(std::min<long long>(std::max<long long>(1, (target + blocks_i - 1) / blocks_i), blocks_i));
-    const long long tiles = blocks_i;
-    chunk_ = ((tiles + chunks_ - 1) / chunks_) * kThreads;
-    chunks_ = static_cast<int>((N_ + chunk_ - 1) / chunk_);
+    chunks_ = pair_chunks(N_, kThreads, prop.multiProcessorCount);
     point_blocks_ = static_cast<int>((N_ + kPointThreads - 1) / kPointThreads);
     const int F = dense_ ? (dim == 2 ? kAll<2> : kAll<3>) : (dim == 2 ? kRepulsive<2> : kRepulsive<3>);
     const size_t nd = static_cast<size_t>(N_) * dim, nf = static_cast<size_t>(N_) * (4 + 2 * dim);
     for (auto* b : {&y_, &prev_, &trial_, &velocity_, &gains_}) b->resize(nd);
     y4_.resize(static_cast<size_t>(N_));
-    partial_.resize(static_cast<size_t>(chunks_) * F * N_);
+    partial_.resize(static_cast<size_t>(chunks_.count) * F * N_);
     sums_.resize(nf);
     trial_sums_.resize(nf);
     block_totals_.resize(2 * static_cast<size_t>(point_blocks_));
@@ -318,8 +309,8 @@ class CudaHssneEngine final : public HssneEngine {
 
  private:
   // The sums at the map y (N x D doubles on the device) into `out`; the totals come back.
-  HssneTotals evaluate(const cuda::DeviceBuffer<double>& y, cuda::DeviceBuffer<double>& out) {
-    cuda::to_float4_kernel<<<point_blocks_, kPointThreads>>>(y.get(), N_, dim_, y4_.get());
+  HssneTotals evaluate(const DeviceBuffer<double>& y, DeviceBuffer<double>& out) {
+    to_float4_kernel<<<point_blocks_, kPointThreads>>>(y.get(), N_, dim_, y4_.get());
     ORRERY_CUDA_LAUNCHED("to_float4_kernel");
     if (dim_ == 2) launch<2>(y.get(), out.get());
     else launch<3>(y.get(), out.get());
@@ -331,16 +322,16 @@ class CudaHssneEngine final : public HssneEngine {
 
   template <int D>
   void launch(const double* yd, double* result) {
-    const dim3 grid(static_cast<unsigned>((N_ + kThreads - 1) / kThreads), static_cast<unsigned>(chunks_));
+    const dim3 grid = pair_grid(N_, kThreads, chunks_);
     const float a = static_cast<float>(alpha_);
-    if (dense_) hssne_pairs_kernel<D, true><<<grid, kThreads>>>(y4_.get(), N_, a, pt_.get(), chunk_, partial_.get());
-    else hssne_pairs_kernel<D, false><<<grid, kThreads>>>(y4_.get(), N_, a, nullptr, chunk_, partial_.get());
+    if (dense_) hssne_pairs_kernel<D, true><<<grid, kThreads>>>(y4_.get(), N_, a, pt_.get(), chunks_.chunk, partial_.get());
+    else hssne_pairs_kernel<D, false><<<grid, kThreads>>>(y4_.get(), N_, a, nullptr, chunks_.chunk, partial_.get());
     ORRERY_CUDA_LAUNCHED("hssne_pairs_kernel");
     if (dense_)
-      hssne_finish_kernel<D, true><<<point_blocks_, kPointThreads>>>(yd, N_, chunks_, alpha_, partial_.get(), nullptr,
+      hssne_finish_kernel<D, true><<<point_blocks_, kPointThreads>>>(yd, N_, chunks_.count, alpha_, partial_.get(), nullptr,
                                                                      nullptr, nullptr, result, block_totals_.get());
     else
-      hssne_finish_kernel<D, false><<<point_blocks_, kPointThreads>>>(yd, N_, chunks_, alpha_, partial_.get(),
+      hssne_finish_kernel<D, false><<<point_blocks_, kPointThreads>>>(yd, N_, chunks_.count, alpha_, partial_.get(),
                                                                       row_ptr_.get(), col_.get(), val_.get(), result,
                                                                       block_totals_.get());
     ORRERY_CUDA_LAUNCHED("hssne_finish_kernel");
@@ -350,24 +341,25 @@ class CudaHssneEngine final : public HssneEngine {
   double alpha_;
   int dim_;
   bool dense_;
-  long long N_ = 0, chunk_ = 0;
-  int chunks_ = 1, point_blocks_ = 1;
+  long long N_ = 0;
+  PairChunks chunks_;
+  int point_blocks_ = 1;
   std::string name_;
-  cuda::DeviceBuffer<float> pt_;
-  cuda::DeviceBuffer<index_t> row_ptr_, col_;
-  cuda::DeviceBuffer<double> val_, partial_, block_totals_, totals_;
-  cuda::DeviceBuffer<double> y_, prev_, trial_, velocity_, gains_, sums_, trial_sums_;
-  cuda::DeviceBuffer<float4> y4_;
-  cuda::PinnedBuffer<double> host_totals_;
+  DeviceBuffer<float> pt_;
+  DeviceBuffer<index_t> row_ptr_, col_;
+  DeviceBuffer<double> val_, partial_, block_totals_, totals_;
+  DeviceBuffer<double> y_, prev_, trial_, velocity_, gains_, sums_, trial_sums_;
+  DeviceBuffer<float4> y4_;
+  PinnedBuffer<double> host_totals_;
   HssneTotals cur_, trial_totals_;
 };
 
 }  // namespace
 
-std::unique_ptr<HssneEngine> make_hssne_engine_cuda(int device, const MatrixD* dense, const SparseAffinity* sparse,
-                                                    double alpha, int dim) {
-  if ((dense == nullptr) == (sparse == nullptr)) internal_error("make_hssne_engine_cuda: give dense or sparse P");
+std::unique_ptr<HssneEngine> make_hssne_engine(int device, const MatrixD* dense, const SparseAffinity* sparse,
+                                               double alpha, int dim) {
+  if ((dense == nullptr) == (sparse == nullptr)) internal_error("make_hssne_engine (cuda): give dense or sparse P");
   return std::make_unique<CudaHssneEngine>(device, dense, sparse, alpha, dim);
 }
 
-}  // namespace orrery
+}  // namespace orrery::cuda

@@ -4,12 +4,13 @@
 #include <vector>
 
 #include "check.cuh"
+#include "engines.cuh"
 #include "orrery/error.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/math/distance.hpp"
 #include "orrery/math/select.hpp"
 
-namespace orrery {
+namespace orrery::cuda {
 namespace {
 
 constexpr int kQueries = 128;  // queries per block, one per thread
@@ -71,14 +72,14 @@ __global__ void __launch_bounds__(kQueries) knn_kernel(const double* __restrict_
 
 }  // namespace
 
-KnnGraph exact_knn_cuda(const MatrixD& X, int k, int device) {
+KnnGraph exact_knn(const MatrixD& X, int k, int device) {
   const index_t N = X.rows;
   if (k < 1 || k > N - 1)
     input_error("k: expected 1 <= k <= N - 1 = " + std::to_string(N - 1) + " neighbours, found " + std::to_string(k));
   ORRERY_CUDA_CHECK(cudaSetDevice(device));
   const size_t nk = static_cast<size_t>(N) * k;
-  cuda::DeviceBuffer<double> x, dist2(nk);
-  cuda::DeviceBuffer<index_t> index(nk);
+  DeviceBuffer<double> x, dist2(nk);
+  DeviceBuffer<index_t> index(nk);
   x.upload(X.data.data(), X.data.size());
   const int blocks = static_cast<int>((N + kQueries - 1) / kQueries);
   knn_kernel<<<blocks, kQueries>>>(x.get(), static_cast<int>(X.cols), N, k, dist2.get(), index.get());
@@ -93,4 +94,4 @@ KnnGraph exact_knn_cuda(const MatrixD& X, int k, int device) {
   return g;
 }
 
-}  // namespace orrery
+}  // namespace orrery::cuda

@@ -14,19 +14,15 @@
 #include <cmath>
 
 #include "check.cuh"
+#include "engines.cuh"
 #include "orrery/math/pe.hpp"
-#include "pe_engine.cuh"
+#include "reduce.cuh"
 
 namespace orrery::cuda {
 namespace {
 
 constexpr int kBlock = 256;        // threads per block in every PE kernel (fixed: determinism)
 constexpr int kStats = 5;          // objective, max grad_sq, unconverged, steps, max steps
-
-// Maximum for CUB reductions (written out: CUB's own functor names differ across CUDA versions).
-struct MaxOp {
-  __device__ double operator()(double a, double b) const { return a > b ? a : b; }
-};
 
 // Stage 1 of every reduction: one block's partials, written to partial[stat * blocks + block].
 struct ObjectStats {
@@ -129,15 +125,6 @@ __global__ void __launch_bounds__(kBlock) class_grad_kernel(const float* __restr
   }
 }
 
-// Stage 2: out[j] = sum over blocks b of partial[b * width + j], in block order (double).
-__global__ void sum_partials_kernel(const double* partial, int blocks, int width, double* out) {
-  const int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= width) return;
-  double s = 0.0;
-  for (int b = 0; b < blocks; ++b) s += partial[static_cast<long long>(b) * width + j];
-  out[j] = s;
-}
-
 // Stage 2 for the object statistics: one block, thread t folds blocks t, t + kBlock, ... in
 // order, then a CUB block reduction (fixed shape) combines the threads.
 __global__ void __launch_bounds__(kBlock) final_stats_kernel(const double* partial, int blocks, double* out) {
@@ -158,8 +145,8 @@ __global__ void __launch_bounds__(kBlock) final_stats_kernel(const double* parti
 
 class CudaPeEngine final : public PeEngine {
  public:
-  CudaPeEngine(const MatrixD& P, const std::vector<double>& log_priors, int dim, double eta_r)
-      : N_(P.rows), K_(static_cast<int>(P.cols)), D_(dim), eta_r_(static_cast<float>(eta_r)) {
+  CudaPeEngine(int device, const MatrixD& P, const std::vector<double>& log_priors, int dim, double eta_r)
+      : device_(device), N_(P.rows), K_(static_cast<int>(P.cols)), D_(dim), eta_r_(static_cast<float>(eta_r)) {
     std::vector<float> host(P.data.begin(), P.data.end());
     P_.upload(host.data(), host.size());
     std::vector<float> lp(log_priors.begin(), log_priors.end());
@@ -186,11 +173,13 @@ class CudaPeEngine final : public PeEngine {
 
   void set_objects(const MatrixD& R) override {
     if (R.rows != N_ || R.cols != D_) internal_error("CudaPeEngine::set_objects: shape mismatch");
+    ORRERY_CUDA_CHECK(cudaSetDevice(device_));
     std::vector<float> host(R.data.begin(), R.data.end());
     R_.upload(host.data(), host.size());
   }
 
   MatrixD objects() const override {
+    ORRERY_CUDA_CHECK(cudaSetDevice(device_));
     std::vector<float> host(static_cast<size_t>(N_) * D_);
     R_.download(host.data(), host.size());
     MatrixD out(N_, D_);
@@ -220,8 +209,7 @@ class CudaPeEngine final : public PeEngine {
                                                   grad_partial_.get());
       ORRERY_CUDA_LAUNCHED("class_grad_kernel");
       const int width = K_ * D_;
-      sum_partials_kernel<<<(width + kBlock - 1) / kBlock, kBlock>>>(grad_partial_.get(), blocks_, width, grad_.get());
-      ORRERY_CUDA_LAUNCHED("sum_partials_kernel");
+      sum_columns(grad_partial_.get(), blocks_, width, grad_.get());
       class_grad->resize(static_cast<size_t>(width));
       grad_.download(class_grad->data(), class_grad->size());
     }
@@ -248,8 +236,10 @@ class CudaPeEngine final : public PeEngine {
   }
 
  private:
+  // Every launching call starts here, so it also makes the engine's device current.
   void upload_phi(const std::vector<double>& phi) {
     if (phi.size() != static_cast<size_t>(K_) * D_) internal_error("CudaPeEngine: Phi has the wrong size");
+    ORRERY_CUDA_CHECK(cudaSetDevice(device_));
     std::vector<float> host(phi.begin(), phi.end());
     phi_.upload(host.data(), host.size());
   }
@@ -262,6 +252,7 @@ class CudaPeEngine final : public PeEngine {
     return s;
   }
 
+  int device_;
   index_t N_;
   int K_, D_;
   float eta_r_;
@@ -274,11 +265,12 @@ class CudaPeEngine final : public PeEngine {
 
 }  // namespace
 
-std::unique_ptr<PeEngine> make_pe_engine(const MatrixD& P, const std::vector<double>& log_priors, int dim,
+std::unique_ptr<PeEngine> make_pe_engine(int device, const MatrixD& P, const std::vector<double>& log_priors, int dim,
                                          double eta_r) {
+  ORRERY_CUDA_CHECK(cudaSetDevice(device));
   if (dim != 2 && dim != 3) internal_error("make_pe_engine: dim must be 2 or 3");
   if (P.rows < 1 || P.cols < 2) internal_error("make_pe_engine: empty posteriors");
-  return std::make_unique<CudaPeEngine>(P, log_priors, dim, eta_r);
+  return std::make_unique<CudaPeEngine>(device, P, log_priors, dim, eta_r);
 }
 
 }  // namespace orrery::cuda

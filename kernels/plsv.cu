@@ -10,36 +10,25 @@
 // shared math (math/plsv.hpp, math/pe.hpp). Every sum over documents or words is written per item
 // and reduced in a fixed order (fixed-shape CUB block sums of fixed chunks), so the same input gives
 // the same bits on every run.
-#include <cub/block/block_reduce.cuh>
-
 #include <algorithm>
 #include <cmath>
 
 #include "check.cuh"
+#include "engines.cuh"
+#include "orrery/corpus.hpp"
 #include "orrery/math/plsv.hpp"
 #include "orrery/plsv.hpp"
+#include "reduce.cuh"
 
-namespace orrery {
+namespace orrery::cuda {
 namespace {
 
-using cuda::DeviceBuffer;
+using math::warp_sum;
 
 constexpr int kBlock = 256;
 constexpr int kWarp = 32;
 constexpr int kPerLane = 8;  // topics per lane: Z <= kWarp * kPerLane
 constexpr int kMaxTopics = kWarp * kPerLane;
-
-// Warp sum with a fixed order (tree by shfl_down), broadcast from lane 0 so that every lane holds
-// the same bits.
-template <class T>
-__device__ T warp_sum(T v) {
-  for (int off = kWarp / 2; off > 0; off /= 2) v += __shfl_down_sync(0xffffffffu, v, off);
-  return __shfl_sync(0xffffffffu, v, 0);
-}
-__device__ float warp_max(float v) {
-  for (int off = kWarp / 2; off > 0; off /= 2) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, off));
-  return __shfl_sync(0xffffffffu, v, 0);
-}
 
 template <int D>
 __global__ void __launch_bounds__(kBlock)
@@ -52,27 +41,11 @@ __global__ void __launch_bounds__(kBlock)
   float x[D];
   for (int d = 0; d < D; ++d) x[d] = X[n * D + d];
   float p[kPerLane];
-  float emax = -INFINITY;
-#pragma unroll
-  for (int j = 0; j < kPerLane; ++j) {
-    const int z = lane + kWarp * j;
-    p[j] = z < Z ? math::pe_exponent<float, D>(0.0f, phi + z * D, x) : -INFINITY;
-    emax = fmaxf(emax, p[j]);
-  }
-  emax = warp_max(emax);
-  float s = 0.0f;
-#pragma unroll
-  for (int j = 0; j < kPerLane; ++j) {
-    p[j] = lane + kWarp * j < Z ? math::hd_exp(p[j] - emax) : 0.0f;
-    s += p[j];
-  }
-  const float inv = 1.0f / warp_sum(s);
+  math::plsv_topic_proportions_warp<float, D, kPerLane>(x, phi, Z, lane, p);
   double acc[kPerLane] = {};
 #pragma unroll
-  for (int j = 0; j < kPerLane; ++j) {
-    p[j] *= inv;
+  for (int j = 0; j < kPerLane; ++j)
     if (lane + kWarp * j < Z) P[n * Z + lane + kWarp * j] = p[j];
-  }
   double ll = 0.0;
   for (long long i = row_ptr[n]; i < row_ptr[n + 1]; ++i) {
     const float* th = theta_t + static_cast<long long>(word[i]) * Z;
@@ -196,14 +169,6 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
-__global__ void sum_blocks_kernel(const double* partial, int blocks, int width, double* out) {
-  const int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= width) return;
-  double s = 0.0;
-  for (int b = 0; b < blocks; ++b) s += partial[static_cast<long long>(b) * width + j];
-  out[j] = s;
-}
-
 template <int D>
 __global__ void __launch_bounds__(kBlock)
     relocate_kernel(const long long* row_ptr, const int* word, const float* count, long long N, int Z,
@@ -218,28 +183,6 @@ __global__ void __launch_bounds__(kBlock)
                                                            theta_t, gamma, l_scratch + n * Z, p_scratch + n * Z);
   for (int d = 0; d < D; ++d) X[n * D + d] = x[d];
   moved_doc[n] = which != -2 ? 1.0 : 0.0;
-}
-
-// Deterministic reduction of a per-item array: blocks of kBlock threads over fixed chunks of
-// kBlock * kItems entries (thread t folds its strided entries in order, then a fixed-shape CUB
-// block reduction), then one block over the chunk results the same way.
-constexpr int kItems = 16;
-struct SumOp {
-  __device__ double operator()(double a, double b) const { return a + b; }
-};
-struct MaxOp {
-  __device__ double operator()(double a, double b) const { return a > b ? a : b; }
-};
-template <class Op>
-__global__ void __launch_bounds__(kBlock) reduce_kernel(const double* in, long long n, double* out, Op op) {
-  using Reduce = cub::BlockReduce<double, kBlock>;
-  __shared__ typename Reduce::TempStorage tmp;
-  const long long first = static_cast<long long>(blockIdx.x) * kBlock * kItems;
-  const long long last = min(n, first + static_cast<long long>(kBlock) * kItems);
-  double v = 0.0;  // identity of both: the reduced values are >= 0 for max
-  for (long long i = first + threadIdx.x; i < last; i += kBlock) v = op(v, in[i]);
-  const double r = Reduce(tmp).Reduce(v, op);
-  if (threadIdx.x == 0) out[blockIdx.x] = r;
 }
 
 class CudaPlsvEngine final : public PlsvEngine {
@@ -290,19 +233,22 @@ class CudaPlsvEngine final : public PlsvEngine {
     grad_blocks_ = static_cast<int>((N_ + kBlock - 1) / kBlock);
     grad_partial_.resize(static_cast<size_t>(grad_blocks_) * Z_ * D_);
     grad_.resize(static_cast<size_t>(Z_) * D_);
-    chunks_.resize(static_cast<size_t>((std::max(N_, W_) + kBlock * kItems - 1) / (kBlock * kItems)));
-    scalar_.resize(1);
   }
 
   std::string name() const override { return "cuda:" + std::to_string(device_); }
 
   void set_docs(const MatrixD& X) override {
+    ORRERY_CUDA_CHECK(cudaSetDevice(device_));
     if (X.rows != N_ || X.cols != D_) internal_error("CudaPlsvEngine::set_docs: shape mismatch");
     std::vector<float> h(X.data.begin(), X.data.end());
     X_.upload(h.data(), h.size());
   }
-  MatrixD docs() const override { return download(X_, N_, D_); }
+  MatrixD docs() const override {
+    ORRERY_CUDA_CHECK(cudaSetDevice(device_));
+    return download(X_, N_, D_);
+  }
   void set_theta(const MatrixD& theta) override {
+    ORRERY_CUDA_CHECK(cudaSetDevice(device_));
     if (theta.rows != Z_ || theta.cols != W_) internal_error("CudaPlsvEngine::set_theta: shape mismatch");
     std::vector<float> h(static_cast<size_t>(W_) * Z_);
     for (index_t z = 0; z < Z_; ++z)
@@ -310,6 +256,7 @@ class CudaPlsvEngine final : public PlsvEngine {
     theta_t_.upload(h.data(), h.size());
   }
   MatrixD theta() const override {
+    ORRERY_CUDA_CHECK(cudaSetDevice(device_));
     const MatrixD t = download(theta_t_, W_, Z_);
     MatrixD out(Z_, W_);
     for (index_t z = 0; z < Z_; ++z)
@@ -317,6 +264,7 @@ class CudaPlsvEngine final : public PlsvEngine {
     return out;
   }
   MatrixD topic_counts() const override {
+    ORRERY_CUDA_CHECK(cudaSetDevice(device_));
     MatrixD R = download(Rs_, N_, Z_);
     std::vector<float> len(static_cast<size_t>(N_));
     len_.download(len.data(), len.size());
@@ -351,6 +299,7 @@ class CudaPlsvEngine final : public PlsvEngine {
   }
 
   void m_step_theta(double alpha) override {
+    ORRERY_CUDA_CHECK(cudaSetDevice(device_));
     topic_totals_kernel<<<(Z_ + 127) / 128, 128>>>(S_t_.get(), W_, Z_, total_.get());
     ORRERY_CUDA_LAUNCHED("topic_totals_kernel");
     const long long WZ = static_cast<long long>(W_) * Z_;
@@ -390,9 +339,7 @@ class CudaPlsvEngine final : public PlsvEngine {
                                                        grad_partial_.get());
       ORRERY_CUDA_LAUNCHED("topic_grad_kernel");
       const int width = Z_ * D_;
-      sum_blocks_kernel<<<(width + kBlock - 1) / kBlock, kBlock>>>(grad_partial_.get(), grad_blocks_, width,
-                                                                   grad_.get());
-      ORRERY_CUDA_LAUNCHED("sum_blocks_kernel");
+      sum_columns(grad_partial_.get(), grad_blocks_, width, grad_.get());
       topic_grad->resize(static_cast<size_t>(width));
       grad_.download(topic_grad->data(), topic_grad->size());
     }
@@ -428,19 +375,14 @@ class CudaPlsvEngine final : public PlsvEngine {
   }
   void upload_phi(const std::vector<double>& phi) {
     if (phi.size() != static_cast<size_t>(Z_) * D_) internal_error("CudaPlsvEngine: Phi has the wrong size");
+    ORRERY_CUDA_CHECK(cudaSetDevice(device_));
     std::vector<float> h(phi.begin(), phi.end());
     phi_.upload(h.data(), h.size());
   }
+  // Deterministic reductions of per-document or per-word values (reduce.cuh).
   template <class Op>
   double reduce(const double* in, index_t n, Op op) {
-    const int chunks = static_cast<int>((n + kBlock * kItems - 1) / (kBlock * kItems));
-    reduce_kernel<<<chunks, kBlock>>>(in, n, chunks_.get(), op);
-    ORRERY_CUDA_LAUNCHED("reduce_kernel");
-    reduce_kernel<<<1, kBlock>>>(chunks_.get(), chunks, scalar_.get(), op);
-    ORRERY_CUDA_LAUNCHED("reduce_kernel");
-    double r = 0.0;
-    scalar_.download(&r, 1);
-    return r;
+    return reducer_.reduce(n, Entries{in}, op);
   }
 
   int device_;
@@ -450,13 +392,14 @@ class CudaPlsvEngine final : public PlsvEngine {
   DeviceBuffer<long long> row_ptr_, col_ptr_, col_src_;
   DeviceBuffer<int> word_, col_doc_;
   DeviceBuffer<float> count_, len_, X_, theta_t_, S_t_, P_, Rs_, u_, lse_, phi_, zeros_, l_scratch_, p_scratch_;
-  DeviceBuffer<double> per_item_, total_, grad_partial_, grad_, chunks_, scalar_;
+  DeviceBuffer<double> per_item_, total_, grad_partial_, grad_;
+  Reducer reducer_;
 };
 
 }  // namespace
 
-std::unique_ptr<PlsvEngine> make_plsv_engine_cuda(int device, const Corpus& corpus, int topics, int dim) {
+std::unique_ptr<PlsvEngine> make_plsv_engine(int device, const Corpus& corpus, int topics, int dim) {
   return std::make_unique<CudaPlsvEngine>(device, corpus, topics, dim);
 }
 
-}  // namespace orrery
+}  // namespace orrery::cuda

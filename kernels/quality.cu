@@ -8,11 +8,12 @@
 #include <vector>
 
 #include "check.cuh"
+#include "engines.cuh"
 #include "orrery/error.hpp"
 #include "orrery/math/select.hpp"
 #include "orrery/quality.hpp"
 
-namespace orrery {
+namespace orrery::cuda {
 namespace {
 
 constexpr int kThreads = 128;
@@ -102,13 +103,13 @@ __global__ void rank_rows_kernel(const double* X, int dx, const double* Y, int d
 
 }  // namespace
 
-RankRows rank_rows_cuda(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix, int device) {
+RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix, int device) {
   ORRERY_CUDA_CHECK(cudaSetDevice(device));
   const long long N = Y.rows;
   const size_t nk = static_cast<size_t>(N) * kmax, nk1 = static_cast<size_t>(N) * (kmax + 1);
-  cuda::DeviceBuffer<double> x, y, hd_in(nk), hd_out(nk), kd_in(nk), kd_out(nk);
-  cuda::DeviceBuffer<long long> v(nk), ki_in(nk), ki_out(nk), diff_in(nk1), diff_out(nk1), n(nk), rho(nk), r(nk);
-  cuda::DeviceBuffer<int> tag_in(nk), tag_out(nk);
+  DeviceBuffer<double> x, y, hd_in(nk), hd_out(nk), kd_in(nk), kd_out(nk);
+  DeviceBuffer<long long> v(nk), ki_in(nk), ki_out(nk), diff_in(nk1), diff_out(nk1), n(nk), rho(nk), r(nk);
+  DeviceBuffer<int> tag_in(nk), tag_out(nk);
   x.upload(X.data.data(), X.data.size());
   y.upload(Y.data.data(), Y.data.size());
   Scratch s{hd_in.get(), hd_out.get(), kd_in.get(), kd_out.get(),  v.get(),       ki_in.get(),
@@ -133,4 +134,4 @@ RankRows rank_rows_cuda(const MatrixD& X, const MatrixD& Y, int kmax, bool dista
   return rows;
 }
 
-}  // namespace orrery
+}  // namespace orrery::cuda

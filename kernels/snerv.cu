@@ -1,20 +1,21 @@
 // Learning-metric distances on the GPU: one thread per pair (i < j) runs the shared straight-path
-// integral (math/fisher.hpp) in double over the projections u_k(x) = m_k . x, computed on the host
-// once (O(N K d)); each thread writes D_ij and D_ji. Scratch (3 K values per thread) lives in
-// local memory. Same arithmetic as the CPU, so the two agree to rounding of exp and sqrt.
+// integral (math/fisher.hpp) in double over the projections u_k(x) = m_k . x (metric_projections,
+// the CPU's own set-up, computed on the host once: O(N K d)); each thread writes D_ij and D_ji.
+// Scratch (3 K values per thread) lives in local memory. Same arithmetic as the CPU, so the two
+// agree to rounding of exp and sqrt.
 #include <vector>
 
 #include "check.cuh"
+#include "engines.cuh"
 #include "orrery/error.hpp"
 #include "orrery/math/distance.hpp"
 #include "orrery/math/fisher.hpp"
 #include "orrery/snerv.hpp"
 
-namespace orrery {
+namespace orrery::cuda {
 namespace {
 
 constexpr int kMaxComponents = 128;
-constexpr double kFisherFloor = 1e-12;  // as on the CPU (host/methods/snerv.cpp)
 
 __global__ void learning_metric_kernel(const double* __restrict__ U, const double* __restrict__ h,
                                        const double* __restrict__ beta, double w, int K, int C, int pieces,
@@ -26,44 +27,35 @@ __global__ void learning_metric_kernel(const double* __restrict__ U, const doubl
   double scratch[3 * kMaxComponents];
   const double reg = eta * w * math::squared_distance(X + i * dims, X + j * dims, dims);
   const double d =
-      math::fisher_path_distance(U + i * K, U + j * K, h, beta, w, K, C, pieces, kFisherFloor, reg, scratch);
+      math::fisher_path_distance(U + i * K, U + j * K, h, beta, w, K, C, pieces, math::kFisherFloor, reg, scratch);
   D[i * N + j] = d;
   D[j * N + i] = d;
 }
 
 }  // namespace
 
-MatrixD learning_metric_distances_cuda(const ClassMixture& m, const MatrixD& X, int pieces, int device) {
+MatrixD learning_metric_distances(const ClassMixture& m, const MatrixD& X, int pieces, int device) {
   const auto K = static_cast<int>(m.centres.rows);
   if (K > kMaxComponents)
     input_error("params.components: the CUDA distances allow at most " + std::to_string(kMaxComponents) +
                 " components, found " + std::to_string(K));
   if (pieces < 1) input_error("params.pieces: expected >= 1, found " + std::to_string(pieces));
-  if (X.cols != m.centres.cols) internal_error("learning_metric_distances_cuda: dimension mismatch");
+  const MetricProjections proj = metric_projections(m, X);
   ORRERY_CUDA_CHECK(cudaSetDevice(device));
   const index_t N = X.rows;
-  std::vector<double> U(static_cast<size_t>(N) * K), h(static_cast<size_t>(K), 0.0);
-  for (int k = 0; k < K; ++k)
-    for (index_t c = 0; c < X.cols; ++c) h[static_cast<size_t>(k)] += 0.5 * m.centres(k, c) * m.centres(k, c);
-  for (index_t n = 0; n < N; ++n)
-    for (int k = 0; k < K; ++k) {
-      double s = 0.0;
-      for (index_t c = 0; c < X.cols; ++c) s += m.centres(k, c) * X(n, c);
-      U[static_cast<size_t>(n * K + k)] = s;
-    }
-  cuda::DeviceBuffer<double> u, hd, beta, x, d(static_cast<size_t>(N) * N);
-  u.upload(U.data(), U.size());
+  DeviceBuffer<double> u, hd, beta, x, d(static_cast<size_t>(N) * N);
+  u.upload(proj.U.data.data(), proj.U.data.size());
   x.upload(X.data.data(), X.data.size());
-  hd.upload(h.data(), h.size());
+  hd.upload(proj.h.data(), proj.h.size());
   beta.upload(m.beta.data.data(), m.beta.data.size());
   ORRERY_CUDA_CHECK(cudaMemset(d.get(), 0, d.size() * sizeof(double)));
   const dim3 block(32, 4), grid(static_cast<unsigned>((N + 31) / 32), static_cast<unsigned>((N + 3) / 4));
-  learning_metric_kernel<<<grid, block>>>(u.get(), hd.get(), beta.get(), 1.0 / (m.width * m.width), K, m.num_classes,
-                                          pieces, x.get(), static_cast<int>(X.cols), m.euclidean, N, d.get());
+  learning_metric_kernel<<<grid, block>>>(u.get(), hd.get(), beta.get(), proj.w, K, m.num_classes, pieces, x.get(),
+                                          static_cast<int>(X.cols), m.euclidean, N, d.get());
   ORRERY_CUDA_LAUNCHED("learning_metric_kernel");
   MatrixD D(N, N);
   d.download(D.data.data(), D.data.size());
   return D;
 }
 
-}  // namespace orrery
+}  // namespace orrery::cuda

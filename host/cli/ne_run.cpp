@@ -105,7 +105,7 @@ NeInput load(const RunConfig& run, bool read_files) {
   } else {
     NervParams p;
     read_fields(run.params, p, nerv_fields(), "params");
-    if (p.init == "pca" && (d.distances || d.given)) input_error("params.init: pca needs input vectors");
+    if (p.init == NervInit::pca && (d.distances || d.given)) input_error("params.init: pca needs input vectors");
     if (run.method == "snerv" && labels.empty()) input_error("input.labels: snerv needs labels (-1 for unknown)");
     if (run.method == "snerv" && d.distances) input_error("input.distances: snerv needs vectors (its metric is learnt)");
   }
@@ -168,9 +168,7 @@ Affinities make_affinities(const std::string& method, const NeInput& in, const s
     a.aff.sparse = in.given_P;
   } else if (method == "snerv") {
     a.model = fit_class_mixture(in.X, labels, in.metric, seed, threads);
-    a.metric_distances = backend.is_cuda()
-                             ? learning_metric_distances_cuda(a.model, in.X, in.metric.pieces, backend.device_index())
-                             : learning_metric_distances(a.model, in.X, in.metric.pieces, threads);
+    a.metric_distances = backend.learning_metric_distances(a.model, in.X, in.metric.pieces);
     // the paper's effective number of neighbours, 0.5 N / K, unless given
     if (!in.perplexity_given)
       a.perplexity = std::clamp(0.5 * static_cast<double>(in.X.rows) / static_cast<double>(a.model.centres.rows), 2.0,
@@ -185,8 +183,7 @@ Affinities make_affinities(const std::string& method, const NeInput& in, const s
     a.aff = affinities_from_distances(in.X, in.perplexity, threads);
   } else if (in.sparse) {
     const int k = static_cast<int>(std::ceil(3.0 * in.perplexity));
-    a.aff = backend.is_cuda() ? affinities_from_knn(exact_knn_cuda(in.X, k, backend.device_index()), in.perplexity, threads)
-                              : affinities_sparse(in.X, in.perplexity, threads);
+    a.aff = affinities_from_knn(backend.knn(in.X, k), in.perplexity, threads);
   } else {
     a.aff = affinities_dense(in.X, in.perplexity, threads);
   }
@@ -197,11 +194,11 @@ Affinities make_affinities(const std::string& method, const NeInput& in, const s
 NervResult run_nerv_fit(const NervParams& p, const Affinities& a, const NeInput& in, unsigned long long seed,
                         Backend& backend, const std::function<void(int, double)>& progress) {
   MatrixD start;
-  if (p.init == "pca") {
+  if (p.init == NervInit::pca) {
     if (in.distances) input_error("params.init: pca needs input vectors, not a distance matrix");
     start = pca_project(in.X, p.dim, backend.threads());
   }
-  const MatrixD* s = p.init == "pca" ? &start : nullptr;
+  const MatrixD* s = p.init == NervInit::pca ? &start : nullptr;
   return in.sparse ? fit_nerv(a.aff.sparse_conditional, a.aff.beta, p, seed, backend, progress, s)
                    : fit_nerv(a.aff.conditional, a.aff.beta, p, seed, backend, progress, s);
 }

@@ -67,7 +67,7 @@ PeRunConfig read_pe_config(const RunConfig& run) {
   }
 
   read_fields(run.params, cfg.params, pe_fields(), "params");
-  if ((cfg.params.class_init == "file" || !cfg.params.fit_classes) && cfg.class_coords_path.empty())
+  if ((cfg.params.class_init == PeClassInit::file || !cfg.params.fit_classes) && cfg.class_coords_path.empty())
     input_error("input.class_coords: required when params.class_init is \"file\" or params.fit_classes is false");
 
   check_keys(run.output_extra, "output", {"dir", "format", "svg", "prec_h"});

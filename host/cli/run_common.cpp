@@ -31,7 +31,7 @@ json report_header(const RunConfig& run, const Backend& backend) {
   report["config_file"] = run.path;
   report["config"] = run.raw;
   report["device"] = backend.name();
-  report["threads"] = backend.is_cuda() ? 0 : (run.threads > 0 ? run.threads : omp_get_max_threads());
+  report["threads"] = backend.threads();
   report["seed"] = run.seed;
   return report;
 }

@@ -1,50 +1,17 @@
-// NeRV on the CPU, exact over all pairs. The per-pair arithmetic is math/nerv.hpp's (formulas in its
-// header comment), the code the CUDA kernels run too. One evaluation is one pass over the rows; per
-// row i:
-//   1. the squared distances to all points and the shift m_i from the nearest other point;
-//   2. one exp per pair, w_ij = exp(s_ij - m_i), kept in a row buffer, and the row sums giving lse_i,
-//      KL(q_i || p_i) and KL(p_i || q_i);
-//   3. (with the gradient) c_ij from q_ij = w_ij / Z_i, no second exp; 2 c_ij (y_i - y_j) is summed
-//      into dE/dy_i, and 2 c_ij (y_j - y_i), the same pair's share of dE/dy_j, is scattered into an
-//      N x D accumulator owned by the row's block (kBlocks fixed blocks of rows, whatever the thread
-//      count); the blocks' accumulators are added in block order at the end.
-// Each row of P (and of log P) is read once, by rows, while it is in cache. Beyond P the memory is
-// O(N): the row scalars, per thread a few row buffers, and the kBlocks accumulators. Rows are summed
-// in j order and blocks in block order, so results do not depend on the thread count. The j loops
-// are `omp simd` loops whose exp (math::exp_nonpositive) vectorises, in the instruction-set clones
-// of cpu/clones.hpp.
-//
-// Two arithmetics, one template: double (the reference) and float (params.precision, the default
-// for fits). In float the pair terms, row buffers, coordinates and block accumulators are float;
-// the row sums are taken in tiles of kFloatTile columns whose float sums are added in double, and
-// the row scalars, the cost and the final gradient are double. With twice the SIMD lanes and a
-// shorter exp polynomial a float evaluation takes about half the time of a double one.
-//
-// Dense P: log max(p, floor) is taken once per fit (nerv_log_probabilities, or DenseStore in float,
-// where P and log P are both converted: half the memory of the double pair), or, in double, per row
-// and evaluation when no logs are given. Sparse P (CSR rows): the all-pairs loops use p = 0 and
-// the row's floor for log p, and each row's short CSR list adds the listed pairs' corrections (no
-// extra exp).
+// NeRV's algorithm (Venna et al. 2010; MATH.md §3), written once for every backend: a seeded start
+// at the input's length scale, then Polak-Ribiere conjugate gradient (optim/cg.hpp) on the
+// backend's NervEngine, which holds P, the iterate, the gradient and the direction; each step moves
+// O(1) values (a cost, a dot product, a step length).
 #include "orrery/nerv.hpp"
-
-#include <omp.h>
-#if defined(__SSE2__)
-#include <xmmintrin.h>
-#endif
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
-#include <type_traits>
 
-#include "cpu/clones.hpp"
-#include "cpu/map_rows.hpp"
 #include "methods/random.hpp"
 #include "optim/cg.hpp"
-#include "orrery/backend.hpp"
 #include "orrery/affinity.hpp"
+#include "orrery/backend.hpp"
 #include "orrery/error.hpp"
-#include "orrery/math/nerv.hpp"
 
 namespace orrery {
 
@@ -57,576 +24,106 @@ const std::vector<Field<NervParams>>& nerv_fields() {
       {"ftol", &NervParams::ftol, "Stop when an iteration lowers E by less than ftol * max(|E|, 1).", 0, 1},
       {"init", &NervParams::init,
        "Start: random (seeded Gaussian) or pca (the input vectors' first D principal components).", -kInf, kInf,
-       false, {"random", "pca"}},
+       },
       {"init_scale", &NervParams::init_scale,
        "Standard deviation of the seeded Gaussian start, in units of the median input bandwidth sigma.", 0, kInf, true},
       {"precision", &NervParams::precision,
        "CPU arithmetic: float (pair terms in single precision, summed in double per tile of 512; about 2x faster; "
        "holds P and log P in float, half the memory) or double (the reference). CUDA always uses float.",
-       -kInf, kInf, false, {"float", "double"}},
+       },
   };
   return fields;
 }
 
+
 namespace {
 
-int nthreads(int t) { return t > 0 ? t : omp_get_max_threads(); }
-
-// Blocks of rows, each with its own N x D accumulator of the scattered half of the gradient; a fixed
-// number, so the summation order does not depend on the thread count.
-constexpr index_t kBlocks = 64;
-// Float row sums run in tiles of kFloatTile columns: the SIMD lanes add in float within a tile
-// (at most kFloatTile / 8 terms each) and the tiles' sums are added in double, so a row of any
-// length keeps about float's accuracy. Double rows are one tile each side of the diagonal.
-constexpr index_t kFloatTile = 512;
-template <class T>
-constexpr index_t tile_size() {
-  return std::is_same<T, float>::value ? kFloatTile : std::numeric_limits<index_t>::max() / 2;
-}
-
-// The column tiles of row i: [0, i) and (i, n) cut into pieces of at most `size` columns.
-struct Tiles {
-  index_t n, i, size;
-  struct Range {
-    index_t lo, hi;
-  };
-  index_t left() const { return (i + size - 1) / size; }
-  index_t count() const { return left() + (n - i - 1 + size - 1) / size; }
-  Range operator[](index_t t) const {  // tile t, 0 <= t < count()
-    if (t < left()) return {t * size, std::min((t + 1) * size, i)};
-    const index_t lo = i + 1 + (t - left()) * size;
-    return {lo, lo + std::min(size, n - lo)};
-  }
-};
-
-template <class T, int D>
-ORRERY_ALWAYS_INLINE T distances_fixed(const T* yt, index_t n, index_t i, T* dist, index_t lo, index_t hi) {
-  const cpu::MapRow<T, D> r(yt, n, i);
-  T m = std::numeric_limits<T>::infinity();
-#pragma omp simd reduction(min : m)
-  for (index_t j = lo; j < hi; ++j) {
-    const T s = r.tau(j);
-    dist[j] = s;
-    m = s < m ? s : m;
-  }
-  return m;
-}
-
-template <class T, int D>
-ORRERY_ALWAYS_INLINE T distances_row(const T* yt, index_t n, index_t i, T* dist) {
-  return std::min(distances_fixed<T, D>(yt, n, i, dist, 0, i), distances_fixed<T, D>(yt, n, i, dist, i + 1, n));
-}
-
-// dist[j] = |y_i - y_j|^2 for every j != i; returns the smallest.
-template <class T>
-ORRERY_CLONES T row_distances(const T* yt, index_t n, index_t D, index_t i, T* dist) {
-  switch (D) {
-    case 1:
-      return distances_row<T, 1>(yt, n, i, dist);
-    case 2:
-      return distances_row<T, 2>(yt, n, i, dist);
-    case 3:
-      return distances_row<T, 3>(yt, n, i, dist);
-    default:
-      break;
-  }
-  T m = std::numeric_limits<T>::infinity();
-  for (index_t j = 0; j < n; ++j) {
-    T s = 0;
-    for (index_t d = 0; d < D; ++d) s += (yt[d * n + i] - yt[d * n + j]) * (yt[d * n + i] - yt[d * n + j]);
-    dist[j] = s;
-    if (j != i) m = std::min(m, s);
-  }
-  return m;
-}
-
-// D <= 3 with one scalar per dimension: GCC sums an array-section reduction (g[:D]) lane by lane,
-// in order, which costs more than the rest of the loop. Columns [lo, hi); g[d] gets the tile's sum.
-template <class T, int D>
-ORRERY_ALWAYS_INLINE void scatter_fixed(const T* yt, index_t n, index_t i, const T* c, T* acc, index_t lo, index_t hi,
-                                      double* g) {
-  const cpu::MapRow<T, D> r(yt, n, i);
-  const T *x0 = r.x0, *x1 = r.x1, *x2 = r.x2;
-  const T y0 = r.y0, y1 = r.y1, y2 = r.y2;
-  T* a0 = acc;
-  T* a1 = D > 1 ? acc + n : acc;
-  T* a2 = D > 2 ? acc + 2 * n : acc;
-  T g0 = 0, g1 = 0, g2 = 0;
-#pragma omp simd reduction(+ : g0, g1, g2)
-  for (index_t j = lo; j < hi; ++j) {
-    const T t0 = c[j] * (y0 - x0[j]);
-    g0 += t0;
-    a0[j] -= t0;
-    if constexpr (D > 1) {
-      const T t1 = c[j] * (y1 - x1[j]);
-      g1 += t1;
-      a1[j] -= t1;
-    }
-    if constexpr (D > 2) {
-      const T t2 = c[j] * (y2 - x2[j]);
-      g2 += t2;
-      a2[j] -= t2;
-    }
-  }
-  const T s[3] = {g0, g1, g2};
-  for (int d = 0; d < D; ++d) g[d] += static_cast<double>(s[d]);
-}
-
-// Row i's pair terms c_ij for j in [lo, hi) (c_ii = 0): g[d] += sum_j c_ij (y_i - y_j) (added in
-// T, then to g in double), and the block accumulator (D x n, like yt) gets c_ij (y_j - y_i) at j.
-template <class T>
-ORRERY_CLONES void scatter_tile(const T* yt, index_t n, index_t D, index_t i, const T* c, T* acc, index_t lo,
-                                     index_t hi, double* g) {
-  switch (D) {
-    case 1:
-      return scatter_fixed<T, 1>(yt, n, i, c, acc, lo, hi, g);
-    case 2:
-      return scatter_fixed<T, 2>(yt, n, i, c, acc, lo, hi, g);
-    case 3:
-      return scatter_fixed<T, 3>(yt, n, i, c, acc, lo, hi, g);
-    default:
-      break;
-  }
-  for (index_t d = 0; d < D; ++d)
-    for (index_t j = lo; j < hi; ++j) {
-      const T t = c[j] * (yt[d * n + i] - yt[d * n + j]);
-      g[d] += static_cast<double>(t);
-      acc[d * n + j] -= t;
-    }
-}
-
-// The whole row, tile by tile: gi = sum_j c_ij (y_i - y_j).
-template <class T>
-void row_scatter(const T* yt, index_t n, index_t D, index_t i, const T* c, double* gi, T* acc) {
-  for (index_t d = 0; d < D; ++d) gi[d] = 0.0;
-  for (index_t lo = 0; lo < n; lo += tile_size<T>())
-    scatter_tile(yt, n, D, i, c, acc, lo, lo + std::min(tile_size<T>(), n - lo), gi);
-}
-
-// Row sums (math/nerv.hpp): Z, T, U and P.
-struct RowSums {
-  double z = 0.0, t = 0.0, u = 0.0, p = 0.0;
-};
-
-// Row sums of a dense row over the columns [lo, hi) (one tile), added in T; w[j] = w_ij.
-template <class T>
-ORRERY_CLONES RowSums dense_tile_sums(const T* dist, const T* p, const T* lp, T b, T m, T* w, index_t lo,
-                                           index_t hi) {
-  T z = 0, t = 0, u = 0, ps = 0;
-#pragma omp simd reduction(+ : z, t, u, ps)
-  for (index_t j = lo; j < hi; ++j) {
-    const math::NervRowTerms<T> e = math::nerv_row_terms(dist[j], b, m, p[j], lp[j]);
-    w[j] = e.w;
-    z += e.w;
-    t += e.wt;
-    u += e.pu;
-    ps += p[j];
-  }
-  return {static_cast<double>(z), static_cast<double>(t), static_cast<double>(u), static_cast<double>(ps)};
-}
-
-// The same with p = 0 and log p = lpf (the all-pairs part of a sparse row).
-template <class T>
-ORRERY_CLONES RowSums floor_tile_sums(const T* dist, T lpf, T b, T m, T* w, index_t lo, index_t hi) {
-  T z = 0, t = 0;
-#pragma omp simd reduction(+ : z, t)
-  for (index_t j = lo; j < hi; ++j) {
-    const math::NervRowTerms<T> e = math::nerv_row_terms(dist[j], b, m, T(0), lpf);
-    w[j] = e.w;
-    z += e.w;
-    t += e.wt;
-  }
-  return {static_cast<double>(z), static_cast<double>(t), 0.0, 0.0};
-}
-
-// Row i's sums over j != i, tile by tile (the tiles' sums added in double); tile(lo, hi) -> RowSums.
-template <class T, class F>
-RowSums tiled_row_sums(index_t n, index_t i, const F& tile) {
-  RowSums s;
-  const Tiles tiles{n, i, tile_size<T>()};
-  for (index_t k = 0; k < tiles.count(); ++k) {
-    const Tiles::Range r = tiles[k];
-    const RowSums t = tile(r.lo, r.hi);
-    s.z += t.z, s.t += t.t, s.u += t.u, s.p += t.p;
-  }
-  return s;
-}
-
-// c[j] = c_ij for j != i from the weights w, p = p_{j|i} and lp = its floored log (dense); c[i] = 0.
-template <class T>
-ORRERY_CLONES void dense_pair_c(const T* dist, const T* w, const T* p, const T* lp, math::NervRow<T> r,
-                                     T lambda, T* c, index_t n, index_t i) {
-#pragma omp simd
-  for (index_t j = 0; j < n; ++j)
-    c[j] = math::nerv_pair_c(w[j] * r.q_scale, math::nerv_log_q(dist[j], r), r, p[j], lp[j], lambda);
-  c[i] = 0;
-}
-
-// c[j] = c_ij for j != i with p = 0 and log p = lpf (the all-pairs part of a sparse row); c[i] = 0.
-template <class T>
-ORRERY_CLONES void floor_pair_c(const T* dist, const T* w, T lpf, math::NervRow<T> r, T lambda, T* c, index_t n,
-                                     index_t i) {
-#pragma omp simd
-  for (index_t j = 0; j < n; ++j)
-    c[j] = math::nerv_pair_c(w[j] * r.q_scale, math::nerv_log_q(dist[j], r), r, T(0), lpf, lambda);
-  c[i] = 0;
-}
-
-// A row's p_{j|i} and floored logs as the pair loops read them.
-template <class T>
-struct RowP {
-  const T* p;
-  const T* lp;
-};
-
-// Dense input: rows of P and of their floored logs (n x n, row-major) in T. Without LP (double
-// only) each row's logs are taken into a row buffer: N logs per row and evaluation instead of an
-// N x N matrix.
-template <class T>
-struct DenseInput {
-  index_t n;
-  const T* P;
-  const T* LP;
-
-  RowP<T> row(index_t i, T* lbuf) const {
-    const T* p = P + i * n;
-    if (LP) return {p, LP + i * n};
-    if constexpr (std::is_same<T, double>::value) {
-      for (index_t j = 0; j < n; ++j) lbuf[j] = math::nerv_log_prob(p[j], kNervProbabilityFloor);
-      return {p, lbuf};
-    } else {
-      internal_error("nerv: float evaluation without log P");
-    }
-  }
-  RowSums row_sums(index_t i, const RowP<T>& r, const T* dist, T b, T m, T* w) const {
-    return tiled_row_sums<T>(
-        n, i, [&](index_t lo, index_t hi) { return dense_tile_sums(dist, r.p, r.lp, b, m, w, lo, hi); });
-  }
-  void pair_c(index_t i, const RowP<T>& rp, const T* dist, const T* w, const math::NervRow<T>& r, T lambda,
-              T* c) const {
-    dense_pair_c(dist, w, rp.p, rp.lp, r, lambda, c, n, i);
-  }
-};
-
-// A dense P and its floored logs in T (the logs taken in double: a float p may have underflowed
-// where p did not). Float: half the memory of P and log P in double. Taking p back as exp(log p)
-// instead would halve it again but costs a third more time per evaluation: the exp outweighs
-// streaming the second matrix.
-template <class T>
-struct DenseStore {
-  std::vector<T> p, lp;
-  DenseStore(const MatrixD& P, int threads) : p(P.data.size()), lp(P.data.size()) {
-    const index_t n = static_cast<index_t>(P.data.size());
-#pragma omp parallel for schedule(static) num_threads(nthreads(threads))
-    for (index_t k = 0; k < n; ++k) {
-      const double v = P.data[static_cast<size_t>(k)];
-      p[static_cast<size_t>(k)] = static_cast<T>(v);
-      lp[static_cast<size_t>(k)] = static_cast<T>(math::nerv_log_prob(v, kNervProbabilityFloor));
-    }
-  }
-  DenseInput<T> input(index_t n) const { return {n, p.data(), lp.data()}; }
-};
-
-// Sparse input: CSR rows p_{j|i}, their floored logs and each row's floor log p_floor_i, in T.
-template <class T>
-struct SparseInput {
-  const SparseAffinity& P;
-  std::vector<T> val, lp, lpf;
-
-  SparseInput(const SparseAffinity& p, index_t n) : P(p) {
-    if (P.num_points != n || P.row_ptr.size() != static_cast<size_t>(n) + 1 ||
-        P.col.size() != static_cast<size_t>(P.row_ptr.back()) || P.val.size() != P.col.size())
-      internal_error("nerv_objective: sparse P and Y disagree on N, or P is not CSR");
-    val.resize(P.col.size());
-    lp.resize(P.col.size());
-    lpf.resize(static_cast<size_t>(n));
-    for (index_t i = 0; i < n; ++i) {
-      double pmin = kInf;
-      for (index_t q = P.row_ptr[static_cast<size_t>(i)]; q < P.row_ptr[static_cast<size_t>(i) + 1]; ++q) {
-        const double v = P.val[static_cast<size_t>(q)];
-        const index_t j = P.col[static_cast<size_t>(q)];
-        if (j < 0 || j >= n || j == i) internal_error("nerv_objective: sparse P column out of range or diagonal");
-        val[static_cast<size_t>(q)] = static_cast<T>(v);
-        lp[static_cast<size_t>(q)] = static_cast<T>(math::nerv_log_prob(v, kNervProbabilityFloor));
-        if (v > 0) pmin = std::min(pmin, v);
-      }
-      const double floor = pmin < kInf ? 1e-3 * pmin : 1e-3 / static_cast<double>(n - 1);
-      lpf[static_cast<size_t>(i)] = static_cast<T>(math::nerv_log_prob(floor, kNervProbabilityFloor));
-    }
-  }
-
-  RowP<T> row(index_t, T*) const { return {nullptr, nullptr}; }  // kept per stored entry
-  RowSums row_sums(index_t i, const RowP<T>&, const T* dist, T b, T m, T* w) const {
-    const size_t ui = static_cast<size_t>(i);
-    const T f = lpf[ui];
-    RowSums s = tiled_row_sums<T>(P.num_points, i,
-                               [&](index_t lo, index_t hi) { return floor_tile_sums(dist, f, b, m, w, lo, hi); });
-    for (index_t q = P.row_ptr[ui]; q < P.row_ptr[ui + 1]; ++q) {
-      const size_t uq = static_cast<size_t>(q);
-      const index_t j = P.col[uq];
-      const math::NervRowTerms<T> r = math::nerv_row_listed(w[j], dist[j], b, val[uq], lp[uq], lpf[ui]);
-      s.t += static_cast<double>(r.wt);
-      s.u += static_cast<double>(r.pu);
-      s.p += static_cast<double>(val[uq]);
-    }
-    return s;
-  }
-  void pair_c(index_t i, const RowP<T>&, const T* dist, const T* w, const math::NervRow<T>& r, T lambda,
-              T* c) const {
-    const size_t ui = static_cast<size_t>(i);
-    floor_pair_c(dist, w, lpf[ui], r, lambda, c, P.num_points, i);
-    for (index_t q = P.row_ptr[ui]; q < P.row_ptr[ui + 1]; ++q) {
-      const size_t uq = static_cast<size_t>(q);
-      const index_t j = P.col[uq];
-      c[j] += math::nerv_pair_c_listed(w[j] * r.q_scale, r, val[uq], lp[uq], lpf[ui], lambda);
-    }
-  }
-};
-
-// Flushes denormal results and inputs to zero in this thread while it lives (x86 MXCSR FTZ and
-// DAZ), then restores the mode. A float row's far pairs have weights exp(s - m) down to 1e-38,
-// and their products with 1/Z, beta and the coordinates land in the denormal range, where x86
-// cores take a microcode assist per operation: in a spread-out map that slows a float evaluation
-// several times. Flushed, such a term is 0 instead of < 1e-38 of its row's total.
-class FlushDenormals {
+// Conjugate gradient's vectors are the engine's.
+class EngineProblem final : public optim::CgProblem {
  public:
-  explicit FlushDenormals(bool on) {
-#if defined(__SSE2__)
-    if (on) {
-      saved_ = _mm_getcsr();
-      _mm_setcsr(saved_ | 0x8040u);  // FTZ (bit 15) | DAZ (bit 6)
-      active_ = true;
-    }
-#else
-    (void)on;
-#endif
-  }
-  ~FlushDenormals() {
-#if defined(__SSE2__)
-    if (active_) _mm_setcsr(saved_);
-#endif
-  }
-  FlushDenormals(const FlushDenormals&) = delete;
-  FlushDenormals& operator=(const FlushDenormals&) = delete;
+  explicit EngineProblem(NervEngine& e) : e_(e) {}
+  double evaluate() override { return e_.evaluate(true); }
+  double evaluate_trial(double t) override { return e_.evaluate_trial(t); }
+  double dot(Vector a, Vector b) override { return e_.dot(slot(a), slot(b)); }
+  void set_direction(double beta) override { e_.update_direction(beta); }
+  void accept_trial() override { e_.accept_trial(); }
 
  private:
-  unsigned saved_ = 0;
-  bool active_ = false;
-};
-
-// One evaluation in T: one pass over kBlocks fixed blocks of rows, then (with grad) the blocks'
-// accumulators added in block order. Row totals, the cost and the gradient's sums are double.
-template <class T, class Input>
-double evaluate(const Input& in, const std::vector<double>& beta, const MatrixD& Y, double lambda, MatrixD* grad,
-                int threads) {
-  const index_t N = Y.rows, D = Y.cols;
-  if (static_cast<index_t>(beta.size()) != N) internal_error("nerv_objective: beta and Y disagree on N");
-  if (N < 2) internal_error("nerv_objective: needs at least 2 points");
-  std::vector<double> cost(static_cast<size_t>(N));
-  std::vector<T> acc;
-  if (grad) {
-    *grad = MatrixD(N, D);
-    acc.assign(static_cast<size_t>(kBlocks * N * D), T(0));
-  }
-  const std::vector<T> yt = cpu::by_dimension<T>(Y);
-  const T lam = static_cast<T>(lambda);
-#pragma omp parallel num_threads(nthreads(threads))
-  {
-    const FlushDenormals flush(std::is_same<T, float>::value);
-    std::vector<T> dist(static_cast<size_t>(N)), w(static_cast<size_t>(N)), lbuf(static_cast<size_t>(N));
-    std::vector<T> c(grad ? static_cast<size_t>(N) : 0);
-#pragma omp for schedule(static)
-    for (index_t blk = 0; blk < kBlocks; ++blk)
-      for (index_t i = blk * N / kBlocks; i < (blk + 1) * N / kBlocks; ++i) {
-        const T b = static_cast<T>(beta[static_cast<size_t>(i)]);
-        const T m = -b * row_distances(yt.data(), N, D, i, dist.data());
-        const RowP<T> rp = in.row(i, lbuf.data());
-        const RowSums s = in.row_sums(i, rp, dist.data(), b, m, w.data());
-        const math::NervRow<double> r =
-            math::nerv_row_finish(static_cast<double>(b), static_cast<double>(m), s.z, s.t, s.u, s.p);
-        cost[static_cast<size_t>(i)] = lambda * r.kl_pq + (1 - lambda) * r.kl_qp;
-        if (grad) {
-          const math::NervRow<T> rt{static_cast<T>(r.beta),  static_cast<T>(r.lse),   static_cast<T>(r.kl_qp),
-                                    static_cast<T>(r.kl_pq), static_cast<T>(r.p_sum), static_cast<T>(r.q_scale)};
-          in.pair_c(i, rp, dist.data(), w.data(), rt, lam, c.data());
-          row_scatter(yt.data(), N, D, i, c.data(), grad->row(i), acc.data() + blk * D * N);
-        }
-      }
-    if (grad) {
-#pragma omp for schedule(static)
-      for (index_t i = 0; i < N; ++i)
-        for (index_t d = 0; d < D; ++d) {
-          double s = (*grad)(i, d);
-          for (index_t blk = 0; blk < kBlocks; ++blk)
-            s += static_cast<double>(acc[static_cast<size_t>((blk * D + d) * N + i)]);
-          (*grad)(i, d) = 2.0 * s;
-        }
+  static NervVector slot(Vector v) {
+    switch (v) {
+      case kX: return NervVector::x;
+      case kGradient: return NervVector::gradient;
+      case kDirection: return NervVector::direction;
+      case kTrial: return NervVector::trial;
+      default: return NervVector::trial_gradient;
     }
   }
-  double E = 0.0;
-  for (double v : cost) E += v;
-  return E;
-}
+  NervEngine& e_;
+};
 
-// The seeded Gaussian start at the input's length scale, then conjugate gradient on the objective.
-NervResult fit(index_t N, const std::vector<double>& beta, const NervParams& prm, unsigned long long seed,
-               const std::function<double(const MatrixD&, MatrixD*)>& objective,
-               const std::function<void(int, double)>& progress, const MatrixD* start = nullptr) {
+// The seeded Gaussian start at the input's length scale, then conjugate gradient on the engine.
+NervResult fit(NervEngine& engine, index_t N, const std::vector<double>& beta, const NervParams& prm,
+               unsigned long long seed, const std::function<void(int, double)>& progress, const MatrixD* start) {
   if (static_cast<index_t>(beta.size()) != N) internal_error("fit_nerv: P and beta disagree on N");
   // The map uses the input bandwidths, so it must start at the input's length scale: a start of
   // unit size on data whose sigma is 100 would see uniform q and a vanishing gradient.
   std::vector<double> sorted = beta;
   std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
   const double sigma = 1.0 / std::sqrt(sorted[sorted.size() / 2]);
-  std::vector<double> x = seeded_gaussian(static_cast<size_t>(N) * prm.dim, seed, prm.init_scale * sigma);
+  MatrixD Y(N, prm.dim);
+  Y.data = seeded_gaussian(static_cast<size_t>(N) * prm.dim, seed, prm.init_scale * sigma);
   if (start) {
     if (start->rows != N || start->cols != prm.dim) internal_error("fit_nerv: the start is not N x D");
     double mean = 0.0, var = 0.0;
     for (index_t i = 0; i < N; ++i) mean += (*start)(i, 0) / static_cast<double>(N);
     for (index_t i = 0; i < N; ++i) var += ((*start)(i, 0) - mean) * ((*start)(i, 0) - mean) / static_cast<double>(N);
     const double f = var > 0 ? prm.init_scale * sigma / std::sqrt(var) : 1.0;
-    for (size_t q = 0; q < x.size(); ++q) x[q] = start->data[q] * f;
+    for (size_t q = 0; q < Y.data.size(); ++q) Y.data[q] = start->data[q] * f;
   }
-  MatrixD Y(N, prm.dim), g;
-  auto f = [&](const std::vector<double>& xs, std::vector<double>& grad) {
-    Y.data = xs;
-    const double E = objective(Y, &g);
-    grad = g.data;
-    return E;
-  };
+  engine.set_coords(Y);
   optim::CgOptions o;
   o.max_iter = prm.max_iter;
   o.ftol = prm.ftol;
-  const optim::CgReport rep = optim::cg_minimize(f, x, o, progress);
+  EngineProblem problem(engine);
+  const optim::CgReport rep = optim::cg_minimize(problem, o, progress);
   NervResult res;
-  res.coords = MatrixD(N, prm.dim);
-  res.coords.data = x;
+  res.coords = engine.vector(NervVector::x);
   res.objective_trace = rep.trace;
   res.iterations = rep.iterations;
   res.evaluations = rep.evaluations;
   res.stop_reason = rep.stop_reason;
-  for (double v : x)
+  res.arithmetic = engine.arithmetic();
+  for (double v : res.coords.data)
     if (!std::isfinite(v)) internal_error("NeRV produced non-finite coordinates");
   return res;
 }
 
-}  // namespace
-
-MatrixD nerv_log_probabilities(const MatrixD& P, int threads) {
-  MatrixD L(P.rows, P.cols);
-  const index_t n = static_cast<index_t>(P.data.size());
-#pragma omp parallel for schedule(static) num_threads(nthreads(threads))
-  for (index_t k = 0; k < n; ++k)
-    L.data[static_cast<size_t>(k)] = math::nerv_log_prob(P.data[static_cast<size_t>(k)], kNervProbabilityFloor);
-  return L;
-}
-
-double nerv_objective(const MatrixD& P, const MatrixD& logP, const std::vector<double>& beta, const MatrixD& Y,
-                      double lambda, MatrixD* grad, int threads) {
-  const index_t N = Y.rows;
-  if (P.rows != N || P.cols != N || logP.rows != N || logP.cols != N)
-    internal_error("nerv_objective: P, log P and Y disagree on N");
-  return evaluate<double>(DenseInput<double>{N, P.data.data(), logP.data.data()}, beta, Y, lambda, grad, threads);
-}
-
-double nerv_objective(const MatrixD& P, const std::vector<double>& beta, const MatrixD& Y, double lambda, MatrixD* grad,
-                      int threads) {
-  if (P.rows != Y.rows || P.cols != Y.rows) internal_error("nerv_objective: P, beta and Y disagree on N");
-  return evaluate<double>(DenseInput<double>{Y.rows, P.data.data(), nullptr}, beta, Y, lambda, grad, threads);
-}
-
-double nerv_objective(const SparseAffinity& P, const std::vector<double>& beta, const MatrixD& Y, double lambda,
-                      MatrixD* grad, int threads) {
-  return evaluate<double>(SparseInput<double>(P, Y.rows), beta, Y, lambda, grad, threads);
-}
-
-double nerv_objective_float(const MatrixD& P, const std::vector<double>& beta, const MatrixD& Y, double lambda,
-                            MatrixD* grad, int threads) {
-  if (P.rows != Y.rows || P.cols != Y.rows) internal_error("nerv_objective: P, beta and Y disagree on N");
-  const DenseStore<float> store(P, threads);
-  return evaluate<float>(store.input(Y.rows), beta, Y, lambda, grad, threads);
-}
-
-double nerv_objective_float(const SparseAffinity& P, const std::vector<double>& beta, const MatrixD& Y, double lambda,
-                            MatrixD* grad, int threads) {
-  return evaluate<float>(SparseInput<float>(P, Y.rows), beta, Y, lambda, grad, threads);
-}
-
-namespace {
-
-// A CPU fit on an input already in its arithmetic T.
-template <class T, class Input>
-NervResult fit_cpu(const Input& in, index_t N, const std::vector<double>& beta, const NervParams& prm,
-                   unsigned long long seed, int threads, const std::function<void(int, double)>& progress,
-                   const MatrixD* start) {
-  return fit(
-      N, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return evaluate<T>(in, beta, Y, prm.lambda, g, threads); },
-      progress, start);
-}
-
-// CPU fits of dense and sparse P in the precision the parameters ask for.
-NervResult fit_dense_cpu(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm,
-                         unsigned long long seed, int threads, const std::function<void(int, double)>& progress,
-                         const MatrixD* start) {
-  if (P.rows != P.cols) internal_error("fit_nerv: P is not square");
-  const index_t N = P.rows;
-  if (prm.precision == "double") {
-    const MatrixD logP = nerv_log_probabilities(P, threads);
-    return fit_cpu<double>(DenseInput<double>{N, P.data.data(), logP.data.data()}, N, beta, prm, seed, threads,
-                           progress, start);
-  }
-  const DenseStore<float> store(P, threads);
-  return fit_cpu<float>(store.input(N), N, beta, prm, seed, threads, progress, start);
-}
-
-NervResult fit_sparse_cpu(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& prm,
-                          unsigned long long seed, int threads, const std::function<void(int, double)>& progress,
-                          const MatrixD* start) {
-  const index_t N = P.num_points;
-  if (prm.precision == "double")
-    return fit_cpu<double>(SparseInput<double>(P, N), N, beta, prm, seed, threads, progress, start);
-  return fit_cpu<float>(SparseInput<float>(P, N), N, beta, prm, seed, threads, progress, start);
-}
+NervOptions engine_options(const NervParams& prm) { return NervOptions{prm.lambda, prm.dim, prm.precision}; }
 
 }  // namespace
-
-NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm, unsigned long long seed,
-                    int threads, const std::function<void(int, double)>& progress) {
-  return fit_dense_cpu(P, beta, prm, seed, threads, progress, nullptr);
-}
-
-NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& prm,
-                    unsigned long long seed, int threads, const std::function<void(int, double)>& progress) {
-  return fit_sparse_cpu(P, beta, prm, seed, threads, progress, nullptr);
-}
 
 NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm, unsigned long long seed,
                     Backend& backend, const std::function<void(int, double)>& progress, const MatrixD* start) {
   if (P.rows != P.cols) internal_error("fit_nerv: P is not square");
-  if (!backend.is_cuda()) return fit_dense_cpu(P, beta, prm, seed, backend.threads(), progress, start);
-  auto engine = make_nerv_engine_cuda(backend.device_index(), P, nerv_log_probabilities(P), beta, prm.lambda, prm.dim);
-  return fit(
-      P.rows, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return engine->evaluate(Y, g); }, progress, start);
+  auto engine = backend.make_nerv(P, beta, engine_options(prm));
+  return fit(*engine, P.rows, beta, prm, seed, progress, start);
 }
 
 NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& prm,
                     unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress,
                     const MatrixD* start) {
-  const index_t N = P.num_points;
-  if (!backend.is_cuda()) return fit_sparse_cpu(P, beta, prm, seed, backend.threads(), progress, start);
-  const SparseInput<double> in(P, N);
-  // Dense rows with the same numbers as the sparse evaluation: unlisted pairs p = 0, log p = floor.
-  MatrixD Pd(N, N, 0.0), L(N, N, 0.0);
-  for (index_t i = 0; i < N; ++i) {
-    for (index_t j = 0; j < N; ++j) L(i, j) = in.lpf[static_cast<size_t>(i)];
-    for (index_t q = P.row_ptr[static_cast<size_t>(i)]; q < P.row_ptr[static_cast<size_t>(i) + 1]; ++q) {
-      Pd(i, P.col[static_cast<size_t>(q)]) = P.val[static_cast<size_t>(q)];
-      L(i, P.col[static_cast<size_t>(q)]) = in.lp[static_cast<size_t>(q)];
-    }
-  }
-  auto engine = make_nerv_engine_cuda(backend.device_index(), Pd, L, beta, prm.lambda, prm.dim);
-  return fit(
-      N, beta, prm, seed, [&](const MatrixD& Y, MatrixD* g) { return engine->evaluate(Y, g); }, progress, start);
+  auto engine = backend.make_nerv(P, beta, engine_options(prm));
+  return fit(*engine, P.num_points, beta, prm, seed, progress, start);
+}
+
+NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm, unsigned long long seed,
+                    int threads, const std::function<void(int, double)>& progress) {
+  return fit_nerv(P, beta, prm, seed, *make_cpu_backend(threads), progress);
+}
+
+NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& prm,
+                    unsigned long long seed, int threads, const std::function<void(int, double)>& progress) {
+  return fit_nerv(P, beta, prm, seed, *make_cpu_backend(threads), progress);
 }
 
 }  // namespace orrery

@@ -45,7 +45,7 @@ const std::vector<Field<PeParams>>& pe_fields() {
       {"class_init", &PeParams::class_init,
        "Initial class coordinates: mds (classical MDS of the posterior columns; deterministic), random "
        "(Gaussian, seeded) or file (input.class_coords).",
-       -kInf, kInf, false, {"mds", "random", "file"}},
+       },
       {"init_scale", &PeParams::init_scale, "RMS radius of the initial class coordinates (mds and random).", 0, kInf,
        true},
       {"fit_classes", &PeParams::fit_classes,
@@ -137,14 +137,14 @@ bool mds_init(const MatrixD& P, int D, std::vector<double>& phi) {
 std::vector<double> initial_classes(const PeInput& in, const PeParams& prm, unsigned long long seed) {
   const int K = static_cast<int>(in.posteriors.cols), D = prm.dim;
   std::vector<double> phi;
-  if (prm.class_init == "file" || !prm.fit_classes) {
+  if (prm.class_init == PeClassInit::file || !prm.fit_classes) {
     if (in.class_coords.rows != K || in.class_coords.cols != D)
       input_error("input.class_coords: expected " + std::to_string(K) + " x " + std::to_string(D) +
                   " class coordinates (params.class_init = \"file\" or params.fit_classes = false), found " +
                   std::to_string(in.class_coords.rows) + " x " + std::to_string(in.class_coords.cols));
     return in.class_coords.data;
   }
-  if (prm.class_init == "mds" && mds_init(in.posteriors, D, phi)) {
+  if (prm.class_init == PeClassInit::mds && mds_init(in.posteriors, D, phi)) {
     // Axes MDS could not fill (e.g. K = 2) get a small seeded spread so gradients can open them.
     const auto z = seeded_gaussian(phi.size(), seed);
     for (size_t i = 0; i < phi.size(); ++i) phi[i] += 1e-3 * z[i];

@@ -54,7 +54,7 @@ const std::vector<Field<PlsvParams>>& plsv_fields() {
        "and topics placed by PE on the documents' posteriors over those topics; avoids the collapsed map) or "
        "random (coordinates N(0, 0.01^2), near-uniform theta: the textbook start, which collapses on short "
        "documents). Both seeded.",
-       -kInf, kInf, false, {"documents", "random"}},
+       },
       {"init_scale", &PlsvParams::init_scale, "RMS radius of the topics' start in PE's own initialisation (init documents).",
        0, kInf, true},
   };
@@ -140,7 +140,7 @@ Start initial_state(Backend& backend, const Corpus& c, const PlsvParams& prm, un
   const std::vector<double> f = word_frequencies(c);
   Start s;
   s.theta = MatrixD(Z, W);
-  if (prm.init == "random") {
+  if (prm.init == PlsvInit::random) {
     s.phi = seeded_gaussian(static_cast<size_t>(Z * D), seed, 0.01);
     s.X.rows = N;
     s.X.cols = D;
@@ -291,13 +291,25 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, const PlsvParams& prm, std::
 
 }  // namespace
 
+namespace {
+
+// The corpus resident on the backend, after the checks every fit needs.
+std::unique_ptr<PlsvEngine> make_engine(Backend& backend, const Corpus& corpus, int topics, int dim) {
+  if (topics < 2) input_error("params.topics: PLSV needs at least 2 topics, found " + std::to_string(topics));
+  if (dim != 2 && dim != 3) internal_error("plsv: dim must be 2 or 3");
+  if (corpus.num_docs() < 1 || corpus.num_words < 1) input_error("corpus: no documents or no words to fit");
+  return backend.make_plsv(corpus, topics, dim);
+}
+
+}  // namespace
+
 PlsvResult fit_plsv(Backend& backend, const Corpus& c, const PlsvParams& prm, unsigned long long seed,
                     const PlsvProgress& progress) {
   const auto t0 = Clock::now();
   if (prm.topics < 2) input_error("params.topics: PLSV needs at least 2 topics, found " + std::to_string(prm.topics));
   if (c.num_docs() < 1) input_error("corpus: no documents to fit");
   const Start s = initial_state(backend, c, prm, seed);
-  auto eng = make_plsv_engine(backend, c, prm.topics, prm.dim);
+  auto eng = make_engine(backend, c, prm.topics, prm.dim);
   eng->set_docs(s.X);
   eng->set_theta(s.theta);
   return run_em(*eng, c, prm, s.phi, true, progress, t0);
@@ -312,7 +324,7 @@ PlsvResult fold_in_plsv(Backend& backend, const Corpus& c, const PlsvModel& mode
   if (model.theta.rows != prm.topics || model.theta.cols != c.num_words)
     input_error("model: theta is " + std::to_string(model.theta.rows) + " x " + std::to_string(model.theta.cols) +
                 ", expected " + std::to_string(prm.topics) + " topics x " + std::to_string(c.num_words) + " words");
-  auto eng = make_plsv_engine(backend, c, prm.topics, prm.dim);
+  auto eng = make_engine(backend, c, prm.topics, prm.dim);
   eng->set_docs(MatrixD(c.num_docs(), prm.dim, 0.0));
   eng->set_theta(model.theta);
   eng->relocate_docs(model.topic_coords.data, prm.gamma_per_topic * prm.topics);

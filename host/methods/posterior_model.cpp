@@ -176,24 +176,12 @@ double heldout_score(const std::vector<double>& d2, const std::vector<int>& y, c
   return sum / static_cast<double>(H);
 }
 
-void check_params(const PosteriorModelParams& p) {
-  const std::string where = "input.posterior_model";
-  for (const auto& f : posterior_model_fields())
-    std::visit(
-        [&](auto member) {
-          using T = std::decay_t<decltype(p.*member)>;
-          if constexpr (std::is_same_v<T, int> || std::is_same_v<T, double>)
-            detail::check_number(f, static_cast<double>(p.*member), where);
-        },
-        f.member);
-}
-
 }  // namespace
 
 PosteriorModelResult fit_posterior_model(const MatrixD& X, const std::vector<int>& labels,
                                          const PosteriorModelParams& params, unsigned long long seed, int threads) {
   const std::string who = "posterior model: ";
-  check_params(params);
+  check_fields(params, posterior_model_fields(), "input.posterior_model");
   const index_t N = X.rows, dim = X.cols;
   if (N < 1 || dim < 1)
     input_error(who + "expected vectors as an N x dim matrix with N, dim >= 1, found " + std::to_string(N) + " x " +

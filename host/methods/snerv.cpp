@@ -24,7 +24,6 @@ namespace orrery {
 namespace {
 
 constexpr double kProbFloor = 1e-300;  // log p of a class the model gives no mass
-constexpr double kFisherFloor = 1e-12;  // 1 / p_c in the Fisher information
 constexpr index_t kChunk = 256;
 
 int nthreads(int t) { return t > 0 ? t : omp_get_max_threads(); }
@@ -326,27 +325,6 @@ MatrixD class_mixture_posteriors(const ClassMixture& m, const MatrixD& X) {
   return P;
 }
 
-namespace {
-
-// u_k(x) = m_k . x for every row (N x K) and h_k = |m_k|^2 / 2.
-void projections(const ClassMixture& m, const MatrixD& X, MatrixD& U, std::vector<double>& h, int threads) {
-  const index_t K = m.centres.rows;
-  if (X.cols != m.centres.cols) internal_error("learning_metric_distances: dimension mismatch");
-  U = MatrixD(X.rows, K);
-  h.assign(static_cast<size_t>(K), 0.0);
-  for (index_t k = 0; k < K; ++k)
-    for (index_t j = 0; j < X.cols; ++j) h[static_cast<size_t>(k)] += 0.5 * m.centres(k, j) * m.centres(k, j);
-#pragma omp parallel for schedule(static) num_threads(nthreads(threads))
-  for (index_t n = 0; n < X.rows; ++n)
-    for (index_t k = 0; k < K; ++k) {
-      double s = 0.0;
-      for (index_t j = 0; j < X.cols; ++j) s += m.centres(k, j) * X(n, j);
-      U(n, k) = s;
-    }
-}
-
-}  // namespace
-
 double class_mixture_fisher(const ClassMixture& m, const double* x, const double* v) {
   const auto K = static_cast<int>(m.centres.rows);
   const index_t d = m.centres.cols;
@@ -362,33 +340,8 @@ double class_mixture_fisher(const ClassMixture& m, const double* x, const double
   math::mixture_responsibilities(u.data(), h.data(), w, K, r.data());
   double v2 = 0.0;
   for (index_t j = 0; j < d; ++j) v2 += v[j] * v[j];
-  return math::fisher_quadratic(r.data(), a.data(), m.beta.data.data(), w, K, m.num_classes, kFisherFloor) +
+  return math::fisher_quadratic(r.data(), a.data(), m.beta.data.data(), w, K, m.num_classes, math::kFisherFloor) +
          m.euclidean * w * v2;
-}
-
-MatrixD learning_metric_distances(const ClassMixture& m, const MatrixD& X, int pieces, int threads) {
-  if (pieces < 1) input_error("params.pieces: expected >= 1, found " + std::to_string(pieces));
-  MatrixD U;
-  std::vector<double> h;
-  projections(m, X, U, h, threads);
-  const index_t N = X.rows;
-  const auto K = static_cast<int>(m.centres.rows);
-  const double w = 1.0 / (m.width * m.width);
-  MatrixD D(N, N, 0.0);
-#pragma omp parallel num_threads(nthreads(threads))
-  {
-    std::vector<double> scratch(static_cast<size_t>(3 * K));
-#pragma omp for schedule(dynamic, 16)
-    for (index_t i = 0; i < N; ++i)
-      for (index_t j = i + 1; j < N; ++j) {
-        const double reg = m.euclidean * w * math::squared_distance(X.row(i), X.row(j), static_cast<int>(X.cols));
-        D(i, j) = math::fisher_path_distance(U.row(i), U.row(j), h.data(), m.beta.data.data(), w, K, m.num_classes,
-                                             pieces, kFisherFloor, reg, scratch.data());
-      }
-  }
-  for (index_t i = 0; i < N; ++i)
-    for (index_t j = 0; j < i; ++j) D(i, j) = D(j, i);
-  return D;
 }
 
 }  // namespace orrery

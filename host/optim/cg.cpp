@@ -1,42 +1,35 @@
 #include "optim/cg.hpp"
 
-#include "optim/line_search.hpp"
-
 #include <algorithm>
 #include <cmath>
 
-namespace orrery::optim {
-namespace {
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-}  // namespace
+#include "optim/line_search.hpp"
 
-CgReport cg_minimize(const CgObjective& f, std::vector<double>& x, const CgOptions& o,
-                     const std::function<void(int, double)>& progress) {
+namespace orrery::optim {
+
+CgReport cg_minimize(CgProblem& p, const CgOptions& o, const std::function<void(int, double)>& progress) {
+  using V = CgProblem;
   CgReport rep;
-  std::vector<double> g(x.size()), g_new(x.size()), x_new(x.size()), d(x.size());
-  rep.f = f(x, g);
+  rep.f = p.evaluate();
   rep.evaluations = 1;
-  for (size_t i = 0; i < x.size(); ++i) d[i] = -g[i];
-  double step = 1.0 / std::max(1.0, std::sqrt(dot(g, g)));
+  p.set_direction(0.0);
+  double step = 1.0 / std::max(1.0, std::sqrt(p.dot(V::kGradient, V::kGradient)));
   rep.stop_reason = "max_iter";
   bool grow = true;  // the last line search took its first trial
   for (int it = 0; it < o.max_iter; ++it) {
-    double gsq = dot(g, g);
+    const double gsq = p.dot(V::kGradient, V::kGradient);
     if (gsq < o.grad_sq_tol) {
       rep.stop_reason = "gradient";
       break;
     }
-    double slope = dot(g, d);
+    double slope = p.dot(V::kGradient, V::kDirection);
     if (!(slope < 0)) {  // lost conjugacy: restart
-      for (size_t i = 0; i < x.size(); ++i) d[i] = -g[i];
+      p.set_direction(0.0);
       slope = -gsq;
     }
     const double t0 = grow ? step * 2.0 : step;
-    const LineSearchResult ls = backtrack_armijo(f, x, d, rep.f, slope, t0, o.max_backtracks, x_new, g_new, true);
+    const LineSearchResult ls =
+        backtrack_armijo([&](double t) { return p.evaluate_trial(t); }, rep.f, slope, t0, o.max_backtracks, true);
     rep.evaluations += ls.evaluations;
     grow = ls.evaluations == 1;
     if (!ls.accepted) {
@@ -44,22 +37,74 @@ CgReport cg_minimize(const CgObjective& f, std::vector<double>& x, const CgOptio
       break;
     }
     step = ls.t;
-    const double f_new = ls.f;
-    const double beta = (it + 1) % o.restart == 0 ? 0.0 : std::max(0.0, (dot(g_new, g_new) - dot(g_new, g)) / gsq);
-    for (size_t i = 0; i < x.size(); ++i) d[i] = -g_new[i] + beta * d[i];
+    p.accept_trial();  // the old gradient is now the trial's
+    const double beta = (it + 1) % o.restart == 0
+                            ? 0.0
+                            : std::max(0.0, (p.dot(V::kGradient, V::kGradient) - p.dot(V::kGradient, V::kTrialGradient)) / gsq);
+    p.set_direction(beta);
     const double f_old = rep.f;
-    x.swap(x_new);
-    g.swap(g_new);
-    rep.f = f_new;
+    rep.f = ls.f;
     rep.iterations = it + 1;
-    rep.trace.push_back(f_new);
-    if (progress) progress(it, f_new);
-    if (f_old - f_new <= o.ftol * std::max(std::abs(f_new), 1.0)) {
+    rep.trace.push_back(ls.f);
+    if (progress) progress(it, ls.f);
+    if (f_old - ls.f <= o.ftol * std::max(std::abs(ls.f), 1.0)) {
       rep.stop_reason = "ftol";
       break;
     }
   }
   return rep;
+}
+
+namespace {
+
+// Host vectors, for objectives evaluated on the host.
+class HostProblem final : public CgProblem {
+ public:
+  HostProblem(const CgObjective& f, std::vector<double>& x)
+      : f_(f), x_(x), g_(x.size()), d_(x.size()), t_(x.size()), tg_(x.size()) {}
+  double evaluate() override { return f_(x_, g_); }
+  double evaluate_trial(double t) override {
+    for (size_t i = 0; i < x_.size(); ++i) t_[i] = x_[i] + t * d_[i];
+    return f_(t_, tg_);
+  }
+  double dot(Vector a, Vector b) override {
+    const std::vector<double>&u = vec(a), &v = vec(b);
+    double s = 0.0;
+    for (size_t i = 0; i < u.size(); ++i) s += u[i] * v[i];
+    return s;
+  }
+  void set_direction(double beta) override {
+    if (beta == 0.0)
+      for (size_t i = 0; i < d_.size(); ++i) d_[i] = -g_[i];
+    else
+      for (size_t i = 0; i < d_.size(); ++i) d_[i] = -g_[i] + beta * d_[i];
+  }
+  void accept_trial() override {
+    x_.swap(t_);
+    g_.swap(tg_);
+  }
+
+ private:
+  const std::vector<double>& vec(Vector v) const {
+    switch (v) {
+      case kX: return x_;
+      case kGradient: return g_;
+      case kDirection: return d_;
+      case kTrial: return t_;
+      default: return tg_;
+    }
+  }
+  const CgObjective& f_;
+  std::vector<double>& x_;
+  std::vector<double> g_, d_, t_, tg_;
+};
+
+}  // namespace
+
+CgReport cg_minimize(const CgObjective& f, std::vector<double>& x, const CgOptions& o,
+                     const std::function<void(int, double)>& progress) {
+  HostProblem p(f, x);
+  return cg_minimize(p, o, progress);
 }
 
 }  // namespace orrery::optim

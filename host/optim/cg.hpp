@@ -5,7 +5,10 @@
 // the first trial of its search: a search that had to backtrack has found the scale, and doubling
 // it again would cost a failed trial on most iterations. On NeRV this takes about 1.4 evaluations
 // per iteration where doubling every time and halving took 2, and reaches a lower cost at the same
-// iteration count. Used by NeRV, as in the paper.
+// iteration count. Used by NeRV, as in the paper, and by supervised NeRV's class model.
+//
+// The algorithm is written once over CgProblem, whose vectors live wherever the objective is
+// evaluated (a NeRV engine keeps them on its device): each operation moves O(1) values.
 #pragma once
 #include <functional>
 #include <string>
@@ -28,8 +31,25 @@ struct CgReport {
   std::string stop_reason;    // "ftol", "gradient", "max_iter", "line_search"
 };
 
-using CgObjective = std::function<double(const std::vector<double>& x, std::vector<double>& grad)>;
+// The vectors of one minimisation: the iterate x with its gradient g, the direction d, and a trial
+// point x + t d with its gradient.
+class CgProblem {
+ public:
+  enum Vector { kX, kGradient, kDirection, kTrial, kTrialGradient };
+  virtual ~CgProblem() = default;
+  virtual double evaluate() = 0;                // f(x); g = grad f(x)
+  virtual double evaluate_trial(double t) = 0;  // trial = x + t d; f(trial) and its gradient
+  virtual double dot(Vector a, Vector b) = 0;   // a . b, summed in a fixed order
+  virtual void set_direction(double beta) = 0;  // d = -g + beta d (beta = 0: d = -g)
+  virtual void accept_trial() = 0;              // x, g <- trial, its gradient
+};
 
+// Minimises from the problem's current x, leaving the last accepted iterate there.
+CgReport cg_minimize(CgProblem& problem, const CgOptions& options,
+                     const std::function<void(int, double)>& progress = {});
+
+// The same on host vectors: x is the start and, on return, the last accepted iterate.
+using CgObjective = std::function<double(const std::vector<double>& x, std::vector<double>& grad)>;
 CgReport cg_minimize(const CgObjective& f, std::vector<double>& x, const CgOptions& options,
                      const std::function<void(int, double)>& progress = {});
 

@@ -18,16 +18,15 @@ struct LineSearchResult {
   int evaluations = 0;
 };
 
-// On success x_new, g_new hold the accepted point and its gradient.
-inline LineSearchResult backtrack_armijo(const Objective& f, const std::vector<double>& x, const std::vector<double>& d,
-                                         double f0, double slope, double t0, int max_backtracks,
-                                         std::vector<double>& x_new, std::vector<double>& g_new,
-                                         bool interpolate = false) {
+// The search along one direction: trial(t) evaluates the objective at x + t d (keeping that point
+// and its gradient wherever the caller holds them) and returns f there.
+template <class Trial>
+LineSearchResult backtrack_armijo(Trial&& trial, double f0, double slope, double t0, int max_backtracks,
+                                  bool interpolate = false) {
   LineSearchResult r;
   double t = t0;
   for (int bt = 0; bt <= max_backtracks; ++bt) {
-    for (size_t i = 0; i < x.size(); ++i) x_new[i] = x[i] + t * d[i];
-    const double fv = f(x_new, g_new);
+    const double fv = trial(t);
     ++r.evaluations;
     if (std::isfinite(fv) && fv <= f0 + 1e-4 * t * slope) {
       r.accepted = true;
@@ -44,6 +43,19 @@ inline LineSearchResult backtrack_armijo(const Objective& f, const std::vector<d
     }
   }
   return r;
+}
+
+// The same on host vectors; on success x_new, g_new hold the accepted point and its gradient.
+inline LineSearchResult backtrack_armijo(const Objective& f, const std::vector<double>& x, const std::vector<double>& d,
+                                         double f0, double slope, double t0, int max_backtracks,
+                                         std::vector<double>& x_new, std::vector<double>& g_new,
+                                         bool interpolate = false) {
+  return backtrack_armijo(
+      [&](double t) {
+        for (size_t i = 0; i < x.size(); ++i) x_new[i] = x[i] + t * d[i];
+        return f(x_new, g_new);
+      },
+      f0, slope, t0, max_backtracks, interpolate);
 }
 
 }  // namespace orrery::optim

@@ -1,7 +1,7 @@
-// Backend: batched primitives over objects (and, later, pairs). Methods talk only to this
-// interface; CpuBackend (host/cpu) is the reference, CudaBackend (kernels/) the fast path.
-// No CUDA types appear here. Big arrays (P, R) live in backend-owned buffers for the whole
-// fit; per call only O(K D) values (class coordinates, gradients) and scalars cross.
+// Backend: the one seam between the methods and their devices (DESIGN.md, rule 3). Methods talk
+// only to this interface; CpuBackend (host/cpu) is the reference, CudaBackend (kernels/) the fast
+// path. No CUDA types appear here. Big arrays live in backend-owned buffers (engines) for the
+// whole fit; per call only O(K D) values (class coordinates, gradients) and scalars cross.
 #pragma once
 #include <memory>
 #include <string>
@@ -73,24 +73,73 @@ class PeEngine {
   virtual double objective(const std::vector<double>& phi) = 0;
 };
 
+class HssneEngine;
+class NervEngine;
+class PlsvEngine;
+struct ClassMixture;
+struct Corpus;
+struct KnnGraph;
+struct NervOptions;
+struct RankRows;
+struct SparseAffinity;
+
+// Memory a backend can use now, for planning a run before its large allocations (Numbers in
+// DESIGN.md): host bytes available to this process (MemAvailable, capped by a cgroup limit) and,
+// on a device, its free memory (0 for the CPU backend).
+struct MemoryInfo {
+  double host_bytes = 0.0;
+  double device_bytes = 0.0;
+};
+
+// Where a method's work runs. Every method family reaches its device through this interface only:
+// a factory per family returns an engine that owns the family's big arrays (PeEngine here,
+// HssneEngine, NervEngine, PlsvEngine in their methods' headers), and a few whole primitives
+// return host results (neighbour lists, rank rows, learning-metric distances). CpuBackend
+// (host/cpu) is the reference; CudaBackend (kernels/) runs the same arithmetic on a GPU. A method
+// never asks which one it has.
 class Backend {
  public:
   virtual ~Backend() = default;
   // "cpu (N threads)" or "cuda:0 NVIDIA H100 ..."; goes into reports.
   virtual std::string name() const = 0;
-  virtual bool is_cuda() const = 0;
-  // CUDA device index for method families that create their own engines (-1 on the CPU).
-  virtual int device_index() const { return -1; }
-  // CPU threads (OpenMP) this backend uses; 0 for CUDA.
+  // CPU threads (OpenMP) this backend uses; 0 for CUDA. Host-side work of a method (affinities,
+  // reductions of small results) uses this many threads.
   virtual int threads() const { return 0; }
+  // What can still be allocated (see MemoryInfo).
+  virtual MemoryInfo memory() const = 0;
   // Memory bandwidth of this device as a copy of `bytes` into another buffer: bytes read plus
   // bytes written per second, best of 5. Benchmarks relate their passes over data to it.
   virtual double copy_bandwidth(size_t bytes) const = 0;
-  // P is N x K with rows validated by the caller; log_priors has K entries; dim is 2 or 3.
-  // P must outlive the engine: the CPU backend reads it in place (no second O(NK) copy), the
-  // CUDA backend copies it to the device once.
+
+  // --- PE (orrery/pe.hpp). P is N x K with rows validated by the caller; log_priors has K
+  // entries; dim is 2 or 3. P must outlive the engine: the CPU backend reads it in place (no
+  // second O(NK) copy), the CUDA backend copies it to the device once.
   virtual std::unique_ptr<PeEngine> make_pe(const MatrixD& P, const std::vector<double>& log_priors, int dim,
                                             double eta_r) = 0;
+  // --- HSSNE (orrery/hssne.hpp): joint affinities, dense N x N or sparse CSR, which must outlive
+  // the engine; alpha >= 0; dim 2 or 3.
+  virtual std::unique_ptr<HssneEngine> make_hssne(const MatrixD& P, double alpha, int dim) = 0;
+  virtual std::unique_ptr<HssneEngine> make_hssne(const SparseAffinity& P, double alpha, int dim) = 0;
+  // --- NeRV (orrery/nerv.hpp): conditional input probabilities p_{j|i} (dense N x N rows, or
+  // sparse CSR rows with the documented floor outside the lists) and the per-point precisions
+  // beta; both must outlive the engine.
+  virtual std::unique_ptr<NervEngine> make_nerv(const MatrixD& P, const std::vector<double>& beta,
+                                                const NervOptions& options) = 0;
+  virtual std::unique_ptr<NervEngine> make_nerv(const SparseAffinity& P, const std::vector<double>& beta,
+                                                const NervOptions& options) = 0;
+  // --- PLSV (orrery/plsv.hpp): the corpus must outlive the engine; topics >= 2, dim 2 or 3.
+  virtual std::unique_ptr<PlsvEngine> make_plsv(const Corpus& corpus, int topics, int dim) = 0;
+
+  // --- Whole primitives, host in and host out.
+  // The k nearest neighbours of every row of X (orrery/knn.hpp's conventions: self excluded,
+  // ascending squared distance, ties by lower index); 1 <= k <= N - 1.
+  virtual KnnGraph knn(const MatrixD& X, int k) const = 0;
+  // The quality measures' rank rows (orrery/quality.hpp) of map Y against input X (vectors, or
+  // an N x N distance matrix when distance_matrix).
+  virtual RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix) const = 0;
+  // Learning-metric distances between all rows of X under the class-mixture model (N x N,
+  // symmetric, zero diagonal; orrery/snerv.hpp), straight paths of `pieces` pieces.
+  virtual MatrixD learning_metric_distances(const ClassMixture& model, const MatrixD& X, int pieces) const = 0;
 };
 
 // One CUDA device as `orrery info` lists it.
@@ -102,14 +151,24 @@ struct DeviceInfo {
   int multiprocessors = 0;
 };
 
+// Host memory this process can still allocate (bytes): MemAvailable, capped by a cgroup v2 limit
+// less its current use; every backend's MemoryInfo::host_bytes.
+double available_host_memory();
+
 std::unique_ptr<Backend> make_cpu_backend(int threads);  // threads <= 0: OpenMP default
 // Throws Error(cuda) when orrery was built without CUDA or no device is usable.
-std::unique_ptr<Backend> make_cuda_backend(int device_index);
+std::unique_ptr<Backend> make_cuda_backend(int device);
 bool cuda_built();                       // compiled with CUDA support
 std::vector<DeviceInfo> cuda_devices();  // empty when none (or not built with CUDA)
 std::string cuda_status();               // one line: why CUDA is or is not usable
 
 // device: "auto" (CUDA when a device is present, else CPU), "cpu", "cuda", "cuda:N".
 std::unique_ptr<Backend> make_backend(const std::string& device, int threads);
+
+// With the environment variable ORRERY_GUARD_BUFFERS=1 every device buffer carries guard bytes
+// before and after its elements, checked when it is read back or freed. The first violation seen
+// in this process, naming the buffer's size and the side overwritten; "" when none (always on the
+// CPU, or without the variable).
+std::string device_guard_violations();
 
 }  // namespace orrery

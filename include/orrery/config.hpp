@@ -1,16 +1,25 @@
-// Field tables: one table per Params struct drives the JSON reader, the `orrery defaults`
-// listing, the report's config echo and the README reference, so each default, range and
-// meaning is written once (next to the struct) and cannot drift between them.
+// Field tables: one table per Params struct (and per method's input keys) drives the JSON reader,
+// the `orrery defaults` listing, the report's config echo and the README reference, so each
+// default, range and meaning is written once (next to the struct) and cannot drift between them.
+//
+// A field is a member of one of these types: int, index_t (counts beyond 2^31), double, bool,
+// std::string, an enum class with names (EnumNames below), a list given inline or as a file path
+// (ListInput), or a nested object read by its own table (sub_table). Integers are range-checked
+// before they are narrowed, so no value wraps.
 #pragma once
+#include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
 #include "orrery/error.hpp"
+#include "orrery/types.hpp"
 
 namespace orrery {
 
@@ -18,16 +27,72 @@ using json = nlohmann::json;
 
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// The names of an enum class's values, in declaration order, written once next to the enum by a
+// specialisation: template <> struct EnumNames<E> { static constexpr std::array<const char*, 2>
+// names = {"a", "b"}; };  They are the values a config takes and a report shows.
+template <class E>
+struct EnumNames;
+
+template <class E>
+std::string enum_name(E value) {
+  return EnumNames<E>::names[static_cast<size_t>(value)];
+}
+
+// "a | b | c".
+template <class E>
+std::string enum_choices() {
+  std::string s;
+  for (const char* n : EnumNames<E>::names) s += (s.empty() ? "" : " | ") + std::string(n);
+  return s;
+}
+
+// The value named `name`; an input error naming `where` (and the choices) otherwise.
+template <class E>
+E parse_enum(const std::string& name, const std::string& where) {
+  for (size_t i = 0; i < EnumNames<E>::names.size(); ++i)
+    if (name == EnumNames<E>::names[i]) return static_cast<E>(i);
+  input_error(where + ": expected one of " + enum_choices<E>() + ", found \"" + name + "\"");
+}
+
+// A list that a config gives inline (a JSON array) or as a file to read (a string: its path).
+template <class T>
+struct ListInput {
+  std::string path;
+  std::vector<T> values;
+  bool given() const { return !path.empty() || !values.empty(); }
+};
+
+// A member of enum type E, seen by the table through its value's index.
+template <class P>
+struct EnumRef {
+  std::function<int(const P&)> get;
+  std::function<void(P&, int)> set;
+  std::vector<std::string> names;
+  template <class E, class = std::enable_if_t<std::is_enum_v<E>>>
+  EnumRef(E P::*m)  // NOLINT: implicit, so a table entry reads {"key", &P::member, ...}
+      : get([m](const P& p) { return static_cast<int>(p.*m); }),
+        set([m](P& p, int v) { p.*m = static_cast<E>(v); }),
+        names(EnumNames<E>::names.begin(), EnumNames<E>::names.end()) {}
+};
+
+// A member that is itself an object with a field table of its own (`orrery defaults <table>`).
+template <class P>
+struct SubTable {
+  std::string table;  // the name `orrery defaults` knows it by
+  std::function<void(const json&, P&, const std::string& where)> read;
+  std::function<json(const P&)> to_json;
+};
+
 template <class P>
 struct Field {
-  using Member = std::variant<int P::*, double P::*, bool P::*, std::string P::*>;
+  using Member = std::variant<int P::*, index_t P::*, double P::*, bool P::*, std::string P::*, EnumRef<P>,
+                              ListInput<double> P::*, ListInput<std::string> P::*, SubTable<P>>;
   const char* key;
   Member member;
   const char* doc;  // meaning in the paper's terms, trade-off, effect on determinism
   double min = -kInf;
   double max = kInf;
   bool min_exclusive = false;
-  std::vector<std::string> choices;  // allowed values of a string field
 };
 
 // What `orrery defaults` and the README print for one field.
@@ -44,12 +109,14 @@ inline std::string number_text(double v) {
 }
 template <class P>
 std::string range_text(const Field<P>& f) {
-  if (!f.choices.empty()) {
+  if (const auto* e = std::get_if<EnumRef<P>>(&f.member)) {
     std::string s;
-    for (size_t i = 0; i < f.choices.size(); ++i) s += (i ? " | " : "") + f.choices[i];
+    for (const auto& n : e->names) s += (s.empty() ? "" : " | ") + n;
     return s;
   }
-  if (std::holds_alternative<bool P::*>(f.member) || std::holds_alternative<std::string P::*>(f.member)) return "";
+  if (!std::holds_alternative<int P::*>(f.member) && !std::holds_alternative<index_t P::*>(f.member) &&
+      !std::holds_alternative<double P::*>(f.member))
+    return "";
   const bool lo = std::isfinite(f.min), hi = std::isfinite(f.max);
   if (lo && hi) return std::string(f.min_exclusive ? "(" : "[") + number_text(f.min) + ", " + number_text(f.max) + "]";
   if (lo) return std::string(f.min_exclusive ? "> " : ">= ") + number_text(f.min);
@@ -63,7 +130,41 @@ void check_number(const Field<P>& f, double v, const std::string& where) {
     input_error(where + "." + f.key + ": expected a value in " + range_text(f) + ", found " + number_text(v));
   }
 }
+// A JSON integer as a double for the range check: values beyond long long (or unsigned ones
+// beyond it) are out of every range an int or index_t field allows.
+inline double integer_value(const json& v) {
+  return v.is_number_unsigned() ? static_cast<double>(v.get<unsigned long long>())
+                                : static_cast<double>(v.get<long long>());
+}
+template <class T>
+void read_list(const json& v, ListInput<T>& out, const std::string& name) {
+  out = ListInput<T>();
+  if (v.is_string()) {
+    out.path = v.get<std::string>();
+    if (out.path.empty()) input_error(name + ": expected a file path or a list, found an empty string");
+    return;
+  }
+  const char* what = std::is_same_v<T, double> ? "numbers" : "strings";
+  if (!v.is_array()) input_error(name + ": expected a file path or a list of " + what + ", found " + v.dump());
+  for (const auto& x : v) {
+    if constexpr (std::is_same_v<T, double>) {
+      if (!x.is_number()) input_error(name + ": expected numbers, found " + x.dump());
+    } else {
+      if (!x.is_string()) input_error(name + ": expected strings, found " + x.dump());
+    }
+    out.values.push_back(x.get<T>());
+  }
+}
+template <class T>
+json list_json(const ListInput<T>& l) {
+  if (!l.path.empty()) return l.path;
+  return l.values;
+}
 }  // namespace detail
+
+// A field whose value is an object read through the table `fields` of S (member `m`).
+template <class P, class S>
+SubTable<P> sub_table(S P::*m, const std::string& table, const std::vector<Field<S>>& (*fields)());
 
 // Reads `j` (a JSON object) into `params`. Keys not in the table, values of the wrong type and
 // values out of range are errors naming `where.key`; absent keys keep the in-class default.
@@ -83,41 +184,90 @@ void read_fields(const json& j, P& params, const std::vector<Field<P>>& fields, 
     const json& v = it.value();
     const std::string name = where + "." + f->key;
     std::visit(
-        [&](auto member) {
-          using T = std::decay_t<decltype(params.*member)>;
-          if constexpr (std::is_same_v<T, bool>) {
-            if (!v.is_boolean()) input_error(name + ": expected true or false, found " + v.dump());
-            params.*member = v.get<bool>();
-          } else if constexpr (std::is_same_v<T, int>) {
-            if (!v.is_number_integer()) input_error(name + ": expected an integer, found " + v.dump());
-            const double x = static_cast<double>(v.get<long long>());
-            detail::check_number(*f, x, where);
-            params.*member = static_cast<int>(x);
-          } else if constexpr (std::is_same_v<T, double>) {
-            if (!v.is_number()) input_error(name + ": expected a number, found " + v.dump());
-            detail::check_number(*f, v.get<double>(), where);
-            params.*member = v.get<double>();
-          } else {
+        [&](const auto& member) {
+          using M = std::decay_t<decltype(member)>;
+          if constexpr (std::is_same_v<M, EnumRef<P>>) {
             if (!v.is_string()) input_error(name + ": expected a string, found " + v.dump());
             const std::string s = v.get<std::string>();
-            if (!f->choices.empty()) {
-              bool ok = false;
-              for (const auto& c : f->choices) ok = ok || c == s;
-              if (!ok) input_error(name + ": expected one of " + detail::range_text(*f) + ", found \"" + s + "\"");
+            for (size_t i = 0; i < member.names.size(); ++i)
+              if (member.names[i] == s) return member.set(params, static_cast<int>(i));
+            input_error(name + ": expected one of " + detail::range_text(*f) + ", found \"" + s + "\"");
+          } else if constexpr (std::is_same_v<M, SubTable<P>>) {
+            member.read(v, params, name);
+          } else {
+            using T = std::decay_t<decltype(params.*member)>;
+            if constexpr (std::is_same_v<T, bool>) {
+              if (!v.is_boolean()) input_error(name + ": expected true or false, found " + v.dump());
+              params.*member = v.get<bool>();
+            } else if constexpr (std::is_same_v<T, int> || std::is_same_v<T, index_t>) {
+              if (!v.is_number_integer()) input_error(name + ": expected an integer, found " + v.dump());
+              const double x = detail::integer_value(v);
+              detail::check_number(*f, x, where);
+              if (!(x >= static_cast<double>(std::numeric_limits<T>::min()) &&
+                    x <= static_cast<double>(std::numeric_limits<T>::max())))
+                input_error(name + ": " + v.dump() + " is out of range");
+              params.*member = static_cast<T>(v.get<long long>());
+            } else if constexpr (std::is_same_v<T, double>) {
+              if (!v.is_number()) input_error(name + ": expected a number, found " + v.dump());
+              detail::check_number(*f, v.get<double>(), where);
+              params.*member = v.get<double>();
+            } else if constexpr (std::is_same_v<T, std::string>) {
+              if (!v.is_string()) input_error(name + ": expected a string, found " + v.dump());
+              params.*member = v.get<std::string>();
+            } else {
+              detail::read_list(v, params.*member, name);
             }
-            params.*member = s;
           }
         },
         f->member);
   }
 }
 
+// Checks the numeric fields of params built in code (not read from JSON) against the table's
+// ranges; errors name `where.key` as read_fields does.
+template <class P>
+void check_fields(const P& params, const std::vector<Field<P>>& fields, const std::string& where) {
+  for (const auto& f : fields)
+    std::visit(
+        [&](const auto& member) {
+          using M = std::decay_t<decltype(member)>;
+          if constexpr (!std::is_same_v<M, EnumRef<P>> && !std::is_same_v<M, SubTable<P>>) {
+            using T = std::decay_t<decltype(params.*member)>;
+            if constexpr (std::is_same_v<T, int> || std::is_same_v<T, index_t> || std::is_same_v<T, double>)
+              detail::check_number(f, static_cast<double>(params.*member), where);
+          }
+        },
+        f.member);
+}
+
 // The values of every field, for the report's config echo.
 template <class P>
 json fields_to_json(const P& params, const std::vector<Field<P>>& fields) {
   json out = json::object();
-  for (const auto& f : fields) std::visit([&](auto member) { out[f.key] = params.*member; }, f.member);
+  for (const auto& f : fields)
+    std::visit(
+        [&](const auto& member) {
+          using M = std::decay_t<decltype(member)>;
+          if constexpr (std::is_same_v<M, EnumRef<P>>) {
+            out[f.key] = member.names[static_cast<size_t>(member.get(params))];
+          } else if constexpr (std::is_same_v<M, SubTable<P>>) {
+            out[f.key] = member.to_json(params);
+          } else {
+            using T = std::decay_t<decltype(params.*member)>;
+            if constexpr (std::is_same_v<T, ListInput<double>> || std::is_same_v<T, ListInput<std::string>>)
+              out[f.key] = detail::list_json(params.*member);
+            else
+              out[f.key] = params.*member;
+          }
+        },
+        f.member);
   return out;
+}
+
+template <class P, class S>
+SubTable<P> sub_table(S P::*m, const std::string& table, const std::vector<Field<S>>& (*fields)()) {
+  return SubTable<P>{table, [m, fields](const json& j, P& p, const std::string& where) { read_fields(j, p.*m, fields(), where); },
+                     [m, fields](const P& p) { return fields_to_json(p.*m, fields()); }};
 }
 
 template <class P>
@@ -130,20 +280,33 @@ std::vector<FieldInfo> describe_fields(const std::vector<Field<P>>& fields) {
     info.doc = f.doc;
     info.range_text = detail::range_text(f);
     std::visit(
-        [&](auto member) {
-          using T = std::decay_t<decltype(defaults.*member)>;
-          if constexpr (std::is_same_v<T, bool>) {
-            info.type = "bool";
-            info.default_text = (defaults.*member) ? "true" : "false";
-          } else if constexpr (std::is_same_v<T, int>) {
-            info.type = "int";
-            info.default_text = std::to_string(defaults.*member);
-          } else if constexpr (std::is_same_v<T, double>) {
-            info.type = "number";
-            info.default_text = detail::number_text(defaults.*member);
-          } else {
+        [&](const auto& member) {
+          using M = std::decay_t<decltype(member)>;
+          if constexpr (std::is_same_v<M, EnumRef<P>>) {
             info.type = "string";
-            info.default_text = "\"" + (defaults.*member) + "\"";
+            info.default_text = "\"" + member.names[static_cast<size_t>(member.get(defaults))] + "\"";
+          } else if constexpr (std::is_same_v<M, SubTable<P>>) {
+            info.type = "object";
+            info.default_text = "{}";
+            info.range_text = "see `orrery defaults " + member.table + "`";
+          } else {
+            using T = std::decay_t<decltype(defaults.*member)>;
+            if constexpr (std::is_same_v<T, bool>) {
+              info.type = "bool";
+              info.default_text = (defaults.*member) ? "true" : "false";
+            } else if constexpr (std::is_same_v<T, int> || std::is_same_v<T, index_t>) {
+              info.type = "int";
+              info.default_text = std::to_string(defaults.*member);
+            } else if constexpr (std::is_same_v<T, double>) {
+              info.type = "number";
+              info.default_text = detail::number_text(defaults.*member);
+            } else if constexpr (std::is_same_v<T, std::string>) {
+              info.type = "string";
+              info.default_text = (defaults.*member).empty() ? "none" : "\"" + (defaults.*member) + "\"";
+            } else {
+              info.type = std::is_same_v<T, ListInput<double>> ? "path or numbers" : "path or strings";
+              info.default_text = "none";
+            }
           }
         },
         f.member);

@@ -16,6 +16,13 @@ namespace orrery {
 
 class Backend;
 
+// HssneParams::optimizer.
+enum class HssneOptimizer { fixed_point, gradient };
+template <>
+struct EnumNames<HssneOptimizer> {
+  static constexpr std::array<const char*, 2> names = {"fixed_point", "gradient"};
+};
+
 struct HssneParams {
   // Output dimension D (2 or 3).
   int dim = 2;
@@ -23,7 +30,7 @@ struct HssneParams {
   double alpha = 1.0;
   // "fixed_point" (the paper's update, no learning rate, accelerated: see `acceleration`) or
   // "gradient" (momentum and gains with a learning rate, the t-SNE schedule).
-  std::string optimizer = "fixed_point";
+  HssneOptimizer optimizer = HssneOptimizer::fixed_point;
   // Iteration cap.
   int max_iter = 1000;
   // fixed_point: stop when J falls by less than tol * J in an iteration (checked once the
@@ -109,12 +116,8 @@ class HssneEngine {
   virtual void current_sums(HssneSums& out) const = 0;
 };
 
-// P (dense N x N, or sparse CSR) must outlive the engine. alpha >= 0, dim 2 or 3.
-std::unique_ptr<HssneEngine> make_hssne_engine(Backend& backend, const MatrixD& P, double alpha, int dim);
-std::unique_ptr<HssneEngine> make_hssne_engine(Backend& backend, const SparseAffinity& P, double alpha, int dim);
-// The CUDA engine (kernels/hssne.cu); exactly one of dense, sparse is non-null.
-std::unique_ptr<HssneEngine> make_hssne_engine_cuda(int device, const MatrixD* dense, const SparseAffinity* sparse,
-                                                    double alpha, int dim);
+// Engines come from Backend::make_hssne (P dense N x N or sparse CSR, which must outlive the
+// engine; alpha >= 0; dim 2 or 3).
 
 // KL(P || Q) and its gradient (N x D) at Y for dense P, from one CPU engine evaluation; used by
 // the tests and the benchmarks.

@@ -15,6 +15,19 @@ namespace orrery {
 
 struct SparseAffinity;
 
+// The arithmetic of the CPU's NeRV evaluations (NervParams::precision).
+enum class NervPrecision { float32, float64 };
+template <>
+struct EnumNames<NervPrecision> {
+  static constexpr std::array<const char*, 2> names = {"float", "double"};
+};
+// NervParams::init.
+enum class NervInit { random, pca };
+template <>
+struct EnumNames<NervInit> {
+  static constexpr std::array<const char*, 2> names = {"random", "pca"};
+};
+
 struct NervParams {
   // Output dimension D (2 or 3).
   int dim = 2;
@@ -27,12 +40,13 @@ struct NervParams {
   double init_scale = 1.0;
   // Start: "random" (seeded Gaussian) or "pca" (the input's first D principal components, scaled
   // so that the first has standard deviation init_scale x the median bandwidth; needs vectors).
-  std::string init = "random";
+  NervInit init = NervInit::random;
   // Arithmetic of the CPU evaluations: "float" (pair terms in single precision, summed in tiles of
   // 512 columns whose sums, the row totals, the cost and the gradient are double; a dense P and its
-  // logs are held in float, half the memory of the double pair) or "double" (the reference). Float is about twice as fast and agrees with
-  // double to about 1e-6 relative (tested). The CUDA engine always works in float.
-  std::string precision = "float";
+  // logs are held in float, half the memory of the double pair) or "double" (the reference). Float
+  // is about twice as fast and agrees with double to about 1e-6 relative (tested). The CUDA engine
+  // always works in float.
+  NervPrecision precision = NervPrecision::float32;
 };
 
 const std::vector<Field<NervParams>>& nerv_fields();
@@ -69,12 +83,18 @@ double nerv_objective(const MatrixD& P, const MatrixD& logP, const std::vector<d
 double nerv_objective(const SparseAffinity& P, const std::vector<double>& beta, const MatrixD& Y, double lambda,
                       MatrixD* grad, int threads = 0);
 
+// log of each sparse row's floor p_floor_i above (floored as kNervProbabilityFloor), N values: what
+// every backend's sparse evaluation uses for the pairs outside row i's list. Checks the CSR (an
+// internal error for columns out of range or on the diagonal).
+std::vector<double> nerv_row_log_floors(const SparseAffinity& P);
+
 struct NervResult {
   MatrixD coords;
   std::vector<double> objective_trace;
   int iterations = 0;
   int evaluations = 0;  // objective and gradient evaluations (line-search trials included)
   std::string stop_reason;
+  std::string arithmetic;  // of the evaluations: "float" or "double" (NervEngine::arithmetic)
 };
 
 // The same objectives evaluated in single precision as params.precision = "float" does (P and log P
@@ -84,33 +104,62 @@ double nerv_objective_float(const MatrixD& P, const std::vector<double>& beta, c
 double nerv_objective_float(const SparseAffinity& P, const std::vector<double>& beta, const MatrixD& Y, double lambda,
                             MatrixD* grad, int threads = 0);
 
-NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& params,
-                    unsigned long long seed, int threads = 0, const std::function<void(int, double)>& progress = {});
+// What a NeRV engine is made with besides its data (Backend::make_nerv).
+struct NervOptions {
+  double lambda = 0.3;
+  int dim = 2;
+  NervPrecision precision = NervPrecision::float32;  // the CPU's arithmetic; CUDA always float
+};
 
-// The objective on a CUDA device (kernels/nerv.cu): P and log P (N x N, rows p_{j|i}) held there in
-// float, the pairs summed in float tiles and the tiles in double. evaluate returns E and, when
-// grad is non-null, dE/dY.
+// The N x D vectors a NeRV engine holds for conjugate gradient: the iterate x, the gradient there,
+// the search direction, and a trial point x + t d with its gradient.
+enum class NervVector { x, gradient, direction, trial, trial_gradient };
+inline constexpr int kNervVectors = 5;
+
+// NeRV's objective and the optimiser's state resident on one backend: P (dense rows, or sparse rows
+// with their floors: O(N k) memory on every backend) and the five vectors above. Conjugate gradient
+// (host/methods/nerv.cpp) drives it with O(1) values per step: a cost, a dot product or a step
+// length; N x D data cross at set_coords() and vector() only. The CPU engine evaluates in
+// NervOptions::precision (pair terms in float summed in double per 512-column tile, or double); the
+// CUDA engine in float tiles summed in double. Reductions run in a fixed order on both (same input,
+// same device: same bits).
 class NervEngine {
  public:
   virtual ~NervEngine() = default;
-  virtual double evaluate(const MatrixD& Y, MatrixD* grad) = 0;
+  virtual std::string name() const = 0;
+  // "float" or "double": the arithmetic of the pair terms.
+  virtual std::string arithmetic() const = 0;
+  // x <- Y (N x D).
+  virtual void set_coords(const MatrixD& Y) = 0;
+  // A copy of one vector on the host.
+  virtual MatrixD vector(NervVector v) const = 0;
+  // E at x, and its gradient into NervVector::gradient when with_gradient.
+  virtual double evaluate(bool with_gradient) = 0;
+  // trial <- x + t direction; E there, its gradient into NervVector::trial_gradient.
+  virtual double evaluate_trial(double t) = 0;
+  // sum over the N D entries of a * b, in a fixed order.
+  virtual double dot(NervVector a, NervVector b) = 0;
+  // direction <- -gradient + beta direction (beta = 0: steepest descent).
+  virtual void update_direction(double beta) = 0;
+  // x, gradient <- trial, trial_gradient.
+  virtual void accept_trial() = 0;
 };
-std::unique_ptr<NervEngine> make_nerv_engine_cuda(int device, const MatrixD& P, const MatrixD& logP,
-                                                  const std::vector<double>& beta, double lambda, int dim);
 
-// Fits on the backend's device: the CPU as above, or CUDA (sparse rows are expanded there to
-// N x N with their floors, so the device holds 4 N^2 floats: P, log P and their transposes).
 class Backend;
-// `start` (N x D), when given, replaces the seeded Gaussian: it is rescaled so that its first
-// column has standard deviation init_scale x the median bandwidth (params.init = "pca" passes the
-// principal components here).
+
+// Fits on the backend's device: the seeded Gaussian start at the input's length scale, then
+// Polak-Ribiere conjugate gradient on the engine. `start` (N x D), when given, replaces the
+// seeded Gaussian: it is rescaled so that its first column has standard deviation init_scale x
+// the median bandwidth (params.init = "pca" passes the principal components here).
 NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& params,
                     unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {},
                     const MatrixD* start = nullptr);
 NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& params,
                     unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {},
                     const MatrixD* start = nullptr);
-// The sparse input of nerv_objective above; the same start and optimiser.
+// The same on the CPU with `threads` threads.
+NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& params,
+                    unsigned long long seed, int threads = 0, const std::function<void(int, double)>& progress = {});
 NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& params,
                     unsigned long long seed, int threads = 0, const std::function<void(int, double)>& progress = {});
 

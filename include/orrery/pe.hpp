@@ -12,6 +12,13 @@
 
 namespace orrery {
 
+// PeParams::class_init.
+enum class PeClassInit { mds, random, file };
+template <>
+struct EnumNames<PeClassInit> {
+  static constexpr std::array<const char*, 3> names = {"mds", "random", "file"};
+};
+
 struct PeParams {
   // Output dimension D of the map (2 or 3).
   int dim = 2;
@@ -37,7 +44,7 @@ struct PeParams {
   int lbfgs_memory = 10;
   // Initial class coordinates: "mds" (classical MDS of the classes' posterior columns,
   // deterministic), "random" (Gaussian, seeded), or "file" (input.class_coords).
-  std::string class_init = "mds";
+  PeClassInit class_init = PeClassInit::mds;
   // RMS radius of the initial class coordinates for "mds" and "random".
   double init_scale = 2.0;
   // false: keep the class coordinates given in input.class_coords and place the objects only

@@ -27,6 +27,13 @@
 
 namespace orrery {
 
+// PlsvParams::init.
+enum class PlsvInit { documents, random };
+template <>
+struct EnumNames<PlsvInit> {
+  static constexpr std::array<const char*, 2> names = {"documents", "random"};
+};
+
 struct PlsvParams {
   // Output dimension D (2 or 3).
   int dim = 2;
@@ -63,7 +70,7 @@ struct PlsvParams {
   // document's posterior over these topics, tempered to one word of evidence (log-likelihood / M_n).
   // Topics that share documents thus start close together; on planted corpora this reaches a higher
   // log posterior than random layouts of the same topics.
-  std::string init = "documents";
+  PlsvInit init = PlsvInit::documents;
   // RMS radius of the topics' start in PE's own initialisation ("documents").
   double init_scale = 2.0;
 };
@@ -134,9 +141,7 @@ class PlsvEngine {
   virtual MatrixD topic_counts() const = 0;  // R (N x Z) of the last e_step
 };
 
-// The corpus must outlive the engine. Z >= 2, dim 2 or 3.
-std::unique_ptr<PlsvEngine> make_plsv_engine(Backend& backend, const Corpus& corpus, int topics, int dim);
-std::unique_ptr<PlsvEngine> make_plsv_engine_cuda(int device, const Corpus& corpus, int topics, int dim);
+// Engines come from Backend::make_plsv (the corpus must outlive the engine; Z >= 2, dim 2 or 3).
 
 // MAP-EM from the chosen start. Same corpus, params, seed and backend: same result.
 PlsvResult fit_plsv(Backend& backend, const Corpus& corpus, const PlsvParams& params, unsigned long long seed,

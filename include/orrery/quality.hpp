@@ -57,15 +57,13 @@ struct RankRows {
   std::vector<std::int64_t> map_rank_of_input_nb;   // r(i, v_i[l]), v_i the input neighbours
 };
 
-// The same rows on the CPU (OpenMP over points) and on a CUDA device (a thread per point); both
+// Backend::rank_rows computes them: on the CPU OpenMP over points, on CUDA a thread per point; both
 // run the selection and counting of include/orrery/math/select.hpp and give identical integers
 // whenever the distances are identical (e.g. integer-valued data).
-RankRows rank_rows_cpu(const MatrixD& X, const MatrixD& Y, int kmax, bool input_is_distance_matrix, int threads);
-RankRows rank_rows_cuda(const MatrixD& X, const MatrixD& Y, int kmax, bool input_is_distance_matrix, int device);
 
 // X: N x d vectors (or N x N distances), Y: N x D map, labels: empty or N entries (-1 unknown).
-// The neighbour searches and rank counting run on `backend` when it is a CUDA backend (the
-// smoothed precision/recall always on the CPU). Errors (orrery::Error, input) for mismatched N,
+// The neighbour searches and rank counting run on `backend` (the CPU with request.threads when
+// null; the smoothed precision/recall always on the CPU). Errors (orrery::Error, input) for mismatched N,
 // K outside [1, N - 1], non-finite values.
 QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::vector<int>& labels,
                                const QualityRequest& request, const Backend* backend = nullptr);

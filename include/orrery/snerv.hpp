@@ -68,8 +68,17 @@ double class_mixture_loss(const MatrixD& X, const std::vector<int>& labels, int 
 double class_mixture_fisher(const ClassMixture& model, const double* x, const double* v);
 
 // Learning-metric distances between all rows (N x N, symmetric, zero diagonal), straight paths of
-// `pieces` pieces. CPU: rows of pairs in parallel; CUDA: a thread per pair (kernels/snerv.cu).
+// `pieces` pieces, on the CPU (rows of pairs in parallel): the reference of
+// Backend::learning_metric_distances (CUDA: a thread per pair, kernels/snerv.cu).
 MatrixD learning_metric_distances(const ClassMixture& model, const MatrixD& X, int pieces, int threads = 0);
-MatrixD learning_metric_distances_cuda(const ClassMixture& model, const MatrixD& X, int pieces, int device);
+
+// What every backend's distances start from: the projections U (N x K) of the rows on the centres,
+// u_k(x) = m_k . x, half their squared norms h_k = |m_k|^2 / 2 and w = 1 / s^2 (math/fisher.hpp).
+struct MetricProjections {
+  MatrixD U;
+  std::vector<double> h;
+  double w = 0.0;
+};
+MetricProjections metric_projections(const ClassMixture& model, const MatrixD& X, int threads = 0);
 
 }  // namespace orrery

@@ -119,7 +119,7 @@ TEST(HssneParity, SparseEnginesAgreeForTheTailFamily) {
     const MatrixD Y = gaussian_points(n, dim, 2, 3.0);
     for (double alpha : {0.0, 0.5, 1.0, 2.5}) {
       SCOPED_TRACE("dim " + std::to_string(dim) + " alpha " + std::to_string(alpha));
-      compare_engines(*make_hssne_engine(*cpu, aff.sparse, alpha, dim), *make_hssne_engine(*gpu, aff.sparse, alpha, dim), Y);
+      compare_engines(*cpu->make_hssne(aff.sparse, alpha, dim), *gpu->make_hssne(aff.sparse, alpha, dim), Y);
     }
   }
 }
@@ -133,7 +133,7 @@ TEST(HssneParity, DenseEnginesAgree) {
     const MatrixD Y = gaussian_points(n, dim, 4, 2.0);
     for (double alpha : {0.0, 1.0, 3.0}) {
       SCOPED_TRACE("dim " + std::to_string(dim) + " alpha " + std::to_string(alpha));
-      compare_engines(*make_hssne_engine(*cpu, aff.dense, alpha, dim), *make_hssne_engine(*gpu, aff.dense, alpha, dim), Y);
+      compare_engines(*cpu->make_hssne(aff.dense, alpha, dim), *gpu->make_hssne(aff.dense, alpha, dim), Y);
     }
   }
 }
@@ -147,8 +147,8 @@ TEST(HssneParity, FitsFollowTheCpuAndRepeatBitForBit) {
   prm.max_iter = 8;
   prm.exaggeration_iter = 4;  // both phases, and the momentum restarted between them
   prm.tol = 0.0;
-  for (const char* opt : {"fixed_point", "gradient"}) {
-    SCOPED_TRACE(opt);
+  for (const HssneOptimizer opt : {HssneOptimizer::fixed_point, HssneOptimizer::gradient}) {
+    SCOPED_TRACE(enum_name(opt));
     prm.optimizer = opt;
     const HssneResult c = fit_hssne(aff.sparse, prm, 7, *cpu);
     const HssneResult g1 = fit_hssne(aff.sparse, prm, 7, *gpu);
@@ -174,7 +174,7 @@ TEST(KnnParity, IntegerPointsGiveTheSameGraph) {
   std::mt19937_64 rng(11);
   MatrixD X(2100, 17);
   for (double& v : X.data) v = static_cast<double>(rng() % 5);  // many ties and duplicates
-  const KnnGraph c = exact_knn(X, 40), g = exact_knn_cuda(X, 40, 0);
+  const KnnGraph c = exact_knn(X, 40), g = make_cuda_backend(0)->knn(X, 40);
   EXPECT_EQ(c.index, g.index);
   EXPECT_EQ(c.dist2, g.dist2);
 }
@@ -182,7 +182,7 @@ TEST(KnnParity, IntegerPointsGiveTheSameGraph) {
 TEST(KnnParity, RealPointsGiveTheSameNeighbours) {
   ORRERY_REQUIRE_CUDA();
   const MatrixD X = gaussian_points(1500, 30, 12, 1.0);
-  const KnnGraph c = exact_knn(X, 25), g = exact_knn_cuda(X, 25, 0);
+  const KnnGraph c = exact_knn(X, 25), g = make_cuda_backend(0)->knn(X, 25);
   // Distances agree to rounding; neighbour order could only differ between near-equal distances.
   size_t mismatched = 0;
   for (size_t q = 0; q < c.index.size(); ++q) {
@@ -195,7 +195,7 @@ TEST(KnnParity, RealPointsGiveTheSameNeighbours) {
 TEST(KnnParity, SparseAffinitiesFromTheGpuGraphMatch) {
   ORRERY_REQUIRE_CUDA();
   const MatrixD X = clustered(800, 10, 13);
-  const AffinityResult c = affinities_sparse(X, 10.0), g = affinities_from_knn(exact_knn_cuda(X, 30, 0), 10.0);
+  const AffinityResult c = affinities_sparse(X, 10.0), g = affinities_from_knn(make_cuda_backend(0)->knn(X, 30), 10.0);
   EXPECT_EQ(c.sparse.col, g.sparse.col);
   ASSERT_EQ(c.sparse.val.size(), g.sparse.val.size());
   for (size_t q = 0; q < c.sparse.val.size(); ++q) EXPECT_LE(rel(c.sparse.val[q], g.sparse.val[q]), 1e-9);

@@ -36,9 +36,10 @@ TEST(NervParity, CostAndGradientAgree) {
       const MatrixD Y = points(n, dim, 2, 1.5);
       MatrixD gc, gg;
       const double ec = nerv_objective(aff.conditional, aff.beta, Y, lambda, &gc);
-      auto engine = make_nerv_engine_cuda(0, aff.conditional, nerv_log_probabilities(aff.conditional), aff.beta,
-                                          lambda, dim);
-      const double eg = engine->evaluate(Y, &gg);
+      auto engine = make_cuda_backend(0)->make_nerv(aff.conditional, aff.beta, NervOptions{lambda, dim});
+      engine->set_coords(Y);
+      const double eg = engine->evaluate(true);
+      gg = engine->vector(NervVector::gradient);
       EXPECT_NEAR(eg, ec, 1e-4 * std::abs(ec));
       double scale = 0, worst = 0;
       for (size_t q = 0; q < gc.data.size(); ++q) {

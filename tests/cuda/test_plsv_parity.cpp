@@ -39,8 +39,8 @@ TEST_P(PlsvParity, EngineStepsAgree) {
   const auto planted = sample_plsv_corpus(k.N, k.W, k.Z, k.D, 35, 100 + k.Z);
   auto cpu = make_cpu_backend(2);
   auto gpu = make_cuda_backend(0);
-  auto ec = make_plsv_engine(*cpu, planted.corpus, k.Z, k.D);
-  auto eg = make_plsv_engine(*gpu, planted.corpus, k.Z, k.D);
+  auto ec = cpu->make_plsv(planted.corpus, k.Z, k.D);
+  auto eg = gpu->make_plsv(planted.corpus, k.Z, k.D);
   std::mt19937_64 rng(5);
   std::normal_distribution<double> z(0.0, 1.0);
   MatrixD X(k.N, k.D);

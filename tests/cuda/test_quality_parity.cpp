@@ -26,7 +26,7 @@ TEST(QualityParity, RankRowsAreIdentical) {
   for (const auto& [n, d, kmax, levels] : {std::tuple<index_t, index_t, int, int>{50, 3, 10, 4}, {700, 8, 25, 6},
                                            {3000, 49, 30, 255}}) {
     const MatrixD X = integer_points(n, d, 1, levels), Y = integer_points(n, 2, 2, levels * 3);
-    const RankRows c = rank_rows_cpu(X, Y, kmax, false, 0), g = rank_rows_cuda(X, Y, kmax, false, 0);
+    const RankRows c = make_cpu_backend(0)->rank_rows(X, Y, kmax, false), g = make_cuda_backend(0)->rank_rows(X, Y, kmax, false);
     EXPECT_EQ(c.map_neighbours, g.map_neighbours) << "n=" << n << " d=" << d;
     EXPECT_EQ(c.input_rank_of_map_nb, g.input_rank_of_map_nb) << "n=" << n << " d=" << d;
     EXPECT_EQ(c.map_rank_of_input_nb, g.map_rank_of_input_nb) << "n=" << n << " d=" << d;
@@ -61,6 +61,6 @@ TEST(QualityParity, DistanceMatrixInputMatchesVectors) {
       for (index_t c = 0; c < 4; ++c) s += (X(i, c) - X(j, c)) * (X(i, c) - X(j, c));
       D(i, j) = std::sqrt(s);
     }
-  const RankRows a = rank_rows_cuda(X, Y, 15, false, 0), b = rank_rows_cuda(D, Y, 15, true, 0);
+  const RankRows a = make_cuda_backend(0)->rank_rows(X, Y, 15, false), b = make_cuda_backend(0)->rank_rows(D, Y, 15, true);
   EXPECT_EQ(a.input_rank_of_map_nb, b.input_rank_of_map_nb);
 }

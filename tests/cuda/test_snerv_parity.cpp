@@ -5,6 +5,7 @@
 #include <random>
 
 #include "common/require_cuda.hpp"
+#include "orrery/backend.hpp"
 #include "orrery/snerv.hpp"
 
 using namespace orrery;
@@ -24,7 +25,7 @@ TEST(SnervParity, DistancesAgree) {
   prm.width = 1.5;
   prm.max_iter = 50;
   const ClassMixture m = fit_class_mixture(X, y, prm, 1);
-  const MatrixD c = learning_metric_distances(m, X, 10), g = learning_metric_distances_cuda(m, X, 10, 0);
+  const MatrixD c = learning_metric_distances(m, X, 10), g = make_cuda_backend(0)->learning_metric_distances(m, X, 10);
   ASSERT_EQ(c.data.size(), g.data.size());
   for (size_t q = 0; q < c.data.size(); ++q) EXPECT_NEAR(c.data[q], g.data[q], 1e-10 * std::max(1.0, c.data[q]));
 }

@@ -211,7 +211,7 @@ TEST(Hssne, GradientDescentAlternativeAlsoSeparatesClasses) {
   std::vector<int> labels;
   const MatrixD P = cluster_affinities(labels, 5, 20.0);
   HssneParams prm;
-  prm.optimizer = "gradient";
+  prm.optimizer = HssneOptimizer::gradient;
   prm.max_iter = 500;
   const HssneResult fit = fit_hssne(P, labels, prm, 2, 2);
   EXPECT_LT(fit.objective_trace.back(), fit.objective_trace[prm.exaggeration_iter]);

@@ -195,9 +195,9 @@ TEST(Nerv, FloatAndDoubleFitsAgreeOverAFewIterations) {
   const AffinityResult a = affinities_dense(X, 10.0);
   NervParams prm;
   prm.max_iter = 5;
-  prm.precision = "double";
+  prm.precision = NervPrecision::float64;
   const NervResult rd = fit_nerv(a.conditional, a.beta, prm, 4, 2);
-  prm.precision = "float";
+  prm.precision = NervPrecision::float32;
   const NervResult rf = fit_nerv(a.conditional, a.beta, prm, 4, 2);
   ASSERT_EQ(rd.objective_trace.size(), rf.objective_trace.size());
   EXPECT_NEAR(rf.objective_trace.back(), rd.objective_trace.back(), 1e-5 * std::abs(rd.objective_trace.back()));

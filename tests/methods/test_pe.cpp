@@ -90,15 +90,15 @@ TEST(PeFit, RecoversPlantedGeometryWithNearZeroKl) {
   auto cpu = make_cpu_backend(0);
   // MDS start: PE is not convex in Phi, and a random start can stop in a local minimum with
   // two classes swapped (seen with this data), so recovery is asserted from the MDS start.
-  for (const char* init : {"mds"}) {
+  for (const PeClassInit init : {PeClassInit::mds}) {
     PeParams prm = weak_priors();
     prm.class_init = init;
     PeInput in{pl.P, {}, {}};
     const auto res = fit_pe(*cpu, in, prm, 5);
     const MatrixD Q = pe_map_posteriors(res.object_coords, res.class_coords, {});
-    EXPECT_LT(mean_kl(pl.P, Q), 1e-3) << init << " stop " << res.stop_reason;
-    EXPECT_LT(procrustes_rms_2d(pl.Phi, res.class_coords), 0.1) << init;
-    EXPECT_TRUE(res.objects_converged) << init;
+    EXPECT_LT(mean_kl(pl.P, Q), 1e-3) << enum_name(init) << " stop " << res.stop_reason;
+    EXPECT_LT(procrustes_rms_2d(pl.Phi, res.class_coords), 0.1) << enum_name(init);
+    EXPECT_TRUE(res.objects_converged) << enum_name(init);
   }
 }
 
@@ -127,7 +127,7 @@ TEST(PeFit, ObjectiveNeverIncreasesAndMatchesIndependentRecomputation) {
 TEST(PeFit, SameSeedSameBitsAndThreadCountDoesNotMatter) {
   const auto pl = planted(3000, 10, 2, 13);
   PeParams prm;
-  prm.class_init = "random";
+  prm.class_init = PeClassInit::random;
   auto one = make_cpu_backend(1), many = make_cpu_backend(4);
   const auto a = fit_pe(*one, PeInput{pl.P, {}, {}}, prm, 99);
   const auto b = fit_pe(*many, PeInput{pl.P, {}, {}}, prm, 99);
@@ -163,7 +163,7 @@ TEST(PeFit, ClassCoordsOfWrongShapeAreAnInputError) {
   const auto pl = planted(50, 4, 2, 15);
   auto cpu = make_cpu_backend(1);
   PeParams prm;
-  prm.class_init = "file";
+  prm.class_init = PeClassInit::file;
   PeInput in{pl.P, {}, MatrixD(3, 2)};
   try {
     fit_pe(*cpu, in, prm, 1);

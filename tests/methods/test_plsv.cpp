@@ -161,7 +161,7 @@ TEST(PlsvEngine, EStepMatchesTheResponsibilitiesByDefinition) {
   const auto planted = sample_plsv_corpus(60, 40, 5, 2, 30, 11);
   const Corpus& c = planted.corpus;
   auto cpu = make_cpu_backend(2);
-  auto eng = make_plsv_engine(*cpu, c, 5, 2);
+  auto eng = cpu->make_plsv(c, 5, 2);
   const MatrixD X = gaussian_matrix(60, 2, 5, 1.0), Phi = gaussian_matrix(5, 2, 6, 1.0);
   eng->set_docs(X);
   eng->set_theta(planted.model.theta);
@@ -197,7 +197,7 @@ TEST(PlsvEngine, DocumentSolveReachesTheStationaryPointAndTheEnvelopeGradient) {
   for (int D : {2, 3}) {
     const auto planted = sample_plsv_corpus(50, 30, 4, D, 25, 21 + D);
     auto cpu = make_cpu_backend(2);
-    auto eng = make_plsv_engine(*cpu, planted.corpus, 4, D);
+    auto eng = cpu->make_plsv(planted.corpus, 4, D);
     eng->set_docs(MatrixD(50, D, 0.0));
     eng->set_theta(planted.model.theta);
     const MatrixD Phi = planted.model.topic_coords;

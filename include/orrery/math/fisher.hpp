@@ -18,6 +18,10 @@
 
 namespace orrery::math {
 
+// 1 / p_c in the Fisher information uses max(p_c, kFisherFloor): a class the model gives no mass at
+// a point contributes nothing there instead of dividing by zero.
+inline constexpr double kFisherFloor = 1e-12;
+
 // Responsibilities r_k at a point with projections u (K), half squared norms h_k = |m_k|^2 / 2,
 // inverse variance w = 1 / s^2; returns nothing, fills r (K).
 template <class T>

@@ -29,6 +29,46 @@ ORRERY_HD void plsv_topic_proportions(const T* x, const T* phi, int Z, T* p) {
   for (int z = 0; z < Z; ++z) p[z] *= inv;
 }
 
+#if defined(__CUDACC__)
+// Warp sum and max in a fixed tree order (shfl_down), broadcast from lane 0 so that every lane holds
+// the same bits.
+template <class T>
+__device__ __forceinline__ T warp_sum(T v) {
+  for (int off = 16; off > 0; off /= 2) v += __shfl_down_sync(0xffffffffu, v, off);
+  return __shfl_sync(0xffffffffu, v, 0);
+}
+template <class T>
+__device__ __forceinline__ T warp_max(T v) {
+  for (int off = 16; off > 0; off /= 2) v = hd_max(v, __shfl_down_sync(0xffffffffu, v, off));
+  return __shfl_sync(0xffffffffu, v, 0);
+}
+
+// plsv_topic_proportions computed by a warp: lane l holds topics l, l + 32, ... in p[0 .. kPerLane)
+// (Z <= 32 kPerLane; slots past Z hold 0). The same exponents, shift by the largest and
+// normalisation as the serial form, with the max and the sum taken across the warp.
+template <class T, int D, int kPerLane>
+__device__ __forceinline__ void plsv_topic_proportions_warp(const T* x, const T* phi, int Z, int lane,
+                                                            T (&p)[kPerLane]) {
+  T emax = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) {
+    const int z = lane + 32 * j;
+    p[j] = z < Z ? pe_exponent<T, D>(T(0), phi + z * D, x) : T(-INFINITY);
+    emax = hd_max(emax, p[j]);
+  }
+  emax = warp_max(emax);
+  T s = T(0);
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) {
+    p[j] = lane + 32 * j < Z ? hd_exp(p[j] - emax) : T(0);
+    s += p[j];
+  }
+  const T inv = T(1) / warp_sum(s);
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) p[j] *= inv;
+}
+#endif
+
 // m = sum_z P_z theta_zw for one word's theta row.
 template <class T>
 ORRERY_HD T plsv_word_mixture(const T* p, const T* theta_w, int Z) {

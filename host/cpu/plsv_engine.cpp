@@ -5,11 +5,13 @@
 #include <cmath>
 #include <memory>
 
+#include "cpu/engines.hpp"
+#include "orrery/corpus.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/plsv.hpp"
 #include "orrery/plsv.hpp"
 
-namespace orrery {
+namespace orrery::cpu {
 namespace {
 
 constexpr index_t kChunk = 256;  // documents per reduction chunk
@@ -229,12 +231,8 @@ class CpuPlsvEngine final : public PlsvEngine {
 
 }  // namespace
 
-std::unique_ptr<PlsvEngine> make_plsv_engine(Backend& backend, const Corpus& corpus, int topics, int dim) {
-  if (topics < 2) input_error("params.topics: PLSV needs at least 2 topics, found " + std::to_string(topics));
-  if (dim != 2 && dim != 3) internal_error("make_plsv_engine: dim must be 2 or 3");
-  if (corpus.num_docs() < 1 || corpus.num_words < 1) input_error("corpus: no documents or no words to fit");
-  if (backend.is_cuda()) return make_plsv_engine_cuda(backend.device_index(), corpus, topics, dim);
-  return std::make_unique<CpuPlsvEngine>(corpus, topics, dim, backend.threads());
+std::unique_ptr<PlsvEngine> make_plsv_engine(const Corpus& corpus, int topics, int dim, int threads) {
+  return std::make_unique<CpuPlsvEngine>(corpus, topics, dim, threads);
 }
 
-}  // namespace orrery
+}  // namespace orrery::cpu

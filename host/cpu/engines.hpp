@@ -1,0 +1,25 @@
+// The CPU backend's engines and primitives, one file per family (pe_engine.cpp, hssne_engine.cpp,
+// nerv_engine.cpp, plsv_engine.cpp, rank_rows.cpp; knn.cpp and learning_metric.cpp implement the
+// public CPU references of orrery/knn.hpp and orrery/snerv.hpp). Only cpu_backend.cpp and the
+// engines' own files include this header; methods reach these through Backend.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "orrery/backend.hpp"
+
+namespace orrery::cpu {
+
+// threads > 0 everywhere below (CpuBackend resolves 0 to the OpenMP default).
+std::unique_ptr<PeEngine> make_pe_engine(const MatrixD& P, const std::vector<double>& log_priors, int dim,
+                                         double eta_r, int threads);
+// Exactly one of dense, sparse is non-null.
+std::unique_ptr<HssneEngine> make_hssne_engine(const MatrixD* dense, const SparseAffinity* sparse, double alpha,
+                                               int dim, int threads);
+std::unique_ptr<NervEngine> make_nerv_engine(const MatrixD* dense, const SparseAffinity* sparse,
+                                             const std::vector<double>& beta, const NervOptions& options,
+                                             int threads);
+std::unique_ptr<PlsvEngine> make_plsv_engine(const Corpus& corpus, int topics, int dim, int threads);
+RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix, int threads);
+
+}  // namespace orrery::cpu

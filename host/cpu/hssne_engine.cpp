@@ -1,0 +1,273 @@
+// HSSNE's CPU engine. Every quantity is a sum over pairs written with the per-pair functions of
+// math/neighbor.hpp; rows are independent (OpenMP over i, each row summed in a fixed order) and the
+// normaliser is summed per row then in row order, so results do not depend on the thread count.
+// Sparse rows run as `omp simd` loops in instruction-set clones (cpu/clones.hpp): the repulsion
+// over every point from the map by dimension, and, for t-SNE's tail, the attraction over the row's
+// list with a vectorisable log; they are about five times faster than the per-pair loop was. Dense
+// rows run repulsion and attraction in one such pass (ten times faster). Every tail alpha takes
+// these loops, with the tail's branch outside them.
+// Cost O(N^2 D) per iteration, memory O(N D) beyond P.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "cpu/clones.hpp"
+#include "cpu/engines.hpp"
+#include "cpu/map_rows.hpp"
+#include "orrery/affinity.hpp"
+#include "orrery/error.hpp"
+#include "orrery/hssne.hpp"
+#include "orrery/math/exp.hpp"
+#include "orrery/math/neighbor.hpp"
+
+namespace orrery::cpu {
+namespace {
+
+int nthreads(int t) { return t > 0 ? t : omp_get_max_threads(); }
+
+void resize_sums(HssneSums& s, index_t N, int D) {
+  for (auto* v : {&s.h, &s.p_log_h, &s.a, &s.hs}) v->assign(static_cast<size_t>(N), 0.0);
+  if (s.ay.rows != N || s.ay.cols != D) s.ay = MatrixD(N, D);
+  if (s.hsy.rows != N || s.hsy.cols != D) s.hsy = MatrixD(N, D);
+}
+
+// Row i's repulsive sums over every j != i, from the map by dimension (yt[d N + j] = y_jd, so the
+// loads are contiguous), written for the vectoriser: the j == i term is added and removed after
+// (H(0) = S(0) = 1), so the loop has no branch on j; one scalar per dimension, as GCC sums an
+// array-section reduction lane by lane. kTail is math::heavy_tail_terms's, picked by the caller.
+template <int D, int kTail>
+ORRERY_ALWAYS_INLINE void repulsion_loop(const double* yt, index_t N, index_t i, double alpha,
+                                         math::HssneRow<double, D>& acc) {
+  const cpu::MapRow<double, D> r(yt, N, i);
+  const double *x0 = r.x0, *x1 = r.x1, *x2 = r.x2;
+  double h_sum = 0.0, hs_sum = 0.0, g0 = 0.0, g1 = 0.0, g2 = 0.0;
+#pragma omp simd reduction(+ : h_sum, hs_sum, g0, g1, g2)
+  for (index_t j = 0; j < N; ++j) {
+    const math::TailTerms<double> t = math::heavy_tail_terms<kTail>(r.tau(j), alpha);
+    const double hs = t.h * t.s;
+    h_sum += t.h;
+    hs_sum += hs;
+    g0 += hs * x0[j];
+    if constexpr (D > 1) g1 += hs * x1[j];
+    if constexpr (D > 2) g2 += hs * x2[j];
+  }
+  acc.h_sum = h_sum - 1.0;
+  acc.hs_sum = hs_sum - 1.0;
+  const double g[3] = {g0, g1, g2}, y[3] = {r.y0, r.y1, r.y2};
+  for (int d = 0; d < D; ++d) acc.hsy[d] = g[d] - y[d];
+}
+
+// Row i's attractive sums over its list (columns col[lo, hi), values val), as hssne_accumulate's
+// attraction but vectorised: the list's points are gathered from yt, and the logs are math/exp.hpp's,
+// not libm's scalar log1p, which cost more than the whole repulsion pass.
+template <int D, int kTail>
+ORRERY_ALWAYS_INLINE void attraction_loop(const double* yt, index_t N, index_t i, const index_t* col,
+                                          const double* val, index_t lo, index_t hi, double alpha,
+                                          math::HssneRow<double, D>& acc) {
+  const cpu::MapRow<double, D> r(yt, N, i);
+  const double *x0 = r.x0, *x1 = r.x1, *x2 = r.x2;
+  double a = 0.0, plh = 0.0, g0 = 0.0, g1 = 0.0, g2 = 0.0;
+#pragma omp simd reduction(+ : a, plh, g0, g1, g2)
+  for (index_t q = lo; q < hi; ++q) {
+    const index_t j = col[q];
+    const double p = val[q];
+    const math::TailTerms<double> t = math::heavy_tail_terms<kTail>(r.tau(j), alpha);
+    const double ps = p * t.s;
+    a += ps;
+    plh += p * t.log_h;
+    g0 += ps * x0[j];
+    if constexpr (D > 1) g1 += ps * x1[j];
+    if constexpr (D > 2) g2 += ps * x2[j];
+  }
+  acc.a_sum += a;
+  acc.p_log_h += plh;
+  const double g[3] = {g0, g1, g2};
+  for (int d = 0; d < D; ++d) acc.ay[d] += g[d];
+}
+
+// A dense row: repulsion and attraction in one vectorised pass over every j (P_ij from prow), the
+// j == i terms taken out after (H = S = 1 and log H = 0 there, for every tail).
+template <int D, int kTail>
+ORRERY_ALWAYS_INLINE void dense_loop(const double* yt, index_t N, index_t i, const double* prow, double alpha,
+                                     math::HssneRow<double, D>& acc) {
+  const cpu::MapRow<double, D> r(yt, N, i);
+  const double *x0 = r.x0, *x1 = r.x1, *x2 = r.x2;
+  double h_sum = 0.0, hs_sum = 0.0, a = 0.0, plh = 0.0, h0 = 0.0, h1 = 0.0, h2 = 0.0, a0 = 0.0, a1 = 0.0, a2 = 0.0;
+#pragma omp simd reduction(+ : h_sum, hs_sum, a, plh, h0, h1, h2, a0, a1, a2)
+  for (index_t j = 0; j < N; ++j) {
+    const math::TailTerms<double> t = math::heavy_tail_terms<kTail>(r.tau(j), alpha);
+    const double hs = t.h * t.s, ps = prow[j] * t.s;
+    h_sum += t.h;
+    hs_sum += hs;
+    a += ps;
+    plh += prow[j] * t.log_h;
+    h0 += hs * x0[j];
+    a0 += ps * x0[j];
+    if constexpr (D > 1) h1 += hs * x1[j], a1 += ps * x1[j];
+    if constexpr (D > 2) h2 += hs * x2[j], a2 += ps * x2[j];
+  }
+  const double pii = prow[i], y[3] = {r.y0, r.y1, r.y2}, h[3] = {h0, h1, h2}, g[3] = {a0, a1, a2};
+  acc.h_sum = h_sum - 1.0;
+  acc.hs_sum = hs_sum - 1.0;
+  acc.a_sum = a - pii;
+  acc.p_log_h = plh;
+  for (int d = 0; d < D; ++d) {
+    acc.hsy[d] = h[d] - y[d];
+    acc.ay[d] = g[d] - pii * y[d];
+  }
+}
+
+// The row functions, cloned (cpu/clones.hpp) and dispatched on the tail once per row. With t-SNE's
+// tail a pair is a division (and a log where P is listed), four to a vector with AVX2 instead of
+// two; other tails add an exp and a log1p.
+#define ORRERY_HSSNE_TAIL_DISPATCH(loop, ...)                  \
+  if (alpha == 1.0) loop<D, 1>(__VA_ARGS__);                    \
+  else if (alpha == 0.0) loop<D, 0>(__VA_ARGS__);               \
+  else loop<D, 2>(__VA_ARGS__)
+
+template <int D>
+ORRERY_CLONES void repulsion_row(const double* yt, index_t N, index_t i, double alpha, math::HssneRow<double, D>& acc) {
+  ORRERY_HSSNE_TAIL_DISPATCH(repulsion_loop, yt, N, i, alpha, acc);
+}
+
+template <int D>
+ORRERY_CLONES void attraction_row(const double* yt, index_t N, index_t i, const index_t* col, const double* val,
+                                  index_t lo, index_t hi, double alpha, math::HssneRow<double, D>& acc) {
+  ORRERY_HSSNE_TAIL_DISPATCH(attraction_loop, yt, N, i, col, val, lo, hi, alpha, acc);
+}
+
+template <int D>
+ORRERY_CLONES void dense_row(const double* yt, index_t N, index_t i, const double* prow, double alpha,
+                             math::HssneRow<double, D>& acc) {
+  ORRERY_HSSNE_TAIL_DISPATCH(dense_loop, yt, N, i, prow, alpha, acc);
+}
+
+#undef ORRERY_HSSNE_TAIL_DISPATCH
+
+// One pass over all pairs. Dense rows take P_ij inside the all-pairs loop (one distance per
+// pair); sparse rows run the repulsion alone, then the attraction over the row's list.
+template <int D>
+void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, int threads,
+              HssneSums& out) {
+  const index_t N = Y.rows;
+  resize_sums(out, N, D);
+  const std::vector<double> yt = cpu::by_dimension<double>(Y);
+#pragma omp parallel for schedule(static) num_threads(nthreads(threads))
+  for (index_t i = 0; i < N; ++i) {
+    math::HssneRow<double, D> acc;
+    if (P) {
+      dense_row<D>(yt.data(), N, i, P->row(i), alpha, acc);
+    } else {
+      const index_t lo = S->row_ptr[static_cast<size_t>(i)], hi = S->row_ptr[static_cast<size_t>(i) + 1];
+      repulsion_row<D>(yt.data(), N, i, alpha, acc);
+      attraction_row<D>(yt.data(), N, i, S->col.data(), S->val.data(), lo, hi, alpha, acc);
+    }
+    const auto k = static_cast<size_t>(i);
+    out.h[k] = acc.h_sum;
+    out.p_log_h[k] = acc.p_log_h;
+    out.a[k] = acc.a_sum;
+    out.hs[k] = acc.hs_sum;
+    for (int d = 0; d < D; ++d) {
+      out.ay(i, d) = acc.ay[d];
+      out.hsy(i, d) = acc.hsy[d];
+    }
+  }
+}
+
+template <int D>
+HssneTotals cpu_evaluate(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, int threads,
+                         HssneSums& out) {
+  cpu_sums<D>(Y, alpha, P, S, threads, out);
+  HssneTotals t;
+  for (size_t i = 0; i < out.h.size(); ++i) {
+    t.z += out.h[i];
+    t.p_log_h += out.p_log_h[i];
+  }
+  return t;
+}
+
+// The engine on the host: the map, its sums and the optimisers' state in host memory, the steps
+// as loops over math/neighbor.hpp's per-coordinate updates (O(N D), next to O(N^2) pairs).
+class CpuHssneEngine final : public HssneEngine {
+ public:
+  CpuHssneEngine(const MatrixD* P, const SparseAffinity* S, double alpha, int dim, int threads)
+      : P_(P), S_(S), alpha_(alpha), dim_(dim), threads_(threads), N_(P ? P->rows : S->num_points) {}
+  std::string name() const override { return "cpu"; }
+
+  HssneTotals start(const MatrixD& Y) override {
+    if (Y.rows != N_ || Y.cols != dim_) internal_error("hssne: Y has the wrong shape");
+    y_ = Y;
+    prev_ = Y;
+    trial_ = Y;
+    velocity_ = MatrixD(N_, dim_, 0.0);
+    gains_ = MatrixD(N_, dim_, 1.0);
+    return cur_ = evaluate(y_, sums_);
+  }
+
+  HssneTotals propose(double c, double step, double beta) override {
+    const double inv_z = 1.0 / cur_.z;
+    for (index_t i = 0; i < N_; ++i) {
+      const auto k = static_cast<size_t>(i);
+      for (index_t d = 0; d < dim_; ++d)
+        trial_(i, d) = math::hssne_fixed_point_coord(y_(i, d), prev_(i, d), sums_.a[k], sums_.hs[k], sums_.ay(i, d),
+                                                     sums_.hsy(i, d), c, inv_z, step, beta);
+    }
+    return trial_totals_ = evaluate(trial_, trial_sums_);
+  }
+
+  HssneTotals damp() override {
+    for (size_t q = 0; q < trial_.data.size(); ++q) trial_.data[q] = math::hssne_damp_coord(trial_.data[q], y_.data[q]);
+    return trial_totals_ = evaluate(trial_, trial_sums_);
+  }
+
+  void accept() override {
+    std::swap(prev_, y_);   // prev <- Y
+    std::swap(y_, trial_);  // Y <- trial; the old prev becomes scratch
+    std::swap(sums_, trial_sums_);
+    cur_ = trial_totals_;
+  }
+
+  HssneTotals gradient_step(double c, double momentum, double learning_rate) override {
+    const double inv_z = 1.0 / cur_.z;
+    for (index_t i = 0; i < N_; ++i) {
+      const auto k = static_cast<size_t>(i);
+      for (index_t d = 0; d < dim_; ++d) {
+        const double g = math::hssne_gradient_coord(y_(i, d), sums_.a[k], sums_.hs[k], sums_.ay(i, d), sums_.hsy(i, d),
+                                                    c, inv_z);
+        y_(i, d) += math::tsne_momentum_step(g, velocity_(i, d), gains_(i, d), momentum, learning_rate);
+      }
+    }
+    return cur_ = evaluate(y_, sums_);
+  }
+
+  MatrixD coords() const override { return y_; }
+  void current_sums(HssneSums& out) const override { out = sums_; }
+
+ private:
+  HssneTotals evaluate(const MatrixD& Y, HssneSums& out) const {
+    return dim_ == 2 ? cpu_evaluate<2>(Y, alpha_, P_, S_, threads_, out)
+                     : cpu_evaluate<3>(Y, alpha_, P_, S_, threads_, out);
+  }
+
+  const MatrixD* P_;
+  const SparseAffinity* S_;
+  double alpha_;
+  int dim_, threads_;
+  index_t N_;
+  MatrixD y_, prev_, trial_, velocity_, gains_;
+  HssneSums sums_, trial_sums_;
+  HssneTotals cur_, trial_totals_;
+};
+
+}  // namespace
+
+std::unique_ptr<HssneEngine> make_hssne_engine(const MatrixD* dense, const SparseAffinity* sparse, double alpha, int dim,
+                                               int threads) {
+  if ((dense == nullptr) == (sparse == nullptr)) internal_error("make_hssne_engine: give dense or sparse P");
+  if (dim != 2 && dim != 3) internal_error("make_hssne_engine: D must be 2 or 3");
+  return std::make_unique<CpuHssneEngine>(dense, sparse, alpha, dim, threads);
+}
+
+}  // namespace orrery::cpu

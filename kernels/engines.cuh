@@ -1,0 +1,23 @@
+// The CUDA backend's engines and primitives, one .cu file per family; backend.cu hands them out.
+// Only backend.cu and the families' own files include this header: methods reach these through
+// Backend. Each runs on `device` (made current by every call that launches work).
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "orrery/backend.hpp"
+
+namespace orrery::cuda {
+
+std::unique_ptr<PeEngine> make_pe_engine(int device, const MatrixD& P, const std::vector<double>& log_priors, int dim,
+                                         double eta_r);                                    // pe_engine.cu
+std::unique_ptr<HssneEngine> make_hssne_engine(int device, const MatrixD* dense, const SparseAffinity* sparse,
+                                               double alpha, int dim);                     // hssne.cu
+std::unique_ptr<NervEngine> make_nerv_engine(int device, const MatrixD* dense, const SparseAffinity* sparse,
+                                             const std::vector<double>& beta, const NervOptions& options);  // nerv.cu
+std::unique_ptr<PlsvEngine> make_plsv_engine(int device, const Corpus& corpus, int topics, int dim);  // plsv.cu
+KnnGraph exact_knn(const MatrixD& X, int k, int device);                                   // knn.cu
+RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix, int device);  // quality.cu
+MatrixD learning_metric_distances(const ClassMixture& model, const MatrixD& X, int pieces, int device);  // snerv.cu
+
+}  // namespace orrery::cuda

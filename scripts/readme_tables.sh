@@ -15,3 +15,8 @@ fill hssne-params hssne
 fill nerv-params nerv
 fill metric-params metric
 fill plsv-params plsv
+fill pe-input pe_input
+fill hssne-input hssne_input
+fill snerv-input snerv_input
+fill plsv-input plsv_input
+fill text-input text

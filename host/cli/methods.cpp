@@ -1,5 +1,6 @@
 #include "cli/methods.hpp"
 
+#include "cli/ne_config.hpp"
 #include "cli/ne_run.hpp"
 #include "cli/pe_config.hpp"
 #include "cli/pe_run.hpp"
@@ -17,24 +18,34 @@ const std::vector<MethodEntry>& methods() {
   static const std::vector<MethodEntry> all = {
       {"pe", "Parametric Embedding: objects and classes from class posteriors p(c|x)",
        {{"pe", [] { return describe_fields(pe_fields()); }},
+        {"pe_input", [] { return describe_fields(pe_input_fields()); }},
         {"posterior_model", [] { return describe_fields(posterior_model_fields()); }}},
        [](const RunConfig& run) {
          const PeRunConfig cfg = read_pe_config(run);
          const PeRunData data = load_pe_data(cfg);
-         return "pe, " + std::to_string(data.pe.posteriors.rows) + " objects, " +
-                std::to_string(data.pe.posteriors.cols) + " classes, D = " + std::to_string(cfg.params.dim);
+         return "pe, " + std::to_string(data.objects) + " objects, " + std::to_string(data.classes) + " classes" +
+                (cfg.input.use_posterior_model() ? " (posterior model to fit on the vectors)" : "") +
+                ", D = " + std::to_string(cfg.params.dim);
        },
        [](const RunConfig& run, bool quiet) { return run_pe(read_pe_config(run), quiet); }},
       {"hssne", "Heavy-tailed symmetric SNE (alpha: 0 Gaussian, 1 t-SNE) with the fixed-point optimiser",
-       {{"hssne", [] { return describe_fields(hssne_fields()); }}}, validate_ne, run_ne},
+       {{"hssne", [] { return describe_fields(hssne_fields()); }},
+        {"hssne_input", [] { return describe_fields(ne_input_fields("hssne"), ne_input_defaults("hssne")); }}},
+       validate_ne, run_ne},
       {"nerv", "Neighbour retrieval visualisation: precision/recall trade-off lambda, conjugate gradient",
-       {{"nerv", [] { return describe_fields(nerv_fields()); }}}, validate_ne, run_ne},
+       {{"nerv", [] { return describe_fields(nerv_fields()); }},
+        {"nerv_input", [] { return describe_fields(ne_input_fields("nerv"), ne_input_defaults("nerv")); }}},
+       validate_ne, run_ne},
       {"snerv", "Supervised NeRV: NeRV on learning-metric distances from a class-posterior model of the labels",
        {{"nerv", [] { return describe_fields(nerv_fields()); }},
+        {"snerv_input", [] { return describe_fields(ne_input_fields("snerv"), ne_input_defaults("snerv")); }},
         {"metric", [] { return describe_fields(class_mixture_fields()); }}},
        validate_ne, run_ne},
       {"plsv", "Probabilistic latent semantic visualisation: documents and topics of a corpus in one map (MAP-EM)",
-       {{"plsv", [] { return describe_fields(plsv_fields()); }}}, validate_plsv, run_plsv},
+       {{"plsv", [] { return describe_fields(plsv_fields()); }},
+        {"plsv_input", [] { return describe_fields(plsv_input_fields()); }},
+        {"text", [] { return describe_fields(text_fields()); }}},
+       validate_plsv, run_plsv},
   };
   return all;
 }

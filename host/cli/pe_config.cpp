@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <algorithm>
 
 #include "io/readers.hpp"
 #include "orrery/error.hpp"
@@ -16,58 +17,44 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
+const std::vector<Field<PeInputSpec>>& pe_input_fields() {
+  static const std::vector<Field<PeInputSpec>> fields = {
+      {"posteriors", &PeInputSpec::posteriors,
+       "N x K class posteriors p(c|x) (npy, csv/tsv/txt, IDX; rows summing to 1). Give this or vectors."},
+      {"normalize_rows", &PeInputSpec::normalize_rows, "Rescale each posterior row to sum 1 instead of rejecting it."},
+      {"vectors", &PeInputSpec::vectors,
+       "N x d vectors instead of posteriors: a soft nearest-neighbour posterior model (posterior_model) is fitted "
+       "to them and their vector_labels."},
+      {"vector_labels", &PeInputSpec::vector_labels,
+       "With vectors: the class of each vector (-1 unknown); defaults to labels."},
+      {"posterior_model", sub_table(&PeInputSpec::posterior_model, "posterior_model", &posterior_model_fields),
+       "With vectors: the posterior model's settings."},
+      {"labels", &PeInputSpec::labels, "One integer label per object (-1 unknown): colours and label accuracies."},
+      {"priors", &PeInputSpec::priors, "K class priors pi_k summing to 1 (a list or a file); default uniform."},
+      {"class_names", &PeInputSpec::class_names, "K class names (a list or a file); default class 0, class 1, ..."},
+      {"class_coords", &PeInputSpec::class_coords,
+       "K x D class coordinates: the start with params.class_init file, the fixed classes with params.fit_classes "
+       "false."},
+      {"limit", &PeInputSpec::limit, "Use the first N objects only; 0 = all.", 0, 1e12},
+  };
+  return fields;
+}
+
 PeRunConfig read_pe_config(const RunConfig& run) {
   PeRunConfig cfg;
   cfg.run = run;
-  const json& inp = run.input;
-  check_keys(inp, "input", {"posteriors", "normalize_rows", "vectors", "vector_labels", "posterior_model", "labels",
-                            "priors", "class_names", "class_coords", "limit"});
-  cfg.posteriors_path = get_path(inp, "posteriors", "input");
-  cfg.vectors_path = get_path(inp, "vectors", "input");
-  cfg.vector_labels_path = get_path(inp, "vector_labels", "input");
-  cfg.labels_path = get_path(inp, "labels", "input");
-  cfg.class_coords_path = get_path(inp, "class_coords", "input");
-  if (cfg.posteriors_path.empty() == cfg.vectors_path.empty())
+  PeInputSpec& in = cfg.input;
+  read_fields(run.input, in, pe_input_fields(), "input");
+  if (in.posteriors.empty() == in.vectors.empty())
     input_error("input: give exactly one of 'posteriors' (an N x K matrix of p(c|x)) or 'vectors' (with "
                 "'vector_labels', to fit the soft nearest-neighbour posterior model)");
-  cfg.use_posterior_model = !cfg.vectors_path.empty();
-  if (cfg.use_posterior_model && cfg.vector_labels_path.empty() && cfg.labels_path.empty())
+  if (in.use_posterior_model() && in.vector_labels.empty() && in.labels.empty())
     input_error("input.vector_labels: required with input.vectors (class of each vector, -1 when unknown)");
-  if (!cfg.use_posterior_model && (inp.contains("vector_labels") || inp.contains("posterior_model")))
+  if (!in.use_posterior_model() && (run.input.contains("vector_labels") || run.input.contains("posterior_model")))
     input_error("input: 'vector_labels' and 'posterior_model' go with 'vectors', not with 'posteriors'");
-  if (inp.contains("posterior_model"))
-    read_fields(inp["posterior_model"], cfg.posterior_model, posterior_model_fields(), "input.posterior_model");
-  cfg.normalize_rows = get_bool(inp, "normalize_rows", "input", false);
-  cfg.limit = get_count(inp, "limit", "input", 0);
-  if (inp.contains("priors")) {
-    const json& p = inp["priors"];
-    if (p.is_string()) {
-      cfg.priors_path = p.get<std::string>();
-    } else if (p.is_array()) {
-      for (const auto& v : p) {
-        if (!v.is_number()) input_error("input.priors: expected numbers, found " + v.dump());
-        cfg.priors_inline.push_back(v.get<double>());
-      }
-    } else {
-      input_error("input.priors: expected a file path or a list of numbers, found " + p.dump());
-    }
-  }
-  if (inp.contains("class_names")) {
-    const json& p = inp["class_names"];
-    if (p.is_string()) {
-      cfg.class_names_path = p.get<std::string>();
-    } else if (p.is_array()) {
-      for (const auto& v : p) {
-        if (!v.is_string()) input_error("input.class_names: expected strings, found " + v.dump());
-        cfg.class_names_inline.push_back(v.get<std::string>());
-      }
-    } else {
-      input_error("input.class_names: expected a file path or a list of strings, found " + p.dump());
-    }
-  }
 
   read_fields(run.params, cfg.params, pe_fields(), "params");
-  if ((cfg.params.class_init == PeClassInit::file || !cfg.params.fit_classes) && cfg.class_coords_path.empty())
+  if ((cfg.params.class_init == PeClassInit::file || !cfg.params.fit_classes) && in.class_coords.empty())
     input_error("input.class_coords: required when params.class_init is \"file\" or params.fit_classes is false");
 
   check_keys(run.output_extra, "output", {"dir", "format", "svg", "prec_h"});
@@ -111,39 +98,40 @@ void validate_posteriors(MatrixD& P, bool normalize_rows, const std::string& sou
 }
 
 PeRunData load_pe_data(const PeRunConfig& cfg) {
+  const PeInputSpec& in = cfg.input;
   PeRunData data;
   const auto t0 = std::chrono::steady_clock::now();
-  if (!cfg.labels_path.empty()) data.labels = io::read_labels(cfg.labels_path, cfg.limit);
-  if (cfg.use_posterior_model) {
-    const MatrixD X = io::read_matrix(cfg.vectors_path, cfg.limit);
-    const std::string lab_path = cfg.vector_labels_path.empty() ? cfg.labels_path : cfg.vector_labels_path;
-    const std::vector<int> vlab = lab_path == cfg.labels_path && !data.labels.empty()
-                                      ? data.labels
-                                      : io::read_labels(lab_path, cfg.limit);
-    if (static_cast<index_t>(vlab.size()) != X.rows)
-      input_error(lab_path + ": " + std::to_string(vlab.size()) + " labels for " + std::to_string(X.rows) +
-                  " vectors in " + cfg.vectors_path);
-    data.seconds_read = seconds_since(t0);
-    const auto t1 = std::chrono::steady_clock::now();
-    data.posterior_model = fit_posterior_model(X, vlab, cfg.posterior_model, cfg.run.seed, cfg.run.threads);
-    data.pe.posteriors = data.posterior_model->posteriors;
-    data.seconds_posterior_model = seconds_since(t1);
+  if (!in.labels.empty()) data.labels = io::read_labels(in.labels, in.limit);
+  std::string p_src = in.posteriors;
+  if (in.use_posterior_model()) {
+    p_src = in.vectors;
+    data.vectors = io::read_matrix(in.vectors, in.limit);
+    const std::string lab_path = in.vector_labels.empty() ? in.labels : in.vector_labels;
+    data.vector_labels = lab_path == in.labels && !data.labels.empty() ? data.labels : io::read_labels(lab_path, in.limit);
+    if (static_cast<index_t>(data.vector_labels.size()) != data.vectors.rows)
+      input_error(lab_path + ": " + std::to_string(data.vector_labels.size()) + " labels for " +
+                  std::to_string(data.vectors.rows) + " vectors in " + in.vectors);
+    int max_label = -1;
+    for (int l : data.vector_labels) max_label = std::max(max_label, l);
+    data.objects = data.vectors.rows;
+    data.classes = max_label + 1;  // the model's classes: labels 0 .. max
+    if (data.classes < 2)
+      input_error(lab_path + ": expected labelled vectors of at least 2 classes (labels 0..K-1), found " +
+                  std::to_string(data.classes));
   } else {
-    data.pe.posteriors = io::read_matrix(cfg.posteriors_path, cfg.limit);
-    validate_posteriors(data.pe.posteriors, cfg.normalize_rows, cfg.posteriors_path);
+    data.pe.posteriors = io::read_matrix(in.posteriors, in.limit);
+    validate_posteriors(data.pe.posteriors, in.normalize_rows, in.posteriors);
+    data.objects = data.pe.posteriors.rows;
+    data.classes = data.pe.posteriors.cols;
   }
-  const index_t N = data.pe.posteriors.rows, K = data.pe.posteriors.cols;
-  const std::string p_src = cfg.use_posterior_model ? cfg.vectors_path : cfg.posteriors_path;
+  const index_t N = data.objects, K = data.classes;
   if (!data.labels.empty() && static_cast<index_t>(data.labels.size()) != N)
-    input_error(cfg.labels_path + ": " + std::to_string(data.labels.size()) + " labels, but " + p_src + " has " +
+    input_error(in.labels + ": " + std::to_string(data.labels.size()) + " labels, but " + p_src + " has " +
                 std::to_string(N) + " rows");
 
-  std::vector<double> priors = cfg.priors_inline;
-  std::string priors_src = "input.priors";
-  if (!cfg.priors_path.empty()) {
-    priors = io::read_matrix(cfg.priors_path).data;
-    priors_src = cfg.priors_path;
-  }
+  std::vector<double> priors = in.priors.values;
+  const std::string priors_src = in.priors.path.empty() ? std::string("input.priors") : in.priors.path;
+  if (!in.priors.path.empty()) priors = io::read_matrix(in.priors.path).data;
   if (!priors.empty()) {
     if (static_cast<index_t>(priors.size()) != K)
       input_error(priors_src + ": expected " + std::to_string(K) + " class priors (one per column of " + p_src +
@@ -159,25 +147,34 @@ PeRunData load_pe_data(const PeRunConfig& cfg) {
   }
   data.pe.priors = priors;
 
-  data.class_names = cfg.class_names_inline;
-  if (!cfg.class_names_path.empty()) data.class_names = io::read_names(cfg.class_names_path);
+  data.class_names = in.class_names.values;
+  if (!in.class_names.path.empty()) data.class_names = io::read_names(in.class_names.path);
   if (!data.class_names.empty() && static_cast<index_t>(data.class_names.size()) != K)
-    input_error((cfg.class_names_path.empty() ? std::string("input.class_names") : cfg.class_names_path) +
+    input_error((in.class_names.path.empty() ? std::string("input.class_names") : in.class_names.path) +
                 ": expected " + std::to_string(K) + " class names, found " + std::to_string(data.class_names.size()));
   if (data.class_names.empty())
     for (index_t k = 0; k < K; ++k) data.class_names.push_back("class " + std::to_string(k));
 
-  if (!cfg.class_coords_path.empty()) {
-    data.pe.class_coords = io::read_matrix(cfg.class_coords_path);
+  if (!in.class_coords.empty()) {
+    data.pe.class_coords = io::read_matrix(in.class_coords);
     if (data.pe.class_coords.rows != K || data.pe.class_coords.cols != cfg.params.dim)
-      input_error(cfg.class_coords_path + ": expected " + std::to_string(K) + " x " + std::to_string(cfg.params.dim) +
+      input_error(in.class_coords + ": expected " + std::to_string(K) + " x " + std::to_string(cfg.params.dim) +
                   " class coordinates, found " + std::to_string(data.pe.class_coords.rows) + " x " +
                   std::to_string(data.pe.class_coords.cols));
     for (double v : data.pe.class_coords.data)
-      if (!std::isfinite(v)) input_error(cfg.class_coords_path + ": class coordinates must be finite");
+      if (!std::isfinite(v)) input_error(in.class_coords + ": class coordinates must be finite");
   }
-  if (data.seconds_read == 0.0) data.seconds_read = seconds_since(t0);
+  data.seconds_read = seconds_since(t0);
   return data;
+}
+
+void fit_posterior_model_step(const PeRunConfig& cfg, PeRunData& data) {
+  if (!cfg.input.use_posterior_model()) return;
+  const auto t1 = std::chrono::steady_clock::now();
+  data.posterior_model =
+      fit_posterior_model(data.vectors, data.vector_labels, cfg.input.posterior_model, cfg.run.seed, cfg.run.threads);
+  data.pe.posteriors = data.posterior_model->posteriors;
+  data.seconds_posterior_model = seconds_since(t1);
 }
 
 }  // namespace orrery::cli

@@ -13,34 +13,49 @@
 
 namespace orrery::cli {
 
+// The "input" keys of a PE run (pe_input_fields()).
+struct PeInputSpec {
+  std::string posteriors;  // N x K p(c|x), or:
+  std::string vectors, vector_labels;  // vectors and their classes, for the posterior model
+  PosteriorModelParams posterior_model;
+  bool normalize_rows = false;
+  std::string labels;
+  ListInput<double> priors;
+  ListInput<std::string> class_names;
+  std::string class_coords;
+  index_t limit = 0;
+  bool use_posterior_model() const { return !vectors.empty(); }
+};
+
+const std::vector<Field<PeInputSpec>>& pe_input_fields();
+
 struct PeRunConfig {
   RunConfig run;
-  // input
-  std::string posteriors_path, vectors_path, vector_labels_path, labels_path, priors_path, class_names_path,
-      class_coords_path;
-  std::vector<double> priors_inline;
-  std::vector<std::string> class_names_inline;
-  bool normalize_rows = false;
-  index_t limit = 0;
-  bool use_posterior_model = false;
-  PosteriorModelParams posterior_model;
+  PeInputSpec input;
   PeParams params;
   std::vector<index_t> prec_h = {10, 50, 100, 500};  // output.prec_h
 };
 
-// Reads the PE keys of a run (no input files are read).
+// Reads and checks the PE keys of a run (no input files are read).
 PeRunConfig read_pe_config(const RunConfig& run);
 
-// The inputs of a PE run, read and validated.
+// The inputs of a PE run, read and validated. With input.vectors, pe.posteriors is empty until
+// fit_posterior_model_step; `vectors` and `vector_labels` hold what it fits.
 struct PeRunData {
   PeInput pe;
+  index_t objects = 0, classes = 0;
+  MatrixD vectors;
+  std::vector<int> vector_labels;
   std::vector<int> labels;  // empty when none
   std::vector<std::string> class_names;
   std::optional<PosteriorModelResult> posterior_model;
   double seconds_read = 0.0, seconds_posterior_model = 0.0;
 };
 
+// Reads and checks every input file; fits nothing.
 PeRunData load_pe_data(const PeRunConfig& cfg);
+// With input.vectors: fits the posterior model and sets pe.posteriors from it.
+void fit_posterior_model_step(const PeRunConfig& cfg, PeRunData& data);
 
 // Checks posteriors in place: finite, non-negative, K >= 2, rows summing to 1 (or normalised
 // when normalize_rows). `source` names the file in messages.

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "io/writers.hpp"
+#include "orrery/memory_plan.hpp"
 #include "orrery/quality.hpp"
 #include "report/svg_map.hpp"
 
@@ -76,8 +77,11 @@ double agreement(const std::vector<int>& a, const std::vector<int>& labels) {
 json run_pe(const PeRunConfig& cfg, bool quiet) {
   const auto t0 = Clock::now();
   PeRunData data = load_pe_data(cfg);
+  fit_posterior_model_step(cfg, data);
   const index_t N = data.pe.posteriors.rows, K = data.pe.posteriors.cols;
   auto backend = make_backend(cfg.run.device, cfg.run.threads);
+  const MemoryInfo mem = backend->memory();
+  check_memory_plan(plan_pe(N, K, mem.device_bytes > 0), mem, mem.device_bytes > 0);
   if (!quiet)
     std::fprintf(stderr, "[pe] %lld objects, %lld classes, D = %d on %s\n", static_cast<long long>(N),
                  static_cast<long long>(K), cfg.params.dim, backend->name().c_str());
@@ -152,14 +156,14 @@ json run_pe(const PeRunConfig& cfg, bool quiet) {
   json report = report_header(cfg.run, *backend);
   report["params"] = fields_to_json(cfg.params, pe_fields());
   report["input"] = {{"objects", N}, {"classes", K}, {"dim", cfg.params.dim},
-                     {"posteriors", cfg.use_posterior_model ? "posterior_model" : cfg.posteriors_path},
-                     {"labels", cfg.labels_path}, {"class_names", data.class_names}};
+                     {"posteriors", cfg.input.use_posterior_model() ? "posterior_model" : cfg.input.posteriors},
+                     {"labels", cfg.input.labels}, {"class_names", data.class_names}};
   if (data.posterior_model) {
     const auto& pm = *data.posterior_model;
     json trace = json::array();
     for (const auto& [w, ll] : pm.width_trace) trace.push_back({{"width", w}, {"heldout_loglik", ll}});
-    report["posterior_model"] = {{"params", fields_to_json(cfg.posterior_model, posterior_model_fields())},
-                                 {"vectors", cfg.vectors_path},
+    report["posterior_model"] = {{"params", fields_to_json(cfg.input.posterior_model, posterior_model_fields())},
+                                 {"vectors", cfg.input.vectors},
                                  {"width", pm.width},
                                  {"heldout_loglik", pm.heldout_loglik},
                                  {"centres", pm.centres.size()},

@@ -9,6 +9,7 @@
 #include "io/readers.hpp"
 #include "io/writers.hpp"
 #include "orrery/knn.hpp"
+#include "orrery/memory_plan.hpp"
 #include "orrery/plsv.hpp"
 #include "orrery/quality.hpp"
 #include "report/svg_map.hpp"
@@ -19,39 +20,60 @@ namespace {
 namespace fs = std::filesystem;
 constexpr index_t kQualityMaxDocs = 200000;
 
+}  // namespace
+
+const std::vector<Field<io::TextOptions>>& text_fields() {
+  static const std::vector<Field<io::TextOptions>> fields = {
+      {"min_df", &io::TextOptions::min_df, "Keep words found in at least this many documents.", 0, 1e12},
+      {"max_vocab", &io::TextOptions::max_vocab, "Then keep the most frequent ones; 0 = no limit.", 0, 1e12},
+      {"min_token_length", &io::TextOptions::min_token_length, "Shorter tokens are dropped.", 1, 1000},
+      {"stop_words", &io::TextOptions::stop_words, "Drop the built-in English stop words."},
+  };
+  return fields;
+}
+
+const std::vector<Field<PlsvInputSpec>>& plsv_input_fields() {
+  static const std::vector<Field<PlsvInputSpec>> fields = {
+      {"corpus", &PlsvInputSpec::corpus,
+       "The corpus: a UCI docword file, SVMlight, Matrix Market counts, a text file (a document per line) or a "
+       "directory of text files (.gz read too). Required."},
+      {"format", &PlsvInputSpec::format,
+       "auto: a directory is text, *.mtx mtx, docword* uci, *.svm/*.svmlight/*.libsvm svmlight, other files text."},
+      {"vocab", &PlsvInputSpec::vocab, "uci, svmlight, mtx: the word list, one word per line."},
+      {"labels", &PlsvInputSpec::labels, "One label per input document (numbers, or names): colours and k-NN accuracy."},
+      {"ids_from_zero", &PlsvInputSpec::ids_from_zero, "svmlight: word ids start at 0 instead of 1."},
+      {"text", sub_table(&PlsvInputSpec::text, "text", &text_fields), "text: the tokenizer and vocabulary pruning."},
+      {"model", &PlsvInputSpec::model,
+       "Fold-in: the output directory of a plsv run (topics.npy, theta.npy, vocab.txt); the documents are placed "
+       "with that model fixed."},
+  };
+  return fields;
+}
+
+namespace {
+
 struct PlsvRunInput {
+  PlsvInputSpec input;
   io::CorpusSpec spec;
-  std::string model_dir;  // fold-in when set
   PlsvParams params;
   int top_words = 10;
 };
 
 PlsvRunInput read_input(const RunConfig& run) {
-  PlsvRunInput in;
-  check_keys(run.input, "input", {"corpus", "format", "vocab", "labels", "ids_from_zero", "text", "model"});
-  in.spec.path = get_path(run.input, "corpus", "input");
-  if (in.spec.path.empty()) input_error("input.corpus: required (a docword/svmlight/mtx file, a text file or a directory)");
-  if (run.input.contains("format")) {
-    if (!run.input["format"].is_string()) input_error("input.format: expected a string");
-    in.spec.format = io::parse_corpus_format(run.input["format"].get<std::string>(), "input.format");
-  }
-  in.spec.vocab = get_path(run.input, "vocab", "input");
-  in.spec.labels = get_path(run.input, "labels", "input");
-  in.spec.ids_from_zero = get_bool(run.input, "ids_from_zero", "input", false);
-  if (run.input.contains("text")) {
-    const json& t = run.input["text"];
-    check_keys(t, "input.text", {"min_df", "max_vocab", "min_token_length", "stop_words"});
-    in.spec.text.min_df = get_count(t, "min_df", "input.text", in.spec.text.min_df);
-    in.spec.text.max_vocab = get_count(t, "max_vocab", "input.text", in.spec.text.max_vocab);
-    in.spec.text.min_token_length =
-        static_cast<int>(get_count(t, "min_token_length", "input.text", in.spec.text.min_token_length));
-    in.spec.text.stop_words = get_bool(t, "stop_words", "input.text", in.spec.text.stop_words);
-  }
-  in.model_dir = get_path(run.input, "model", "input");
-  read_fields(run.params, in.params, plsv_fields(), "params");
+  PlsvRunInput r;
+  read_fields(run.input, r.input, plsv_input_fields(), "input");
+  const PlsvInputSpec& in = r.input;
+  if (in.corpus.empty()) input_error("input.corpus: required (a docword/svmlight/mtx file, a text file or a directory)");
+  r.spec.path = in.corpus;
+  r.spec.format = in.format;
+  r.spec.vocab = in.vocab;
+  r.spec.labels = in.labels;
+  r.spec.ids_from_zero = in.ids_from_zero;
+  r.spec.text = in.text;
+  read_fields(run.params, r.params, plsv_fields(), "params");
   check_keys(run.output_extra, "output", {"dir", "format", "svg", "top_words"});
-  in.top_words = static_cast<int>(get_count(run.output_extra, "top_words", "output", 10));
-  return in;
+  r.top_words = static_cast<int>(get_count(run.output_extra, "top_words", "output", 10));
+  return r;
 }
 
 struct Loaded {
@@ -63,10 +85,10 @@ struct Loaded {
 Loaded load(const PlsvRunInput& in) {
   const auto t0 = Clock::now();
   Loaded L;
-  if (in.model_dir.empty()) {
+  if (in.input.model.empty()) {
     L.corpus = io::read_corpus(in.spec);
   } else {
-    const fs::path dir(in.model_dir);
+    const fs::path dir(in.input.model);
     L.model.topic_coords = io::read_matrix((dir / "topics.npy").string());
     L.model.theta = io::read_matrix((dir / "theta.npy").string());
     const fs::path vocab = dir / "vocab.txt";
@@ -95,6 +117,15 @@ Loaded load(const PlsvRunInput& in) {
   return L;
 }
 
+// The run's memory plan, checked against what the backend has (an input error when short).
+MemoryPlan check_plan(const Loaded& L, int topics, const Backend& backend) {
+  const MemoryInfo mem = backend.memory();
+  const bool device = mem.device_bytes > 0;
+  const MemoryPlan plan = plan_plsv(L.corpus.num_docs(), L.corpus.num_words, topics, L.corpus.nnz(), device);
+  check_memory_plan(plan, mem, device);
+  return plan;
+}
+
 std::string word_name(const Corpus& c, int w) { return c.vocab.empty() ? "#" + std::to_string(w) : c.vocab[static_cast<size_t>(w)]; }
 
 }  // namespace
@@ -102,11 +133,15 @@ std::string word_name(const Corpus& c, int w) { return c.vocab.empty() ? "#" + s
 std::string validate_plsv(const RunConfig& run) {
   const PlsvRunInput in = read_input(run);
   const Loaded L = load(in);
-  return std::string(in.model_dir.empty() ? "plsv" : "plsv fold-in") + ", " + std::to_string(L.corpus.num_docs()) +
+  const int topics = in.input.model.empty() ? in.params.topics : static_cast<int>(L.model.topic_coords.rows);
+  const MemoryPlan plan = check_plan(L, topics, *make_backend(run.device, run.threads));
+  return std::string(in.input.model.empty() ? "plsv" : "plsv fold-in") + ", " + std::to_string(L.corpus.num_docs()) +
          " documents, " + std::to_string(L.corpus.num_words) + " words, " + std::to_string(L.corpus.nnz()) +
          " nonzeros, Z = " +
-         std::to_string(in.model_dir.empty() ? in.params.topics : static_cast<int>(L.model.topic_coords.rows)) +
-         (L.corpus.skipped_empty ? ", " + std::to_string(L.corpus.skipped_empty) + " empty documents skipped" : "");
+         std::to_string(in.input.model.empty() ? in.params.topics : static_cast<int>(L.model.topic_coords.rows)) +
+         (L.corpus.skipped_empty ? ", " + std::to_string(L.corpus.skipped_empty) + " empty documents skipped" : "") +
+         ", planned peak " + format_bytes(plan.host_peak()) + " host" +
+         (plan.device_peak() > 0 ? " + " + format_bytes(plan.device_peak()) + " GPU" : "");
 }
 
 json run_plsv(const RunConfig& run, bool quiet) {
@@ -114,10 +149,11 @@ json run_plsv(const RunConfig& run, bool quiet) {
   const PlsvRunInput in = read_input(run);
   const Loaded L = load(in);
   const Corpus& c = L.corpus;
-  const bool fold = !in.model_dir.empty();
+  const bool fold = !in.input.model.empty();
   auto backend = make_backend(run.device, run.threads);
   const int Z = fold ? static_cast<int>(L.model.topic_coords.rows) : in.params.topics;
   const int D = fold ? static_cast<int>(L.model.topic_coords.cols) : in.params.dim;
+  check_plan(L, Z, *backend);
   if (!quiet)
     std::fprintf(stderr, "[plsv] %s%lld documents, %lld words, %lld nonzeros%s; Z = %d, D = %d on %s\n",
                  fold ? "fold-in of " : "", static_cast<long long>(c.num_docs()), static_cast<long long>(c.num_words),
@@ -225,7 +261,7 @@ json run_plsv(const RunConfig& run, bool quiet) {
   report["params"]["gamma"] = echoed.gamma_per_topic * Z;
   report["input"] = {{"corpus", in.spec.path},     {"documents", c.num_docs()}, {"words", c.num_words},
                      {"nonzeros", c.nnz()},        {"skipped_empty_documents", c.skipped_empty},
-                     {"labels", !c.labels.empty()}, {"model", in.model_dir}};
+                     {"labels", !c.labels.empty()}, {"model", in.input.model}};
   json trace = json::array();
   for (const auto& e : res.trace)
     trace.push_back({{"iteration", e.iteration}, {"log_posterior", e.log_posterior},

@@ -5,8 +5,21 @@
 #include <string>
 
 #include "cli/run_config.hpp"
+#include "io/corpus.hpp"
 
 namespace orrery::cli {
+
+// The "input" keys of a PLSV run: the corpus (io/corpus.hpp) and, for fold-in, a saved model.
+struct PlsvInputSpec {
+  std::string corpus;
+  io::CorpusFormat format = io::CorpusFormat::automatic;
+  std::string vocab, labels;
+  bool ids_from_zero = false;
+  io::TextOptions text;
+  std::string model;  // fold-in: the directory of a plsv run (topics.npy, theta.npy, vocab.txt)
+};
+const std::vector<Field<PlsvInputSpec>>& plsv_input_fields();
+const std::vector<Field<io::TextOptions>>& text_fields();
 
 std::string validate_plsv(const RunConfig& run);
 json run_plsv(const RunConfig& run, bool quiet);

@@ -620,12 +620,14 @@ Corpus read_any(const CorpusSpec& spec, const Vocab* fixed) {
 }  // namespace
 
 CorpusFormat parse_corpus_format(const std::string& name, const std::string& where) {
-  if (name == "auto" || name == "automatic") return CorpusFormat::automatic;
-  if (name == "uci") return CorpusFormat::uci;
-  if (name == "svmlight") return CorpusFormat::svmlight;
-  if (name == "mtx") return CorpusFormat::mtx;
-  if (name == "text") return CorpusFormat::text;
-  input_error(where + ": unknown corpus format " + shown(name) + "; expected one of auto, uci, svmlight, mtx, text");
+  const auto& names = EnumNames<CorpusFormat>::names;
+  std::string list;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (name == names[i]) return static_cast<CorpusFormat>(i);
+    list += (i ? ", " : "") + std::string(names[i]);
+  }
+  if (name == "automatic") return CorpusFormat::automatic;
+  input_error(where + ": unknown corpus format " + shown(name) + "; expected one of " + list);
 }
 
 Corpus read_corpus(const CorpusSpec& spec) { return read_any(spec, nullptr); }

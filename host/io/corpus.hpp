@@ -40,11 +40,23 @@
 #include <string>
 #include <vector>
 
+#include "orrery/config.hpp"
 #include "orrery/corpus.hpp"
 
 namespace orrery::io {
 
 enum class CorpusFormat { automatic, uci, svmlight, mtx, text };
+
+}  // namespace orrery::io
+
+namespace orrery {
+template <>
+struct EnumNames<io::CorpusFormat> {
+  static constexpr std::array<const char*, 5> names = {"auto", "uci", "svmlight", "mtx", "text"};
+};
+}  // namespace orrery
+
+namespace orrery::io {
 
 struct TextOptions {
   index_t min_df = 2;            // keep words found in at least this many documents (>= 0)

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <random>
 #include <string>
 
 #include "orrery/error.hpp"
@@ -230,6 +231,63 @@ double knn_vote_accuracy(const std::vector<index_t>& neighbours, int stride, con
     hit += best == labels[static_cast<size_t>(i)];
   }
   return known ? static_cast<double>(hit) / static_cast<double>(known) : kNaN;
+}
+
+double knn_test_error(const MatrixD& Y, const std::vector<int>& train_labels, const std::vector<index_t>& test,
+                      const std::vector<int>& truth, int k) {
+  index_t wrong = 0;
+  std::vector<std::pair<double, index_t>> best;
+  std::vector<int> votes;
+  for (index_t t : test) {
+    best.clear();
+    for (index_t j = 0; j < Y.rows; ++j) {
+      if (train_labels[static_cast<size_t>(j)] < 0) continue;
+      double d2 = 0;
+      for (index_t c = 0; c < Y.cols; ++c) d2 += (Y(t, c) - Y(j, c)) * (Y(t, c) - Y(j, c));
+      best.emplace_back(d2, j);
+    }
+    const size_t m = std::min<size_t>(static_cast<size_t>(k), best.size());
+    std::partial_sort(best.begin(), best.begin() + static_cast<long>(m), best.end());
+    votes.clear();
+    int vote = -1, top = 0;
+    for (size_t q = 0; q < m; ++q) {  // majority; a tie goes to the label met first (nearest)
+      const int l = train_labels[static_cast<size_t>(best[q].second)];
+      if (l >= static_cast<int>(votes.size())) votes.resize(static_cast<size_t>(l) + 1, 0);
+      if (++votes[static_cast<size_t>(l)] > top) top = votes[static_cast<size_t>(l)], vote = l;
+    }
+    wrong += vote != truth[static_cast<size_t>(t)];
+  }
+  return test.empty() ? 0.0 : static_cast<double>(wrong) / static_cast<double>(test.size());
+}
+
+CrossValidation cross_validate_knn(const std::vector<int>& labels, int folds, unsigned long long seed,
+                                   const std::function<MatrixD(const std::vector<int>& train_labels)>& map_without,
+                                   const std::function<void(int fold, double error)>& progress) {
+  std::vector<index_t> labelled;
+  for (size_t n = 0; n < labels.size(); ++n)
+    if (labels[n] >= 0) labelled.push_back(static_cast<index_t>(n));
+  if (folds < 2) input_error("input.cv_folds: expected 0 (off) or at least 2 folds, found " + std::to_string(folds));
+  if (static_cast<index_t>(labelled.size()) < folds)
+    input_error("input.cv_folds: " + std::to_string(folds) + " folds for " + std::to_string(labelled.size()) +
+                " labelled points");
+  std::mt19937_64 rng(seed ^ 0xc0ffeeULL);
+  std::shuffle(labelled.begin(), labelled.end(), rng);
+  CrossValidation cv;
+  for (int f = 0; f < folds; ++f) {
+    std::vector<int> train = labels;
+    std::vector<index_t> test;
+    for (size_t q = 0; q < labelled.size(); ++q)
+      if (static_cast<int>(q % static_cast<size_t>(folds)) == f) {
+        test.push_back(labelled[q]);
+        train[static_cast<size_t>(labelled[q])] = -1;
+      }
+    const double e = knn_test_error(map_without(train), train, test, labels);
+    cv.errors.push_back(e);
+    cv.mean += e;
+    if (progress) progress(f, e);
+  }
+  cv.mean /= folds;
+  return cv;
 }
 
 ClassScores class_scores(const std::vector<int>& predicted, const std::vector<int>& labels, int num_classes) {

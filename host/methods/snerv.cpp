@@ -15,7 +15,11 @@
 #include <random>
 
 #include "optim/cg.hpp"
+#include "orrery/affinity.hpp"
+#include "orrery/backend.hpp"
 #include "orrery/error.hpp"
+#include "orrery/knn.hpp"
+#include "orrery/pca.hpp"
 #include "orrery/math/distance.hpp"
 #include "orrery/math/fisher.hpp"
 
@@ -342,6 +346,28 @@ double class_mixture_fisher(const ClassMixture& m, const double* x, const double
   for (index_t j = 0; j < d; ++j) v2 += v[j] * v[j];
   return math::fisher_quadratic(r.data(), a.data(), m.beta.data.data(), w, K, m.num_classes, math::kFisherFloor) +
          m.euclidean * w * v2;
+}
+
+SnervResult fit_snerv(const MatrixD& X, const std::vector<int>& labels, const SnervParams& prm,
+                      unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress) {
+  const int threads = backend.threads();
+  const index_t N = X.rows;
+  SnervResult r;
+  r.model = fit_class_mixture(X, labels, prm.metric, seed, threads);
+  r.metric_distances = backend.learning_metric_distances(r.model, X, prm.metric.pieces);
+  r.perplexity = prm.perplexity > 0 ? prm.perplexity
+                                    : std::clamp(0.5 * static_cast<double>(N) / static_cast<double>(r.model.centres.rows),
+                                                 2.0, static_cast<double>(N - 1) / 3.0);
+  const AffinityResult aff =
+      prm.sparse ? affinities_from_knn(knn_from_distance_matrix(r.metric_distances,
+                                                                static_cast<int>(std::ceil(3.0 * r.perplexity)), threads),
+                                       r.perplexity, threads)
+                 : affinities_from_distances(r.metric_distances, r.perplexity, threads);
+  const MatrixD start = prm.nerv.init == NervInit::pca ? pca_project(X, prm.nerv.dim, threads) : MatrixD();
+  const MatrixD* s = prm.nerv.init == NervInit::pca ? &start : nullptr;
+  r.nerv = prm.sparse ? fit_nerv(aff.sparse_conditional, aff.beta, prm.nerv, seed, backend, progress, s)
+                      : fit_nerv(aff.conditional, aff.beta, prm.nerv, seed, backend, progress, s);
+  return r;
 }
 
 }  // namespace orrery

@@ -89,7 +89,7 @@ struct Field {
                               ListInput<double> P::*, ListInput<std::string> P::*, SubTable<P>>;
   const char* key;
   Member member;
-  const char* doc;  // meaning in the paper's terms, trade-off, effect on determinism
+  std::string doc;  // meaning in the paper's terms, trade-off, effect on determinism
   double min = -kInf;
   double max = kInf;
   bool min_exclusive = false;
@@ -270,9 +270,9 @@ SubTable<P> sub_table(S P::*m, const std::string& table, const std::vector<Field
                      [m, fields](const P& p) { return fields_to_json(p.*m, fields()); }};
 }
 
+// `defaults`: the values shown as defaults (a table shared by several methods may differ in them).
 template <class P>
-std::vector<FieldInfo> describe_fields(const std::vector<Field<P>>& fields) {
-  static const P defaults = P();
+std::vector<FieldInfo> describe_fields(const std::vector<Field<P>>& fields, const P& defaults = P()) {
   std::vector<FieldInfo> out;
   for (const auto& f : fields) {
     FieldInfo info;

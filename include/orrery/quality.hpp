@@ -11,6 +11,7 @@
 //   the number of threads.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "orrery/types.hpp"
@@ -71,6 +72,24 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
 // Leave-one-out k-NN classification of a map from its neighbour lists: majority vote of the k
 // nearest labelled neighbours; a tie goes to the label whose nearest member ranks first.
 double knn_vote_accuracy(const std::vector<index_t>& neighbours, int stride, const std::vector<int>& labels, int k);
+
+// k-NN classification of held-out points in a map: each point of `test` gets the majority label of
+// its k nearest points among those labelled in train_labels (a tie goes to the label met first,
+// i.e. nearest); returns the fraction whose vote differs from truth. Exact (all points scanned).
+double knn_test_error(const MatrixD& Y, const std::vector<int>& train_labels, const std::vector<index_t>& test,
+                      const std::vector<int>& truth, int k = 5);
+
+// The supervised-NeRV paper's protocol: the labelled points (labels >= 0) are split into `folds`
+// seeded folds; for each, its labels are hidden (-1), map_without(train_labels) makes the map
+// without them, and the fold's points are classified by 5-NN among the other labelled points of
+// that map (knn_test_error). Errors (input): fewer labelled points than folds.
+struct CrossValidation {
+  std::vector<double> errors;  // per fold
+  double mean = 0.0;
+};
+CrossValidation cross_validate_knn(const std::vector<int>& labels, int folds, unsigned long long seed,
+                                   const std::function<MatrixD(const std::vector<int>& train_labels)>& map_without,
+                                   const std::function<void(int fold, double error)>& progress = {});
 
 // Per-class precision, recall and F-measure of a predicted class against labels (PE paper,
 // Table 1): precision_k = |pred = k and label = k| / |pred = k|, recall_k = ... / |label = k|.

@@ -6,13 +6,17 @@
 // validation of that likelihood unless given. The Fisher information of the model defines a local
 // metric; distances are integrated along straight paths in T pieces (math/fisher.hpp).
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "orrery/config.hpp"
+#include "orrery/nerv.hpp"
 #include "orrery/types.hpp"
 
 namespace orrery {
+
+class Backend;
 
 struct ClassMixtureParams {
   // K, the number of Gaussian components; 0 chooses it from {C, 2C, 4C} (C classes, at most a
@@ -80,5 +84,29 @@ struct MetricProjections {
   double w = 0.0;
 };
 MetricProjections metric_projections(const ClassMixture& model, const MatrixD& X, int threads = 0);
+
+// Supervised NeRV as one method: class model -> learning-metric distances -> affinities -> NeRV.
+struct SnervParams {
+  ClassMixtureParams metric;  // the class-posterior model behind the metric
+  NervParams nerv;            // the map (params.init = pca starts from the vectors' principal components)
+  // The affinities' perplexity; 0 takes the paper's effective number of neighbours, 0.5 N / K
+  // (K the model's components), clamped to [2, (N - 1) / 3].
+  double perplexity = 0.0;
+  // true: each point's ceil(3 perplexity) nearest in the metric, with NeRV's row floor elsewhere
+  // (sparse rows); false: every pair's probability (dense rows).
+  bool sparse = true;
+};
+
+struct SnervResult {
+  ClassMixture model;
+  MatrixD metric_distances;  // N x N: the map's input space, for the quality measures
+  double perplexity = 0.0;   // the one used
+  NervResult nerv;
+};
+
+// X: N x d vectors, labels: N entries (-1 unknown; at least two classes labelled). The distances
+// and the map run on `backend`; the class model on the host with the backend's threads.
+SnervResult fit_snerv(const MatrixD& X, const std::vector<int>& labels, const SnervParams& params,
+                      unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {});
 
 }  // namespace orrery

@@ -221,7 +221,12 @@ TEST_F(Cli, ReadmeParameterTablesMatchTheCode) {
                                        {"hssne-params", "hssne"},
                                        {"nerv-params", "nerv"},
                                        {"metric-params", "metric"},
-                                       {"plsv-params", "plsv"}}) {
+                                       {"plsv-params", "plsv"},
+                                       {"pe-input", "pe_input"},
+                                       {"hssne-input", "hssne_input"},
+                                       {"snerv-input", "snerv_input"},
+                                       {"plsv-input", "plsv_input"},
+                                       {"text-input", "text"}}) {
     const Outcome o = run_cli("defaults " + method + " --markdown");
     ASSERT_EQ(o.code, 0);
     const auto begin = readme.find("<!-- " + marker + ":begin");
@@ -245,4 +250,21 @@ TEST_F(Cli, Float32RowsWithinRoundOffAreAccepted) {
   expect_input_error(config("pe_planted_csv.json", "out", {{"input", {{"posteriors", bad}, {"labels", nullptr},
                                                                       {"class_names", nullptr}}}}),
                      {"g.csv", "row 2", "sums to 1.001"});
+}
+
+// validate reads and checks every input, the vectors of the posterior model too, but fits nothing:
+// it names the classes the model would have and leaves no output.
+TEST_F(Cli, ValidateReadsTheVectorsButFitsNoModel) {
+  if (!fs::exists("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed (scripts/setup.sh installs it)";
+  const Outcome o = run_cli("validate " + config("pe_fashion_mnist.json", "v", {{"device", "cpu"}}));
+  ASSERT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("10000 objects, 10 classes (posterior model to fit on the vectors)"), std::string::npos)
+      << o.output;
+  EXPECT_FALSE(fs::exists(dir_ / "v"));
+  const std::string short_labels = write("y.csv", "0\n1\n");
+  const Outcome bad =
+      run_cli("validate " + config("pe_fashion_mnist.json", "v", {{"input", {{"vector_labels", short_labels}}}}));
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("y.csv: 2 labels for 10000 vectors"), std::string::npos) << bad.output;
 }

@@ -252,3 +252,76 @@ TEST(NeCli, HssneTakesAPrecomputedAffinityMatrix) {
   EXPECT_EQ(e.code, 2);
   EXPECT_NE(e.output.find("input.affinity_matrix"), std::string::npos) << e.output;
 }
+
+// Memory is planned before any large allocation: dense affinities for 200,000 points (about 600 GiB)
+// are refused by validate and by run with exit 2, naming the key and the way out; "auto" (the
+// default) chooses sparse affinities for them, and dense ones for a small input.
+TEST(NeCli, MemoryIsPlannedBeforeTheRun) {
+  orrery::test::TempDir tmp;
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> z(0.0, 1.0);
+  std::ostringstream big;
+  for (int i = 0; i < 200000; ++i) big << z(rng) << ',' << z(rng) << '\n';
+  const std::string x = tmp.write("big.csv", big.str());
+  auto config = [&](const std::string& name, const json& input) {
+    json in = {{"vectors", x}};
+    in.merge_patch(input);
+    return tmp.write(name, json({{"method", "hssne"}, {"input", in}, {"output", {{"dir", tmp.path("out")}}},
+                                 {"device", "cpu"}})
+                               .dump());
+  };
+  const std::string dense = config("dense.json", {{"affinities", "dense"}});
+  for (const char* cmd : {"validate ", "run "}) {
+    const auto o = orrery::test::run_orrery(cmd + dense + " --quiet");
+    EXPECT_EQ(o.code, 2) << cmd << o.output;
+    for (const char* part : {"input.affinities", "GiB", "is available", "\"sparse\""})
+      EXPECT_NE(o.output.find(part), std::string::npos) << cmd << part << "\n" << o.output;
+  }
+  EXPECT_FALSE(fs::exists(tmp.path("out")));
+  const auto automatic = orrery::test::run_orrery("validate " + config("auto.json", json::object()));
+  EXPECT_EQ(automatic.code, 0) << automatic.output;
+  EXPECT_NE(automatic.output.find("200000 points"), std::string::npos) << automatic.output;
+  EXPECT_NE(automatic.output.find("sparse (auto) affinities"), std::string::npos) << automatic.output;
+
+  const std::string small = tmp.write("small.csv", big.str().substr(0, big.str().find('\n', 0) + 1) + "1,2\n2,1\n3,3\n0.5,4\n4,0.5\n");
+  const auto s = orrery::test::run_orrery(
+      "run " + tmp.write("s.json", json({{"method", "hssne"}, {"input", {{"vectors", small}, {"perplexity", 2}}},
+                                         {"params", {{"max_iter", 5}}}, {"output", {{"dir", tmp.path("small_out")}}},
+                                         {"device", "cpu"}})
+                                       .dump()) +
+      " --quiet");
+  ASSERT_EQ(s.code, 0) << s.output;
+  std::ifstream in(tmp.path("small_out/report.json"));
+  const json r = json::parse(in);
+  EXPECT_EQ(r["input"]["affinities"], "dense");
+  EXPECT_EQ(r["input"]["affinities_requested"], "auto");
+  EXPECT_GT(r["memory"]["host_peak_bytes"].get<double>(), 0.0);
+  EXPECT_GT(r["memory"]["host_available_bytes"].get<double>(), r["memory"]["host_peak_bytes"].get<double>());
+}
+
+// A value of the wrong enum, or an integer that would wrap, is named with its key and range.
+TEST(NeCli, EnumsAndIntegersAreCheckedBeforeUse) {
+  orrery::test::TempDir tmp;
+  const std::string x = tmp.write("x.csv", "0,0\n1,0\n0,1\n2,2\n3,1\n");
+  auto run = [&](const json& input, const json& params) {
+    json in = {{"vectors", x}, {"perplexity", 2}};
+    in.merge_patch(input);
+    return orrery::test::run_orrery(
+        "validate " + tmp.write("c.json", json({{"method", "hssne"}, {"input", in}, {"params", params},
+                                                {"output", {{"dir", tmp.path("out")}}}})
+                                              .dump()));
+  };
+  auto o = run(json::object(), {{"optimizer", "newton"}});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("params.optimizer: expected one of fixed_point | gradient, found \"newton\""),
+            std::string::npos) << o.output;
+  o = run({{"pca", 4294967298LL}}, json::object());
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("input.pca"), std::string::npos) << o.output;
+  o = run({{"cv_folds", 4294967296LL}}, json::object());
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("input.cv_folds"), std::string::npos) << o.output;
+  o = run({{"affinities", "sparse"}, {"class_names", "names.txt"}}, json::object());
+  EXPECT_EQ(o.code, 2) << "a missing class-name file is read by validate";
+  EXPECT_NE(o.output.find("names.txt"), std::string::npos) << o.output;
+}

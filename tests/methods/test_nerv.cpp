@@ -10,6 +10,8 @@
 #include <limits>
 #include <random>
 
+#include "methods/random.hpp"
+#include "optim/cg.hpp"
 #include "orrery/affinity.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/math/nerv.hpp"
@@ -385,4 +387,76 @@ TEST(Nerv, AGivenStartIsRescaledToTheInputBandwidth) {
   const AffinityResult s = affinities_sparse(X, 10.0);
   const NervResult rs = fit_nerv(s.sparse_conditional, s.beta, prm, 1, *cpu, {}, &S);
   EXPECT_EQ(rs.coords.rows, 60);
+}
+
+// The engine's conjugate gradient is conjugate gradient on host vectors: the same start, the same
+// evaluations and the same dots give the same trace and map, bit for bit (double arithmetic).
+TEST(Nerv, EngineConjugateGradientIsConjugateGradientOnHostVectors) {
+  const MatrixD X = points(70, 4, 9);
+  const AffinityResult a = affinities_dense(X, 8.0);
+  NervParams prm;
+  prm.max_iter = 25;
+  prm.precision = NervPrecision::float64;
+  const NervResult fit = fit_nerv(a.conditional, a.beta, prm, 5, 2);
+
+  std::vector<double> sorted = a.beta;
+  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+  std::vector<double> x = seeded_gaussian(70 * 2, 5, prm.init_scale / std::sqrt(sorted[sorted.size() / 2]));
+  const MatrixD logP = nerv_log_probabilities(a.conditional);
+  MatrixD Y(70, 2), g;
+  optim::CgOptions o;
+  o.max_iter = prm.max_iter;
+  o.ftol = prm.ftol;
+  const optim::CgReport rep = optim::cg_minimize(
+      [&](const std::vector<double>& xs, std::vector<double>& grad) {
+        Y.data = xs;
+        const double E = nerv_objective(a.conditional, logP, a.beta, Y, prm.lambda, &g, 2);
+        grad = g.data;
+        return E;
+      },
+      x, o);
+  EXPECT_EQ(fit.objective_trace, rep.trace);
+  EXPECT_EQ(fit.evaluations, rep.evaluations);
+  EXPECT_EQ(fit.coords.data, x);
+  EXPECT_EQ(fit.arithmetic, "double");
+}
+
+// The engine's operations by their definitions: a trial point is x + t d with its cost and
+// gradient as if evaluated there, dots are sums of products, accept_trial swaps.
+TEST(Nerv, EngineOperationsFollowTheirDefinitions) {
+  const MatrixD X = points(50, 3, 4);
+  const AffinityResult a = affinities_sparse(X, 6.0);
+  auto cpu = make_cpu_backend(2);
+  for (NervPrecision prec : {NervPrecision::float32, NervPrecision::float64}) {
+    SCOPED_TRACE(enum_name(prec));
+    auto e = cpu->make_nerv(a.sparse_conditional, a.beta, NervOptions{0.4, 2, prec});
+    const MatrixD Y = gaussian(50, 2, 8);
+    e->set_coords(Y);
+    const double E0 = e->evaluate(true);
+    const MatrixD g0 = e->vector(NervVector::gradient);
+    EXPECT_EQ(E0, e->evaluate(false)) << "the cost without the gradient";
+    e->update_direction(0.0);
+    const MatrixD d = e->vector(NervVector::direction);
+    for (size_t q = 0; q < d.data.size(); ++q) ASSERT_EQ(d.data[q], -g0.data[q]);
+    double gg = 0;
+    for (double v : g0.data) gg += v * v;
+    EXPECT_EQ(e->dot(NervVector::gradient, NervVector::gradient), gg);
+    EXPECT_EQ(e->dot(NervVector::gradient, NervVector::direction), -gg);
+    const double Et = e->evaluate_trial(0.01);
+    MatrixD Yt = Y;
+    for (size_t q = 0; q < Yt.data.size(); ++q) Yt.data[q] += 0.01 * d.data[q];
+    EXPECT_EQ(e->vector(NervVector::trial).data, Yt.data);
+    auto fresh = cpu->make_nerv(a.sparse_conditional, a.beta, NervOptions{0.4, 2, prec});
+    fresh->set_coords(Yt);
+    EXPECT_EQ(Et, fresh->evaluate(true));
+    EXPECT_EQ(e->vector(NervVector::trial_gradient).data, fresh->vector(NervVector::gradient).data);
+    EXPECT_LT(Et, E0) << "a small step down the gradient lowers the cost";
+    e->accept_trial();
+    EXPECT_EQ(e->vector(NervVector::x).data, Yt.data);
+    EXPECT_EQ(e->vector(NervVector::trial).data, Y.data);
+    EXPECT_EQ(e->vector(NervVector::trial_gradient).data, g0.data);
+    e->update_direction(0.5);
+    const MatrixD d2 = e->vector(NervVector::direction), g1 = e->vector(NervVector::gradient);
+    for (size_t q = 0; q < d2.data.size(); ++q) ASSERT_EQ(d2.data[q], -g1.data[q] + 0.5 * d.data[q]);
+  }
 }

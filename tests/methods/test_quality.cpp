@@ -287,3 +287,43 @@ TEST(Quality, DistanceMatrixInputEqualsVectorInput) {
     EXPECT_EQ(ra.at_k[q].trustworthiness, rb.at_k[q].trustworthiness);
   }
 }
+
+// k-NN test error by its definition on a hand-made map, and the cross-validation protocol: every
+// labelled point is held out exactly once, with exactly its fold's labels hidden from the map.
+TEST(Quality, KnnTestErrorAndCrossValidation) {
+  // Two clusters on a line; point 2 sits in the second cluster but is labelled 0.
+  MatrixD Y(8, 1);
+  const double xs[8] = {0.0, 0.1, 5.2, 0.3, 5.0, 5.1, 5.3, 5.4};
+  for (int i = 0; i < 8; ++i) Y(i, 0) = xs[i];
+  const std::vector<int> truth = {0, 0, 0, 0, 1, 1, 1, 1};
+  std::vector<int> train = truth;
+  train[2] = train[3] = -1;
+  // Point 3's 5 nearest labelled: 1, 0 (class 0), 4, 5, 6 (class 1) -> 1 wins: wrong. Point 2's:
+  // 5, 6, 4, 7 (class 1) and 1 -> 1: wrong, as its label says 0.
+  EXPECT_DOUBLE_EQ(knn_test_error(Y, train, {2, 3}, truth), 1.0);
+  EXPECT_DOUBLE_EQ(knn_test_error(Y, train, {2, 3}, truth, 1), 0.5) << "1-NN: point 3's nearest is 1 (class 0)";
+
+  std::vector<int> labels(60);
+  MatrixD Z(60, 2);
+  for (int i = 0; i < 60; ++i) {
+    labels[i] = i % 10 == 9 ? -1 : i % 3;
+    Z(i, 0) = 10.0 * (i % 3) + 0.01 * i;
+    Z(i, 1) = 0.0;
+  }
+  std::vector<int> held(60, 0);
+  const CrossValidation cv = cross_validate_knn(labels, 4, 5, [&](const std::vector<int>& tr) {
+    int hidden = 0;
+    for (int i = 0; i < 60; ++i) {
+      if (labels[i] < 0) EXPECT_EQ(tr[i], -1);
+      else if (tr[i] < 0) ++hidden, ++held[i];
+      else EXPECT_EQ(tr[i], labels[i]);
+    }
+    EXPECT_TRUE(hidden == 13 || hidden == 14) << hidden;  // 54 labelled points in 4 folds
+    return Z;
+  });
+  ASSERT_EQ(cv.errors.size(), 4u);
+  for (double e : cv.errors) EXPECT_EQ(e, 0.0) << "separated classes are classified without error";
+  EXPECT_EQ(cv.mean, 0.0);
+  for (int i = 0; i < 60; ++i) EXPECT_EQ(held[i], labels[i] < 0 ? 0 : 1) << i;
+  EXPECT_THROW(cross_validate_knn(labels, 100, 5, [&](const std::vector<int>&) { return Z; }), Error);
+}

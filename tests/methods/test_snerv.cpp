@@ -4,8 +4,14 @@
 #include <cmath>
 #include <random>
 
+#include <algorithm>
+
+#include "orrery/affinity.hpp"
+#include "orrery/backend.hpp"
 #include "orrery/error.hpp"
+#include "orrery/knn.hpp"
 #include "orrery/math/fisher.hpp"
+#include "orrery/quality.hpp"
 #include "orrery/snerv.hpp"
 
 using namespace orrery;
@@ -176,4 +182,34 @@ TEST(ClassMixture, BadLabelsAreInputErrors) {
   EXPECT_THROW(fit_class_mixture(X, gap, {}, 1), Error);
   X(4, 1) = std::nan("");
   EXPECT_THROW(fit_class_mixture(X, y, {}, 1), Error);
+}
+
+// fit_snerv is the pipeline it names, step by step: the same model, the distances, the sparse
+// affinities at the paper's perplexity and the NeRV fit give the same map bit for bit; and the map
+// separates the classes.
+TEST(Snerv, FitIsTheModelMetricAffinitiesAndNervPipeline) {
+  MatrixD X;
+  std::vector<int> y;
+  blobs(3, 40, 5, 7, X, y);
+  SnervParams prm;
+  prm.metric.components = 6;
+  prm.metric.width = 1.5;
+  prm.metric.max_iter = 40;
+  prm.nerv.max_iter = 60;
+  auto cpu = make_cpu_backend(2);
+  const SnervResult r = fit_snerv(X, y, prm, 11, *cpu);
+  const ClassMixture m = fit_class_mixture(X, y, prm.metric, 11, 2);
+  const MatrixD D = learning_metric_distances(m, X, prm.metric.pieces, 2);
+  EXPECT_EQ(r.metric_distances.data, D.data);
+  const double perplexity = std::clamp(0.5 * 120 / 6.0, 2.0, 119.0 / 3.0);
+  EXPECT_EQ(r.perplexity, perplexity);
+  const AffinityResult a =
+      affinities_from_knn(knn_from_distance_matrix(D, static_cast<int>(std::ceil(3 * perplexity)), 2), perplexity, 2);
+  const NervResult n = fit_nerv(a.sparse_conditional, a.beta, prm.nerv, 11, *cpu);
+  EXPECT_EQ(r.nerv.coords.data, n.coords.data);
+  EXPECT_EQ(r.nerv.objective_trace, n.objective_trace);
+  QualityRequest req;
+  req.ks = {5};
+  req.curve = false;
+  EXPECT_GT(evaluate_quality(r.nerv.coords, r.nerv.coords, y, req).at_k[0].knn_accuracy, 0.9);
 }

@@ -1,0 +1,160 @@
+#include "cli/ne_config.hpp"
+
+#include <cstdio>
+
+#include "io/readers.hpp"
+#include "orrery/error.hpp"
+#include "orrery/pca.hpp"
+
+namespace orrery::cli {
+namespace {
+
+using F = Field<NeInputSpec>;
+
+std::vector<F> input_table(const std::string& method) {
+  const bool hssne = method == "hssne", snerv = method == "snerv";
+  std::vector<F> t;
+  t.push_back({"vectors", &NeInputSpec::vectors,
+               snerv ? "N x d points: npy, csv/tsv/txt (optionally .gz) or IDX. Required."
+                     : "N x d points: npy, csv/tsv/txt (optionally .gz) or IDX. Give exactly one of vectors, distances"
+                       "" + std::string(hssne ? ", affinity_matrix." : ".")});
+  if (!snerv)
+    t.push_back({"distances", &NeInputSpec::distances,
+                 "A symmetric N x N distance matrix (zero diagonal) instead of vectors; dense affinities."});
+  if (hssne)
+    t.push_back({"affinity_matrix", &NeInputSpec::affinity_matrix,
+                 "Precomputed affinities: a sparse N x N Matrix Market coordinate file (.mtx[.gz]; real, integer or "
+                 "pattern; general or symmetric), made symmetric as (A + A') / 2 and scaled to sum 1."});
+  t.push_back({"labels", &NeInputSpec::labels,
+               snerv ? "One integer label per point (-1 unknown): the class-posterior model's targets. Required."
+                     : "One integer label per point (-1 unknown): colours, k-NN accuracy, cv_folds" +
+                           std::string(hssne ? ", params.rho." : ".")});
+  t.push_back({"class_names", &NeInputSpec::class_names, "Names of labels 0, 1, ... for the map's legend: a list or a file."});
+  t.push_back({"limit", &NeInputSpec::limit,
+               snerv ? "Use the first N rows only; 0 = all."
+                     : "Use the first N rows only (a distance matrix: its first N x N block); 0 = all.",
+               0, 1e12});
+  t.push_back({"pca", &NeInputSpec::pca, "Project the vectors onto this many principal components first; 0 = off.", 0,
+               1e6});
+  if (snerv)
+    t.push_back({"perplexity", &NeInputSpec::perplexity,
+                 "Effective number of neighbours of the affinities; 0 = the paper's 0.5 N / K (K the model's "
+                 "components), clamped to [2, (N - 1) / 3]. Otherwise > 1.",
+                 0, 1e9});
+  else
+    t.push_back({"perplexity", &NeInputSpec::perplexity,
+                 "Effective number of neighbours of the affinities (< N - 1; sparse: <= (N - 1) / 3).", 1, 1e9, true});
+  t.push_back({"affinities", &NeInputSpec::affinities,
+               snerv ? "sparse: each point's ceil(3 perplexity) nearest in the metric, NeRV's floor elsewhere; dense: "
+                       "every pair; auto = sparse."
+                     : "dense: every pair (O(N^2) memory); sparse: each point's ceil(3 perplexity) exact nearest "
+                       "neighbours; auto: dense up to 10,000 points when that fits in half the memory available, "
+                       "sparse above (distances: dense)."});
+  if (snerv)
+    t.push_back({"metric", sub_table(&NeInputSpec::metric, "metric", &class_mixture_fields),
+                 "The class-posterior model behind the learning metric."});
+  t.push_back({"cv_folds", &NeInputSpec::cv_folds,
+               "0 = off, else k >= 2: the labelled points in k seeded folds; each fold's labels hidden, the map made "
+               "without them and its points classified by 5-NN among the other labelled points.",
+               0, 1000});
+  return t;
+}
+
+}  // namespace
+
+const std::vector<Field<NeInputSpec>>& ne_input_fields(const std::string& method) {
+  static const std::vector<F> hssne = input_table("hssne"), nerv = input_table("nerv"), snerv = input_table("snerv");
+  return method == "hssne" ? hssne : method == "snerv" ? snerv : nerv;
+}
+
+const NeInputSpec& ne_input_defaults(const std::string& method) {
+  static const NeInputSpec common;
+  static const NeInputSpec snerv = [] {
+    NeInputSpec s;
+    s.perplexity = 0.0;
+    return s;
+  }();
+  return method == "snerv" ? snerv : common;
+}
+
+NeRunConfig read_ne_config(const RunConfig& run) {
+  NeRunConfig cfg;
+  cfg.run = run;
+  const std::string& m = run.method;
+  NeInputSpec& in = cfg.input;
+  in = ne_input_defaults(m);
+  // Keys another neighbour method takes: say why not here, before the table's "unknown key".
+  if (m != "hssne" && run.input.contains("affinity_matrix"))
+    input_error("input.affinity_matrix: only hssne takes precomputed affinities");
+  if (m != "snerv" && run.input.contains("metric")) input_error("input.metric: applies to method snerv only");
+  if (m == "snerv" && run.input.contains("distances"))
+    input_error("input.distances: snerv needs vectors (its metric is learnt)");
+  read_fields(run.input, in, ne_input_fields(m), "input");
+  if (in.vectors.empty() + in.distances.empty() + in.affinity_matrix.empty() != 2)
+    input_error(m == "snerv" ? "input.vectors: required (N x d points)"
+                             : "input: give exactly one of 'vectors' (N x d points: npy, csv/tsv/txt or IDX), 'distances' "
+                               "(a symmetric N x N distance matrix)" +
+                                   std::string(m == "hssne" ? " or 'affinity_matrix' (a sparse N x N Matrix Market file)" : ""));
+  if (!in.affinity_matrix.empty())
+    for (const char* k : {"pca", "perplexity", "affinities", "limit"})
+      if (run.input.contains(k)) input_error(std::string("input.") + k + ": does not apply to a precomputed affinity_matrix");
+  if (in.pca > 0 && !in.distances.empty()) input_error("input.pca: applies to vectors, not to a distance matrix");
+  if (m == "snerv" && in.perplexity != 0.0 && !(in.perplexity > 1.0))
+    input_error("input.perplexity: expected 0 (the paper's 0.5 N / K) or a value > 1, found " +
+                detail::number_text(in.perplexity));
+  if (in.cv_folds == 1) input_error("input.cv_folds: expected 0 (off) or at least 2 folds");
+  if (in.cv_folds > 0 && in.labels.empty()) input_error("input.cv_folds: needs input.labels");
+  if (in.affinities == AffinityMode::sparse && !in.distances.empty())
+    input_error("input.affinities: sparse affinities need vectors (their neighbour search), not distances");
+  if (m == "hssne") {
+    read_fields(run.params, cfg.hssne, hssne_fields(), "params");
+    const HssneParams& p = cfg.hssne;
+    if (p.rho > 0 && in.labels.empty()) input_error("params.rho > 0 needs input.labels (-1 for unknown)");
+    if (p.rho > 0 && (in.affinities == AffinityMode::sparse || !in.affinity_matrix.empty()))
+      input_error("params.rho: semi-supervised mixing needs dense affinities (input.affinities)");
+  } else {
+    read_fields(run.params, cfg.nerv, nerv_fields(), "params");
+    if (cfg.nerv.init == NervInit::pca && !in.distances.empty())
+      input_error("params.init: pca needs input vectors, not a distance matrix");
+    if (m == "snerv" && in.labels.empty()) input_error("input.labels: snerv needs labels (-1 for unknown)");
+  }
+  check_keys(run.output_extra, "output", {"dir", "format", "svg"});
+  return cfg;
+}
+
+NeData load_ne_data(const NeRunConfig& cfg) {
+  const NeInputSpec& in = cfg.input;
+  NeData d;
+  const std::string source = !in.vectors.empty() ? in.vectors : !in.distances.empty() ? in.distances : in.affinity_matrix;
+  if (!in.affinity_matrix.empty()) {
+    const io::SparseTriples t = io::read_mtx(in.affinity_matrix);
+    d.given = affinities_from_entries(t.rows, t.cols, t.row, t.col, t.val, "input.affinity_matrix " + in.affinity_matrix);
+    d.X = MatrixD(t.rows, 0);
+  } else {
+    d.X = io::read_matrix(source, in.limit);
+  }
+  if (!in.distances.empty() && in.limit > 0 && d.X.cols > d.X.rows) {  // the first `limit` points: a square block
+    MatrixD block(d.X.rows, d.X.rows);
+    for (index_t i = 0; i < d.X.rows; ++i)
+      for (index_t j = 0; j < d.X.rows; ++j) block(i, j) = d.X(i, j);
+    d.X = std::move(block);
+  }
+  if (!in.distances.empty() && d.X.cols != d.X.rows)
+    input_error(in.distances + ": expected a square N x N distance matrix, found " + std::to_string(d.X.rows) + " x " +
+                std::to_string(d.X.cols));
+  if (in.pca > 0) d.X = pca_project(d.X, in.pca, cfg.run.threads);
+  if (!in.labels.empty()) {
+    d.labels = io::read_labels(in.labels, in.limit);
+    if (static_cast<index_t>(d.labels.size()) != d.X.rows)
+      input_error(in.labels + ": " + std::to_string(d.labels.size()) + " labels for " + std::to_string(d.X.rows) +
+                  " points in " + source);
+  }
+  d.class_names = in.class_names.path.empty() ? in.class_names.values : io::read_names(in.class_names.path);
+  const double perplexity = in.perplexity;
+  if (in.affinity_matrix.empty() && perplexity > 0 && !(perplexity < static_cast<double>(d.X.rows - 1)))
+    input_error("input.perplexity: expected < N - 1 = " + std::to_string(d.X.rows - 1) + " for the " +
+                std::to_string(d.X.rows) + " points in " + source + ", found " + detail::number_text(perplexity));
+  return d;
+}
+
+}  // namespace orrery::cli

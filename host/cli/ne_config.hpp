@@ -1,0 +1,71 @@
+// The neighbour-embedding methods' part of a run (hssne, nerv, snerv): their "input" keys (one
+// struct, a field table per method listing the keys that method takes, with its defaults), their
+// "params", parsed once into NeRunConfig, and the reading and checking of their input files.
+#pragma once
+#include <array>
+#include <string>
+#include <vector>
+
+#include "cli/run_config.hpp"
+#include "orrery/affinity.hpp"
+#include "orrery/config.hpp"
+#include "orrery/hssne.hpp"
+#include "orrery/nerv.hpp"
+#include "orrery/snerv.hpp"
+
+namespace orrery::cli {
+
+// input.affinities.
+enum class AffinityMode { automatic, dense, sparse };
+
+}  // namespace orrery::cli
+
+namespace orrery {
+template <>
+struct EnumNames<cli::AffinityMode> {
+  static constexpr std::array<const char*, 3> names = {"auto", "dense", "sparse"};
+};
+}  // namespace orrery
+
+namespace orrery::cli {
+
+// input.affinities = "auto" takes dense affinities up to this many points (when their memory plan
+// fits in half of what is available), sparse above; supervised NeRV takes sparse.
+inline constexpr index_t kDenseAutoMaxPoints = 10000;
+
+struct NeInputSpec {
+  std::string vectors, distances, affinity_matrix, labels;
+  ListInput<std::string> class_names;
+  index_t limit = 0;
+  int pca = 0;
+  double perplexity = 30.0;  // snerv: 0 = the paper's 0.5 N / K
+  AffinityMode affinities = AffinityMode::automatic;
+  ClassMixtureParams metric;  // snerv
+  int cv_folds = 0;
+};
+
+// The method's input table ("hssne", "nerv" or "snerv") and its defaults.
+const std::vector<Field<NeInputSpec>>& ne_input_fields(const std::string& method);
+const NeInputSpec& ne_input_defaults(const std::string& method);
+
+struct NeRunConfig {
+  RunConfig run;
+  NeInputSpec input;
+  HssneParams hssne;  // method hssne
+  NervParams nerv;    // methods nerv and snerv
+};
+
+// Reads and checks every key of the method's input and params (no file is read).
+NeRunConfig read_ne_config(const RunConfig& run);
+
+// The input files, read and checked.
+struct NeData {
+  MatrixD X;               // N x d vectors, or the N x N distance matrix; N x 0 with given affinities
+  std::vector<int> labels;  // empty, or N entries (-1 unknown)
+  std::vector<std::string> class_names;
+  SparseAffinity given;    // hssne: input.affinity_matrix
+  index_t points() const { return X.rows; }
+};
+NeData load_ne_data(const NeRunConfig& cfg);
+
+}  // namespace orrery::cli

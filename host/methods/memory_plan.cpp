@@ -1,0 +1,124 @@
+// The methods' memory plans (orrery/memory_plan.hpp): what each step of a run allocates, in the
+// arrays' own sizes.
+#include "orrery/memory_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "orrery/error.hpp"
+
+namespace orrery {
+
+double MemoryPlan::host_peak() const {
+  double s = kMemoryMargin;
+  for (const auto& i : items) s += i.host_bytes;
+  return s;
+}
+
+double MemoryPlan::device_peak() const {
+  double s = 0.0;
+  for (const auto& i : items) s += i.device_bytes;
+  return s;
+}
+
+std::string format_bytes(double bytes) {
+  char buf[64];
+  if (bytes >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+  else std::snprintf(buf, sizeof buf, "%.0f MiB", std::ceil(bytes / (1024.0 * 1024)));
+  return buf;
+}
+
+void check_memory_plan(const MemoryPlan& plan, const MemoryInfo& available, bool has_device) {
+  const double host = plan.host_peak() + (has_device ? 0.0 : plan.device_peak());
+  const double device = has_device ? plan.device_peak() : 0.0;
+  const bool host_short = host > available.host_bytes, device_short = has_device && device > available.device_bytes;
+  if (!host_short && !device_short) return;
+  // The largest item where memory is short names the key to change.
+  const MemoryItem* worst = nullptr;
+  double worst_bytes = -1.0;
+  for (const auto& i : plan.items) {
+    const double b = device_short && !host_short ? i.device_bytes : i.host_bytes + (has_device ? 0.0 : i.device_bytes);
+    if (b > worst_bytes) worst_bytes = b, worst = &i;
+  }
+  std::string msg = device_short && !host_short
+                        ? "this run needs about " + format_bytes(device) + " of GPU memory, but " +
+                              format_bytes(available.device_bytes) + " is free"
+                        : "this run needs about " + format_bytes(host) + " of memory, but " +
+                              format_bytes(available.host_bytes) + " is available";
+  if (worst) msg = worst->key + ": " + msg + "; the largest part is " + worst->what + " (" + format_bytes(worst_bytes) + "): " + worst->remedy;
+  input_error(msg);
+}
+
+namespace {
+
+double sq(index_t n) { return static_cast<double>(n) * static_cast<double>(n); }
+
+}  // namespace
+
+MemoryPlan plan_neighbour_embedding(const NePlanInput& in, bool device) {
+  const index_t N = in.points;
+  const double n = static_cast<double>(N), nn = sq(N);
+  const double k = std::min(n - 1.0, std::ceil(3.0 * in.perplexity));
+  const std::string fewer = " or fewer points (input.limit)";
+  MemoryPlan p;
+  if (in.method == NeMethod::snerv) {
+    p.add({"the learning-metric distances, N^2 doubles", "method", "supervised NeRV needs every pair's distance: use" + fewer,
+           8.0 * nn, device ? 8.0 * nn : 0.0});
+  }
+  if (in.dense) {
+    p.add({"dense affinities: P and its conditional rows, 2 N^2 doubles", "input.affinities",
+           "use \"sparse\" or \"auto\" (each point's ceil(3 perplexity) nearest neighbours)" + fewer, 16.0 * nn, 0.0});
+  } else {
+    // kNN graph (index and distance), conditional rows (column and value), symmetrised P (up to 2 N k).
+    p.add({"sparse affinities: the neighbour lists and P, about 64 N k bytes", "input.perplexity",
+           "a smaller perplexity (k = ceil(3 perplexity) neighbours)" + fewer, 64.0 * n * k, 0.0});
+  }
+  if (in.method == NeMethod::hssne) {
+    if (in.mixing)
+      p.add({"semi-supervised mixing: a second dense P, N^2 doubles", "params.rho", "set it to 0" + fewer, 8.0 * nn, 0.0});
+    if (in.dense && device)
+      p.add({"the HSSNE engine's P, N^2 floats on the GPU (and staged on the host)", "input.affinities",
+             "use \"sparse\"" + fewer, 4.0 * nn, 4.0 * nn});
+    if (!in.dense && device) p.add({"the HSSNE engine's lists", "input.perplexity", "a smaller perplexity" + fewer, 0.0, 32.0 * n * k});
+  } else {
+    if (in.dense && device)
+      p.add({"the NeRV engine's P and log P and their transposes, 4 N^2 floats on the GPU (2 staged on the host)",
+             "input.affinities", "use \"sparse\"" + fewer, 8.0 * nn, 16.0 * nn});
+    else if (in.dense)
+      p.add({std::string("the NeRV engine's ") + (in.nerv_double ? "log P, N^2 doubles" : "P and log P, 2 N^2 floats"),
+             "input.affinities", "use \"sparse\"" + fewer, 8.0 * nn, 0.0});
+    else
+      p.add({"the NeRV engine's rows and their transposes", "input.perplexity", "a smaller perplexity" + fewer,
+             device ? 24.0 * n * k : 16.0 * n * k, device ? 48.0 * n * k : 0.0});
+  }
+  return p;
+}
+
+MemoryPlan plan_pe(index_t objects, index_t classes, bool device) {
+  MemoryPlan p;
+  const double nk = static_cast<double>(objects) * static_cast<double>(classes);
+  if (device)
+    p.add({"the PE engine's posteriors, N K floats on the GPU (staged on the host)", "input.limit",
+           "fewer objects (input.limit), or device \"cpu\" (which reads P in place)", 4.0 * nk, 4.0 * nk});
+  return p;
+}
+
+MemoryPlan plan_plsv(index_t docs, index_t words, int topics, index_t nonzeros, bool device) {
+  MemoryPlan p;
+  const double nz = static_cast<double>(docs) * topics, wz = static_cast<double>(words) * topics,
+               nnz = static_cast<double>(nonzeros);
+  const std::string remedy = "fewer topics (params.topics) or a smaller vocabulary (input.text.max_vocab)";
+  // Start (PE on the documents' topic posteriors) and the engine: P, R (N Z), theta and S (W Z), u and
+  // the word-major index (nnz).
+  p.add({"the start's document-topic posteriors, N Z doubles", "params.topics", remedy, 8.0 * nz, 0.0});
+  if (device)
+    p.add({"the PLSV engine's arrays (N Z, W Z and per nonzero) in float on the GPU", "params.topics", remedy,
+           4.0 * wz + 16.0 * nnz, 4.0 * (2 * nz + 2 * wz) + 24.0 * nnz});
+  else
+    p.add({"the PLSV engine's arrays (N Z, W Z and per nonzero) in double", "params.topics", remedy,
+           8.0 * (2 * nz + 2 * wz) + 24.0 * nnz, 0.0});
+  return p;
+}
+
+}  // namespace orrery

@@ -1,0 +1,71 @@
+// Memory is planned, not discovered (DESIGN.md, Numbers): before its large allocations a run adds
+// up what each step will hold at its peak, on the host and on the backend's device, compares it with
+// what the backend says is available, and refuses with a clear message (an input error naming the
+// size, the config key that causes it and what to change) instead of failing with bad_alloc after
+// minutes. The estimates count the O(N^2), O(N k) and O(N K) arrays a method allocates (what the
+// input files already hold is in use, so it is not counted again); small and O(N D) arrays are
+// covered by a fixed margin.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "orrery/backend.hpp"
+#include "orrery/types.hpp"
+
+namespace orrery {
+
+// One array (or group of arrays) of a run.
+struct MemoryItem {
+  std::string what;  // "dense affinities: P and its conditional rows, 2 N^2 doubles"
+  std::string key;   // the config key that decides it: "input.affinities"
+  std::string remedy;  // what to change: "use \"sparse\" (or \"auto\")"
+  double host_bytes = 0.0;
+  double device_bytes = 0.0;  // 0 on the CPU backend (its engines live in host memory)
+};
+
+struct MemoryPlan {
+  std::vector<MemoryItem> items;
+  double host_peak() const;
+  double device_peak() const;
+  void add(const MemoryItem& item) { items.push_back(item); }
+};
+
+// Bytes held at once beyond the items: O(N D) vectors, row buffers, the report (fixed).
+inline constexpr double kMemoryMargin = 64.0 * 1024 * 1024;
+
+// Throws an input error when the plan does not fit in `available`: names the peak, what is
+// available, and the largest item's key and remedy. On a backend without a device (device_bytes 0
+// available) the items' device bytes count as host bytes.
+void check_memory_plan(const MemoryPlan& plan, const MemoryInfo& available, bool has_device);
+
+// "1.23 GiB", "456 MiB".
+std::string format_bytes(double bytes);
+
+// Plans of the methods' large arrays. `device`: the backend holds its engines on a device (CUDA);
+// they then count there, and their host staging copies on the host.
+//
+// Neighbour embedding from N points: affinities (dense: P and the conditional rows, N^2 doubles
+// each; sparse: each point's k = ceil(3 perplexity) neighbours in CSR, the symmetrised P up to 2 N k
+// entries), and the engine (HSSNE: dense P read in place on the CPU, N^2 floats on a device; NeRV:
+// P and log P, in float or double on the CPU, both and their transposes in float on a device).
+// `metric`: supervised NeRV's N x N learning-metric distances (double; and on the device).
+enum class NeMethod { hssne, nerv, snerv };
+struct NePlanInput {
+  NeMethod method = NeMethod::hssne;
+  index_t points = 0;
+  bool dense = true;
+  double perplexity = 30.0;
+  bool nerv_double = false;  // NeRV's CPU arithmetic is double
+  bool mixing = false;       // HSSNE's semi-supervised mixing: a second N^2 P
+  bool from_distances = false;  // input is an N x N distance matrix (already read)
+};
+MemoryPlan plan_neighbour_embedding(const NePlanInput& in, bool device);
+
+// PE on N objects and K classes: P in float on a device (its staging copy on the host).
+MemoryPlan plan_pe(index_t objects, index_t classes, bool device);
+
+// PLSV on N documents, W words, Z topics and nnz nonzeros: the CPU engine's doubles (X, P, R:
+// N Z; theta and its statistics: W Z; u: nnz; the word-major index), or the device's floats.
+MemoryPlan plan_plsv(index_t docs, index_t words, int topics, index_t nonzeros, bool device);
+
+}  // namespace orrery

@@ -1,0 +1,206 @@
+// Field tables (orrery/config.hpp): every kind of field reads, echoes and describes itself, and bad
+// values are errors naming the key; the memory plan refuses a run that does not fit.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "orrery/config.hpp"
+#include "orrery/error.hpp"
+#include "orrery/hssne.hpp"
+#include "orrery/memory_plan.hpp"
+#include "orrery/nerv.hpp"
+
+using namespace orrery;
+
+namespace {
+
+enum class Colour { red, green };
+
+struct Inner {
+  int depth = 2;
+};
+
+const std::vector<Field<Inner>>& inner_fields() {
+  static const std::vector<Field<Inner>> f = {{"depth", &Inner::depth, "Depth.", 1, 9}};
+  return f;
+}
+
+}  // namespace
+
+namespace orrery {
+template <>
+struct EnumNames<Colour> {
+  static constexpr std::array<const char*, 2> names = {"red", "green"};
+};
+}  // namespace orrery
+
+namespace {
+
+struct Spec {
+  int count = 3;
+  index_t big = 5;
+  double x = 0.5;
+  bool on = false;
+  std::string path;
+  Colour colour = Colour::red;
+  ListInput<double> weights;
+  ListInput<std::string> names;
+  Inner inner;
+};
+
+const std::vector<Field<Spec>>& spec_fields() {
+  static const std::vector<Field<Spec>> f = {
+      {"count", &Spec::count, "A count.", 0, 1e6},
+      {"big", &Spec::big, "A large count.", 0, 1e15},
+      {"x", &Spec::x, "A number.", 0, 1, true},
+      {"on", &Spec::on, "A switch."},
+      {"path", &Spec::path, "A file."},
+      {"colour", &Spec::colour, "A colour."},
+      {"weights", &Spec::weights, "Weights."},
+      {"names", &Spec::names, "Names."},
+      {"inner", sub_table(&Spec::inner, "inner", &inner_fields), "Nested."},
+  };
+  return f;
+}
+
+std::string error_of(const json& j) {
+  Spec s;
+  try {
+    read_fields(j, s, spec_fields(), "input");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::input);
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(FieldTables, EveryKindReadsAndEchoes) {
+  Spec s;
+  read_fields(json{{"count", 7},
+                   {"big", 5000000000LL},
+                   {"x", 0.25},
+                   {"on", true},
+                   {"path", "a.csv"},
+                   {"colour", "green"},
+                   {"weights", {1.5, 2.5}},
+                   {"names", "names.txt"},
+                   {"inner", {{"depth", 4}}}},
+              s, spec_fields(), "input");
+  EXPECT_EQ(s.count, 7);
+  EXPECT_EQ(s.big, 5000000000LL);
+  EXPECT_EQ(s.x, 0.25);
+  EXPECT_TRUE(s.on);
+  EXPECT_EQ(s.path, "a.csv");
+  EXPECT_EQ(s.colour, Colour::green);
+  EXPECT_EQ(s.weights.values, (std::vector<double>{1.5, 2.5}));
+  EXPECT_EQ(s.names.path, "names.txt");
+  EXPECT_TRUE(s.names.values.empty());
+  EXPECT_EQ(s.inner.depth, 4);
+  const json echo = fields_to_json(s, spec_fields());
+  EXPECT_EQ(echo["colour"], "green");
+  EXPECT_EQ(echo["weights"], json({1.5, 2.5}));
+  EXPECT_EQ(echo["names"], "names.txt");
+  EXPECT_EQ(echo["inner"]["depth"], 4);
+  Spec back;
+  read_fields(echo, back, spec_fields(), "input");  // an echo reads back to the same values
+  EXPECT_EQ(fields_to_json(back, spec_fields()), echo);
+}
+
+TEST(FieldTables, BadValuesNameTheKey) {
+  EXPECT_NE(error_of({{"colour", "blue"}}).find("input.colour: expected one of red | green, found \"blue\""),
+            std::string::npos);
+  EXPECT_NE(error_of({{"colour", 1}}).find("input.colour: expected a string"), std::string::npos);
+  // 2^32 + 2 must not wrap to 2, nor an unsigned beyond long long to anything.
+  EXPECT_NE(error_of({{"count", 4294967298LL}}).find("input.count: expected a value in [0, 1e+06]"), std::string::npos);
+  EXPECT_NE(error_of({{"big", 18446744073709551615ULL}}).find("input.big"), std::string::npos);
+  EXPECT_NE(error_of({{"count", 1.5}}).find("input.count: expected an integer"), std::string::npos);
+  EXPECT_NE(error_of({{"x", 0}}).find("input.x: expected a value in (0, 1]"), std::string::npos);
+  EXPECT_NE(error_of({{"weights", {1, "a"}}}).find("input.weights: expected numbers"), std::string::npos);
+  EXPECT_NE(error_of({{"names", 3}}).find("input.names: expected a file path or a list of strings"), std::string::npos);
+  EXPECT_NE(error_of({{"inner", {{"depth", 0}}}}).find("input.inner.depth: expected a value in [1, 9]"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"inner", {{"width", 1}}}}).find("input.inner: unknown key 'width' (known keys: depth)"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"colour_", "red"}}).find("unknown key 'colour_'"), std::string::npos);
+}
+
+TEST(FieldTables, DescribeGivesTypesDefaultsAndRanges) {
+  Spec d;
+  d.count = 11;  // a table shared by several methods shows the caller's defaults
+  const auto infos = describe_fields(spec_fields(), d);
+  ASSERT_EQ(infos.size(), spec_fields().size());
+  EXPECT_EQ(infos[0].default_text, "11");
+  EXPECT_EQ(infos[2].range_text, "(0, 1]");
+  EXPECT_EQ(infos[4].default_text, "none");
+  EXPECT_EQ(infos[5].type, "string");
+  EXPECT_EQ(infos[5].default_text, "\"red\"");
+  EXPECT_EQ(infos[5].range_text, "red | green");
+  EXPECT_EQ(infos[6].type, "path or numbers");
+  EXPECT_EQ(infos[8].type, "object");
+  EXPECT_EQ(infos[8].range_text, "see `orrery defaults inner`");
+}
+
+TEST(FieldTables, MethodEnumsAreNamedOnce) {
+  HssneParams h;
+  read_fields(json{{"optimizer", "gradient"}}, h, hssne_fields(), "params");
+  EXPECT_EQ(h.optimizer, HssneOptimizer::gradient);
+  EXPECT_EQ(fields_to_json(h, hssne_fields())["optimizer"], "gradient");
+  NervParams n;
+  read_fields(json{{"precision", "double"}, {"init", "pca"}}, n, nerv_fields(), "params");
+  EXPECT_EQ(n.precision, NervPrecision::float64);
+  EXPECT_EQ(n.init, NervInit::pca);
+  EXPECT_EQ(enum_name(NervPrecision::float32), "float");
+  EXPECT_EQ(parse_enum<NervPrecision>("double", "x"), NervPrecision::float64);
+  EXPECT_THROW(parse_enum<NervPrecision>("half", "x"), Error);
+}
+
+TEST(FieldTables, CheckFieldsCatchesParamsBuiltInCode) {
+  HssneParams h;
+  EXPECT_NO_THROW(check_fields(h, hssne_fields(), "params"));
+  h.alpha = -1;
+  try {
+    check_fields(h, hssne_fields(), "params");
+    FAIL() << "alpha -1 passed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("params.alpha"), std::string::npos) << e.what();
+  }
+}
+
+// The plan fits or names its largest part's key and remedy, on the host or on a device.
+TEST(MemoryPlan, RefusesWhatDoesNotFitAndNamesTheKey) {
+  NePlanInput in;
+  in.points = 70000;
+  in.dense = true;
+  const MemoryPlan dense = plan_neighbour_embedding(in, false);
+  EXPECT_NEAR(dense.host_peak() - kMemoryMargin, 16.0 * 70000.0 * 70000.0, 1.0) << "P and its conditional rows";
+  const MemoryInfo small{24.0 * (1 << 30), 0.0};
+  try {
+    check_memory_plan(dense, small, false);
+    FAIL() << "a 73 GiB plan fitted in 24 GiB";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::input);
+    for (const char* part : {"input.affinities", "73.0", "GiB", "24.00 GiB is available", "\"sparse\""})
+      EXPECT_NE(m.find(part), std::string::npos) << part << " in " << m;
+  }
+  in.dense = false;
+  const MemoryPlan sparse = plan_neighbour_embedding(in, false);
+  EXPECT_LT(sparse.host_peak(), 1e9) << "sparse affinities are O(N k)";
+  EXPECT_NO_THROW(check_memory_plan(sparse, small, false));
+  // On a device the engine's arrays count against its memory.
+  in.method = NeMethod::nerv;
+  in.dense = true;
+  in.points = 20000;
+  const MemoryPlan gpu = plan_neighbour_embedding(in, true);
+  EXPECT_NEAR(gpu.device_peak(), 16.0 * 20000.0 * 20000.0, 1.0) << "P, log P and transposes in float";
+  try {
+    check_memory_plan(gpu, MemoryInfo{1e12, 4e9}, true);
+    FAIL() << "6.4 GB fitted in 4 GB of GPU memory";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("GPU memory"), std::string::npos) << e.what();
+  }
+  in.dense = false;
+  EXPECT_LT(plan_neighbour_embedding(in, true).device_peak(), 1e8) << "sparse NeRV keeps O(N k) on the device";
+}

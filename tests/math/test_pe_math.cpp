@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "common/gradient_check.hpp"
 #include "orrery/math/pe.hpp"
 
 using namespace orrery::math;
@@ -68,21 +69,20 @@ void check_derivatives(int K, unsigned seed, double eta) {
   double g[D], H[D * D];
   const double f = pe_object_eval<double, D>(c.p.data(), c.log_prior.data(), c.phi.data(), K, r, eta, g, H);
   EXPECT_NEAR(f, J_naive<D>(c, r, eta), 1e-10 * (1 + std::abs(f)));
-  const double h = 1e-5;
-  for (int a = 0; a < D; ++a) {
-    double rp[D], rm[D];
-    for (int d = 0; d < D; ++d) rp[d] = rm[d] = r[d];
-    rp[a] += h;
-    rm[a] -= h;
-    const double fd = (J<D>(c, rp, eta) - J<D>(c, rm, eta)) / (2 * h);
-    EXPECT_NEAR(g[a], fd, 1e-6 * (1 + std::abs(fd))) << "gradient component " << a << " K=" << K << " D=" << D;
-    double gp[D], gm[D];
-    pe_object_eval<double, D>(c.p.data(), c.log_prior.data(), c.phi.data(), K, rp, eta, gp, nullptr);
-    pe_object_eval<double, D>(c.p.data(), c.log_prior.data(), c.phi.data(), K, rm, eta, gm, nullptr);
-    for (int b = 0; b < D; ++b) {
-      const double fdh = (gp[b] - gm[b]) / (2 * h);
-      EXPECT_NEAR(H[b * D + a], fdh, 1e-6 * (1 + std::abs(fdh))) << "Hessian (" << b << "," << a << ")";
-    }
+  const std::vector<double> x(r, r + D);
+  const std::string where = " K=" + std::to_string(K) + " D=" + std::to_string(D);
+  orrery::test::FdOptions o{1e-5, 1e-6, 1, "gradient" + where};
+  EXPECT_TRUE(orrery::test::gradient_matches([&](const std::vector<double>& y) { return J<D>(c, y.data(), eta); }, x,
+                                     std::vector<double>(g, g + D), o));
+  // Row b of the Hessian is the gradient of the gradient's component b.
+  for (int b = 0; b < D; ++b) {
+    o.what = "Hessian row " + std::to_string(b) + where;
+    const auto g_b = [&](const std::vector<double>& y) {
+      double gy[D];
+      pe_object_eval<double, D>(c.p.data(), c.log_prior.data(), c.phi.data(), K, y.data(), eta, gy, nullptr);
+      return gy[b];
+    };
+    EXPECT_TRUE(orrery::test::gradient_matches(g_b, x, std::vector<double>(H + b * D, H + (b + 1) * D), o));
   }
 }
 
@@ -197,14 +197,7 @@ TEST(PeMath, ClassForceSumsToClassGradient) {
       for (int d = 0; d < D; ++d) grad[k * D + d] += f[d];
     }
   }
-  const double h = 1e-5;
-  for (int i = 0; i < K * D; ++i) {
-    auto pp = c.phi, pm = c.phi;
-    pp[i] += h;
-    pm[i] -= h;
-    const double fd = (total(pp) - total(pm)) / (2 * h);
-    EXPECT_NEAR(grad[i], fd, 1e-6 * (1 + std::abs(fd))) << "class coordinate " << i;
-  }
+  EXPECT_TRUE(orrery::test::gradient_matches(total, c.phi, grad, {1e-5, 1e-6, 1, "class coordinates"}));
 }
 
 TEST(PeMath, ScratchPathEqualsRecomputingPath) {

@@ -2,6 +2,9 @@
 // values are errors naming the key; the memory plan refuses a run that does not fit.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+#include <set>
 #include <string>
 
 #include "orrery/config.hpp"
@@ -9,6 +12,7 @@
 #include "orrery/hssne.hpp"
 #include "orrery/memory_plan.hpp"
 #include "orrery/nerv.hpp"
+#include "orrery/parity.hpp"
 
 using namespace orrery;
 
@@ -203,4 +207,46 @@ TEST(MemoryPlan, RefusesWhatDoesNotFitAndNamesTheKey) {
   }
   in.dense = false;
   EXPECT_LT(plan_neighbour_embedding(in, true).device_peak(), 1e8) << "sparse NeRV keeps O(N k) on the device";
+}
+
+// The comparison behind the parity suite and `orrery check`: bounds, NaN and infinities, the
+// report naming index and values.
+TEST(Parity, CompareFollowsItsTolerance) {
+  const Tolerance tol{"t", 1e-3, 1e-6, 0, 0, "test"};
+  EXPECT_TRUE(compare({1.0, -2.0, 0.0}, {1.0009, -2.0019, 9e-7}, tol).ok());
+  const Agreement a = compare({1.0, -2.0, 0.0}, {1.0009, -2.003, 0.0}, tol);
+  EXPECT_FALSE(a.ok());
+  EXPECT_EQ(a.failed, 1u);
+  EXPECT_EQ(a.worst, 1u);
+  const std::string d = a.describe("x");
+  for (const char* part : {"x: 1 of 3 entries disagree", "first at index 1", "cpu -2", "device -2.003", "NMSE"})
+    EXPECT_NE(d.find(part), std::string::npos) << part << " in " << d;
+  // A NaN never agrees, not even with a NaN; an infinity only with the same infinity.
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  EXPECT_FALSE(compare({1.0}, {nan}, tol).ok());
+  EXPECT_FALSE(compare({nan}, {nan}, tol).ok());
+  EXPECT_EQ(compare({1.0}, {nan}, tol).nonfinite, 1u);
+  EXPECT_TRUE(compare({inf}, {inf}, tol).ok());
+  EXPECT_FALSE(compare({inf}, {-inf}, tol).ok());
+  EXPECT_FALSE(compare({5.0}, {inf}, tol).ok());
+  EXPECT_FALSE(compare({1.0, 2.0}, {1.0}, tol).ok());
+  // scaled: against the output's largest entry, or a given scale.
+  const Tolerance sc{"s", 0, 0, 1e-3, 0, "test"};
+  EXPECT_TRUE(compare({1000.0, 0.0}, {1000.0, 0.9}, sc).ok());
+  EXPECT_FALSE(compare({1000.0, 0.0}, {1000.0, 0.9}, sc, 1.0).ok());
+  // NMSE bound
+  const Tolerance nm{"n", 1, 0, 0, 1e-6, "test"};
+  EXPECT_FALSE(compare({1.0, 1.0}, {1.01, 1.0}, nm).ok());
+  EXPECT_TRUE(compare({1.0, 1.0}, {1.0001, 1.0}, nm).ok());
+}
+
+TEST(Parity, EveryNamedToleranceHasAReasonAndAUniqueName) {
+  std::set<std::string> names;
+  for (const Tolerance& t : tolerances()) {
+    EXPECT_TRUE(names.insert(t.name).second) << t.name;
+    EXPECT_GT(std::string(t.reason).size(), 20u) << t.name;
+    EXPECT_GE(t.rel, 0.0);
+    EXPECT_EQ(&tolerance(t.name), &t);
+  }
+  EXPECT_THROW(tolerance("no.such"), Error);
 }

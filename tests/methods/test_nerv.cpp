@@ -12,6 +12,7 @@
 
 #include "methods/random.hpp"
 #include "optim/cg.hpp"
+#include "common/gradient_check.hpp"
 #include "orrery/affinity.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/math/nerv.hpp"
@@ -234,15 +235,13 @@ TEST(Nerv, SparseGradientMatchesFiniteDifferences) {
       MatrixD Y(40, D), g;
       for (double& v : Y.data) v = z(rng);
       nerv_objective(a.sparse_conditional, a.beta, Y, lambda, &g, 2);
-      const double h = 1e-6;
-      for (size_t q = 0; q < Y.data.size(); q += 3) {
-        MatrixD p = Y, m = Y;
-        p.data[q] += h;
-        m.data[q] -= h;
-        const double fd = (nerv_objective(a.sparse_conditional, a.beta, p, lambda, nullptr) -
-                           nerv_objective(a.sparse_conditional, a.beta, m, lambda, nullptr)) / (2 * h);
-        EXPECT_NEAR(g.data[q], fd, 1e-6 * (1 + std::abs(fd))) << "lambda " << lambda << " D " << D << " entry " << q;
-      }
+      MatrixD at = Y;
+      EXPECT_TRUE(test::gradient_matches(
+          [&](const std::vector<double>& y) {
+            at.data = y;
+            return nerv_objective(a.sparse_conditional, a.beta, at, lambda, nullptr);
+          },
+          Y.data, g.data, {1e-6, 1e-6, 3, "sparse, lambda " + std::to_string(lambda) + " D " + std::to_string(D)}));
     }
 }
 
@@ -300,15 +299,13 @@ TEST(Nerv, GradientMatchesFiniteDifferences) {
       MatrixD Y(25, D), g;
       for (double& v : Y.data) v = z(rng);
       nerv_objective(a.conditional, a.beta, Y, lambda, &g, 2);
-      const double h = 1e-6;
-      for (size_t q = 0; q < Y.data.size(); q += 3) {
-        MatrixD p = Y, m = Y;
-        p.data[q] += h;
-        m.data[q] -= h;
-        const double fd = (nerv_objective(a.conditional, a.beta, p, lambda, nullptr) -
-                           nerv_objective(a.conditional, a.beta, m, lambda, nullptr)) / (2 * h);
-        EXPECT_NEAR(g.data[q], fd, 1e-6 * (1 + std::abs(fd))) << "lambda " << lambda << " D " << D << " entry " << q;
-      }
+      MatrixD at = Y;
+      EXPECT_TRUE(test::gradient_matches(
+          [&](const std::vector<double>& y) {
+            at.data = y;
+            return nerv_objective(a.conditional, a.beta, at, lambda, nullptr);
+          },
+          Y.data, g.data, {1e-6, 1e-6, 3, "dense, lambda " + std::to_string(lambda) + " D " + std::to_string(D)}));
     }
 }
 

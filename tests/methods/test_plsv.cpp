@@ -8,6 +8,7 @@
 #include <numeric>
 #include <random>
 
+#include "common/gradient_check.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/plsv.hpp"
@@ -137,23 +138,19 @@ TEST(PlsvMath, CoordinateQGradientsMatchFiniteDifferences) {
     const double beta = 0.7, gamma = 0.3;
     MatrixD gx, gp;
     plsv_coordinate_q(R, X, Phi, beta, gamma, &gx, &gp);
-    const double h = 1e-6;
-    for (index_t i = 0; i < N * D; ++i) {
-      MatrixD a = X, b = X;
-      a.data[i] += h;
-      b.data[i] -= h;
-      const double fd = (plsv_coordinate_q(R, a, Phi, beta, gamma, nullptr, nullptr) -
-                         plsv_coordinate_q(R, b, Phi, beta, gamma, nullptr, nullptr)) / (2 * h);
-      EXPECT_NEAR(gx.data[i], fd, 1e-6 * (1 + std::abs(fd))) << "x entry " << i << " D " << D;
-    }
-    for (index_t i = 0; i < Z * D; ++i) {
-      MatrixD a = Phi, b = Phi;
-      a.data[i] += h;
-      b.data[i] -= h;
-      const double fd = (plsv_coordinate_q(R, X, a, beta, gamma, nullptr, nullptr) -
-                         plsv_coordinate_q(R, X, b, beta, gamma, nullptr, nullptr)) / (2 * h);
-      EXPECT_NEAR(gp.data[i], fd, 1e-6 * (1 + std::abs(fd))) << "phi entry " << i << " D " << D;
-    }
+    MatrixD at_x = X, at_phi = Phi;
+    EXPECT_TRUE(test::gradient_matches(
+        [&](const std::vector<double>& x) {
+          at_x.data = x;
+          return plsv_coordinate_q(R, at_x, Phi, beta, gamma, nullptr, nullptr);
+        },
+        X.data, gx.data, {1e-6, 1e-6, 1, "document coordinates, D " + std::to_string(D)}));
+    EXPECT_TRUE(test::gradient_matches(
+        [&](const std::vector<double>& phi) {
+          at_phi.data = phi;
+          return plsv_coordinate_q(R, X, at_phi, beta, gamma, nullptr, nullptr);
+        },
+        Phi.data, gp.data, {1e-6, 1e-6, 1, "topic coordinates, D " + std::to_string(D)}));
   }
 }
 

@@ -1,0 +1,53 @@
+// How a device's results are compared with the CPU reference (DESIGN.md, rule 4), for the parity
+// suite (tests/cuda) and `orrery check` alike: one comparison and one table of named tolerances,
+// each with the reason for its size.
+//
+// An output agrees when every entry satisfies |device - cpu| <= rel |cpu| + abs + scaled max|cpu|
+// (the last term for entries that cancel, measured against the output's largest), no entry is NaN,
+// and an infinity on one side is matched by the same infinity on the other; the normalised mean
+// squared error NMSE = sum (device - cpu)^2 / sum cpu^2 is reported beside the worst relative error
+// and, where the tolerance bounds it, checked too.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace orrery {
+
+struct Tolerance {
+  const char* name;    // "hssne.sums": the primitive's output it applies to
+  double rel = 0.0;    // of each entry's own size
+  double abs = 0.0;    // absolute
+  double scaled = 0.0;  // of the output's largest |entry|
+  double nmse = 0.0;   // bound on NMSE; 0 = not checked
+  const char* reason = "";
+};
+
+// The named tolerances (parity.cpp lists each with its reason). Exact outputs (integers, and
+// values whose arithmetic is the same on both) have every bound 0.
+const Tolerance& tolerance(const std::string& name);
+const std::vector<Tolerance>& tolerances();
+
+struct Agreement {
+  size_t count = 0;
+  size_t failed = 0;            // entries outside the tolerance, or non-finite mismatches
+  size_t nonfinite = 0;         // of which non-finite on one side (or NaN on both)
+  double max_rel_error = 0.0;   // max |device - cpu| / max(|cpu|, tiny)
+  double nmse = 0.0;
+  size_t worst = 0;             // the first failing entry, else the largest relative error
+  double cpu_value = 0.0, device_value = 0.0;  // at `worst`
+  bool size_mismatch = false;
+  bool nmse_exceeded = false;   // NMSE above the tolerance's bound
+  bool ok() const { return !size_mismatch && failed == 0 && !nmse_exceeded; }
+  // "hssne.sums h (case): 3 of 1337 entries disagree; first at 12: cpu 1.5 device 1.7 (allowed 3e-5);
+  // max rel error 0.13, NMSE 1e-3" or "... agree: max rel error 2e-7, NMSE 1e-14".
+  std::string describe(const std::string& what) const;
+};
+
+// `scale` is what tol.scaled multiplies: the output's largest |cpu| entry by default (scale < 0),
+// or another output's size where that is what the entries' rounding follows.
+Agreement compare(const std::vector<double>& cpu, const std::vector<double>& device, const Tolerance& tol,
+                  double scale = -1.0);
+// One value.
+Agreement compare(double cpu, double device, const Tolerance& tol, double scale = -1.0);
+
+}  // namespace orrery

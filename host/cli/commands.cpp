@@ -4,9 +4,11 @@
 
 #include <cstdio>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
+#include "cli/check.hpp"
 #include "cli/evaluate.hpp"
 #include "cli/methods.hpp"
 #include "orrery/backend.hpp"
@@ -29,10 +31,17 @@ const char* kUsage =
     "           [--threads T] [--quiet]\n"
     "                                quality of a map: trustworthiness, continuity, MRRE, LCMC,\n"
     "                                co-ranking, k-NN accuracy, smoothed precision/recall\n"
+    "  check CONFIG.json [--device cuda,cuda:1,cpu] [--iterations N] [--out FILE] [--quiet]\n"
+    "                                the config's input through its method's primitives and N\n"
+    "                                iterations (default 5) on the CPU reference and on every CUDA\n"
+    "                                device (or those listed): agreement per primitive under the\n"
+    "                                parity suite's tolerances, written to FILE (default\n"
+    "                                OUTPUT_DIR/check.json)\n"
     "  info                          version, build and CUDA devices\n"
     "  help                          this text\n"
     "\n"
-    "exit codes: 0 success, 2 bad input (config or data), 1 any other error\n";
+    "exit codes: 0 success, 2 bad input (config or data), 3 check: a device disagrees with the CPU,\n"
+    "            1 any other error\n";
 
 // Markdown table cells cannot contain a bare '|'.
 std::string md_cell(const std::string& s) {
@@ -119,10 +128,18 @@ int main(int argc, char** argv) {
     if (cmd == "defaults") return cmd_defaults(rest);
     if (cmd == "info") return cmd_info();
     if (cmd == "evaluate") return cmd_evaluate(rest);
+    if (cmd == "check") return cmd_check(rest);
     input_error("unknown command '" + cmd + "' (see orrery help)");
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return exit_code(e.kind());
+  } catch (const std::bad_alloc&) {
+    // The runs plan their large arrays and refuse what does not fit; an allocation that still fails
+    // is a size the plan does not cover: the same advice, with exit 2.
+    std::fprintf(stderr,
+                 "error: out of memory: the input is too large for the memory available (reduce it with "
+                 "input.limit, use sparse affinities, fewer topics, or a machine with more memory)\n");
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

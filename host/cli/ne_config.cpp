@@ -2,7 +2,11 @@
 
 #include <cstdio>
 
+#include <algorithm>
+#include <cmath>
+
 #include "io/readers.hpp"
+#include "orrery/knn.hpp"
 #include "orrery/error.hpp"
 #include "orrery/pca.hpp"
 
@@ -155,6 +159,71 @@ NeData load_ne_data(const NeRunConfig& cfg) {
     input_error("input.perplexity: expected < N - 1 = " + std::to_string(d.X.rows - 1) + " for the " +
                 std::to_string(d.X.rows) + " points in " + source + ", found " + detail::number_text(perplexity));
   return d;
+}
+
+namespace {
+
+NeMethod ne_method(const std::string& m) {
+  return m == "hssne" ? NeMethod::hssne : m == "snerv" ? NeMethod::snerv : NeMethod::nerv;
+}
+
+}  // namespace
+
+NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& available, bool device) {
+  const NeInputSpec& in = cfg.input;
+  NePlanInput p;
+  p.method = ne_method(cfg.run.method);
+  p.points = N;
+  p.perplexity = in.perplexity > 0 ? in.perplexity : std::max(2.0, static_cast<double>(N - 1) / 3.0);
+  p.nerv_double = cfg.nerv.precision == NervPrecision::float64;
+  p.mixing = p.method == NeMethod::hssne && cfg.hssne.rho > 0;
+  p.from_distances = !in.distances.empty();
+  NePlan plan;
+  if (!in.affinity_matrix.empty()) {
+    plan.sparse = true;
+  } else if (in.affinities == AffinityMode::automatic) {
+    plan.automatic = true;
+    if (p.method == NeMethod::snerv) {
+      plan.sparse = true;
+    } else if (p.from_distances || p.mixing) {
+      plan.sparse = false;  // distances have no neighbour search; mixing needs dense P
+    } else {
+      p.dense = true;
+      const MemoryPlan dense = plan_neighbour_embedding(p, device);
+      const double host = dense.host_peak() + (device ? 0.0 : dense.device_peak());
+      const bool fits = 2.0 * host <= available.host_bytes && (!device || 2.0 * dense.device_peak() <= available.device_bytes);
+      plan.sparse = !(N <= kDenseAutoMaxPoints && fits);
+    }
+  } else {
+    plan.sparse = in.affinities == AffinityMode::sparse;
+  }
+  p.dense = !plan.sparse;
+  plan.memory = plan_neighbour_embedding(p, device);
+  if (!in.affinity_matrix.empty()) plan.memory = MemoryPlan();  // the given P is read already
+  return plan;
+}
+
+// Affinities of hssne and nerv: given, from a distance matrix, sparse (neighbours on the backend's
+// device, rows on the host) or dense from vectors.
+AffinityResult ne_affinities(const NeRunConfig& cfg, const NeData& d, bool sparse, Backend& backend) {
+  const NeInputSpec& in = cfg.input;
+  const int threads = backend.threads();
+  AffinityResult a;
+  if (!in.affinity_matrix.empty()) a.sparse = d.given;
+  else if (!in.distances.empty()) a = affinities_from_distances(d.X, in.perplexity, threads);
+  else if (sparse)
+    a = affinities_from_knn(backend.knn(d.X, static_cast<int>(std::ceil(3.0 * in.perplexity))), in.perplexity, threads);
+  else a = affinities_dense(d.X, in.perplexity, threads);
+  return a;
+}
+
+SnervParams snerv_params(const NeRunConfig& cfg, bool sparse) {
+  SnervParams p;
+  p.metric = cfg.input.metric;
+  p.nerv = cfg.nerv;
+  p.perplexity = cfg.input.perplexity;
+  p.sparse = sparse;
+  return p;
 }
 
 }  // namespace orrery::cli

@@ -10,6 +10,7 @@
 #include "orrery/affinity.hpp"
 #include "orrery/config.hpp"
 #include "orrery/hssne.hpp"
+#include "orrery/memory_plan.hpp"
 #include "orrery/nerv.hpp"
 #include "orrery/snerv.hpp"
 
@@ -67,5 +68,21 @@ struct NeData {
   index_t points() const { return X.rows; }
 };
 NeData load_ne_data(const NeRunConfig& cfg);
+
+// What input.affinities resolves to for N points on a backend with `available` memory (`device`:
+// its engines live on a GPU), and the run's memory plan with it.
+struct NePlan {
+  bool sparse = false;
+  bool automatic = false;  // chosen by "auto"
+  MemoryPlan memory;
+};
+NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& available, bool device);
+
+// The affinities of hssne and nerv: given, from a distance matrix, sparse (neighbours on the
+// backend's device, rows on the host) or dense from vectors.
+AffinityResult ne_affinities(const NeRunConfig& cfg, const NeData& d, bool sparse, Backend& backend);
+
+// Supervised NeRV's settings from the run's input and params.
+SnervParams snerv_params(const NeRunConfig& cfg, bool sparse);
 
 }  // namespace orrery::cli

@@ -24,56 +24,11 @@
 namespace orrery::cli {
 namespace {
 
-NeMethod ne_method(const std::string& m) {
-  return m == "hssne" ? NeMethod::hssne : m == "snerv" ? NeMethod::snerv : NeMethod::nerv;
-}
-
-// What input.affinities resolves to for N points, and the run's memory plan with it.
-struct Plan {
-  bool sparse = false;
-  bool automatic = false;  // chosen by "auto"
-  MemoryPlan memory;
-};
-
-Plan plan_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& available, bool device) {
-  const NeInputSpec& in = cfg.input;
-  NePlanInput p;
-  p.method = ne_method(cfg.run.method);
-  p.points = N;
-  p.perplexity = in.perplexity > 0 ? in.perplexity : std::max(2.0, static_cast<double>(N - 1) / 3.0);
-  p.nerv_double = cfg.nerv.precision == NervPrecision::float64;
-  p.mixing = p.method == NeMethod::hssne && cfg.hssne.rho > 0;
-  p.from_distances = !in.distances.empty();
-  Plan plan;
-  if (!in.affinity_matrix.empty()) {
-    plan.sparse = true;
-  } else if (in.affinities == AffinityMode::automatic) {
-    plan.automatic = true;
-    if (p.method == NeMethod::snerv) {
-      plan.sparse = true;
-    } else if (p.from_distances || p.mixing) {
-      plan.sparse = false;  // distances have no neighbour search; mixing needs dense P
-    } else {
-      p.dense = true;
-      const MemoryPlan dense = plan_neighbour_embedding(p, device);
-      const double host = dense.host_peak() + (device ? 0.0 : dense.device_peak());
-      const bool fits = 2.0 * host <= available.host_bytes && (!device || 2.0 * dense.device_peak() <= available.device_bytes);
-      plan.sparse = !(N <= kDenseAutoMaxPoints && fits);
-    }
-  } else {
-    plan.sparse = in.affinities == AffinityMode::sparse;
-  }
-  p.dense = !plan.sparse;
-  plan.memory = plan_neighbour_embedding(p, device);
-  if (!in.affinity_matrix.empty()) plan.memory = MemoryPlan();  // the given P is read already
-  return plan;
-}
-
-std::string affinity_text(const Plan& plan) {
+std::string affinity_text(const NePlan& plan) {
   return std::string(plan.sparse ? "sparse" : "dense") + (plan.automatic ? " (auto)" : "");
 }
 
-json plan_json(const Plan& plan, const MemoryInfo& available) {
+json plan_json(const NePlan& plan, const MemoryInfo& available) {
   json items = json::array();
   for (const auto& i : plan.memory.items)
     items.push_back({{"what", i.what}, {"host_bytes", i.host_bytes}, {"device_bytes", i.device_bytes}});
@@ -88,29 +43,6 @@ std::string describe(const NeRunConfig& cfg, const NeData& d) {
          (!in.affinity_matrix.empty() ? " (precomputed affinities)"
           : !in.distances.empty()     ? " (distance matrix)"
                                       : " of dimension " + std::to_string(d.X.cols));
-}
-
-// Affinities of hssne and nerv: given, from a distance matrix, sparse (neighbours on the backend's
-// device, rows on the host) or dense from vectors.
-AffinityResult affinities(const NeRunConfig& cfg, const NeData& d, bool sparse, Backend& backend) {
-  const NeInputSpec& in = cfg.input;
-  const int threads = backend.threads();
-  AffinityResult a;
-  if (!in.affinity_matrix.empty()) a.sparse = d.given;
-  else if (!in.distances.empty()) a = affinities_from_distances(d.X, in.perplexity, threads);
-  else if (sparse)
-    a = affinities_from_knn(backend.knn(d.X, static_cast<int>(std::ceil(3.0 * in.perplexity))), in.perplexity, threads);
-  else a = affinities_dense(d.X, in.perplexity, threads);
-  return a;
-}
-
-SnervParams snerv_params(const NeRunConfig& cfg, bool sparse) {
-  SnervParams p;
-  p.metric = cfg.input.metric;
-  p.nerv = cfg.nerv;
-  p.perplexity = cfg.input.perplexity;
-  p.sparse = sparse;
-  return p;
 }
 
 // NeRV with params.init = pca: the input vectors' first D principal components as the start.
@@ -131,7 +63,7 @@ std::string validate_ne(const RunConfig& run) {
   auto backend = make_backend(run.device, run.threads);
   const MemoryInfo mem = backend->memory();
   const bool device = mem.device_bytes > 0;
-  const Plan plan = plan_run(cfg, d.points(), mem, device);
+  const NePlan plan = plan_ne_run(cfg, d.points(), mem, device);
   check_memory_plan(plan.memory, mem, device);
   return describe(cfg, d) + ", " + affinity_text(plan) + " affinities, planned peak " +
          format_bytes(plan.memory.host_peak()) + " host" +
@@ -147,7 +79,7 @@ json run_ne(const RunConfig& run, bool quiet) {
   auto backend = make_backend(run.device, run.threads);
   const MemoryInfo mem = backend->memory();
   const bool device = mem.device_bytes > 0;
-  const Plan plan = plan_run(cfg, N, mem, device);
+  const NePlan plan = plan_ne_run(cfg, N, mem, device);
   check_memory_plan(plan.memory, mem, device);
   if (!quiet)
     std::fprintf(stderr, "[%s] %s, %s affinities on %s; planned peak %s host%s\n", method.c_str(),
@@ -194,7 +126,7 @@ json run_ne(const RunConfig& run, bool quiet) {
                 {"iterations", r.model.iterations}, {"perplexity", r.perplexity}, {"selection", sel},
                 {"params", fields_to_json(cfg.input.metric, class_mixture_fields())}}}};
   } else {
-    const AffinityResult a = affinities(cfg, d, plan.sparse, *backend);
+    const AffinityResult a = ne_affinities(cfg, d, plan.sparse, *backend);
     t_aff = seconds_since(t1);
     if (method == "hssne") {
       const HssneResult r = plan.sparse ? fit_hssne(a.sparse, cfg.hssne, run.seed, *backend, progress)

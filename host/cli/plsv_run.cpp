@@ -130,6 +130,12 @@ std::string word_name(const Corpus& c, int w) { return c.vocab.empty() ? "#" + s
 
 }  // namespace
 
+PlsvRunSetup read_plsv_setup(const RunConfig& run) {
+  const PlsvRunInput in = read_input(run);
+  Loaded L = load(in);
+  return {std::move(L.corpus), in.params, in.input.model};
+}
+
 std::string validate_plsv(const RunConfig& run) {
   const PlsvRunInput in = read_input(run);
   const Loaded L = load(in);

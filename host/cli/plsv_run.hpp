@@ -6,6 +6,7 @@
 
 #include "cli/run_config.hpp"
 #include "io/corpus.hpp"
+#include "orrery/plsv.hpp"
 
 namespace orrery::cli {
 
@@ -20,6 +21,14 @@ struct PlsvInputSpec {
 };
 const std::vector<Field<PlsvInputSpec>>& plsv_input_fields();
 const std::vector<Field<io::TextOptions>>& text_fields();
+
+// A PLSV run's corpus and parameters, read and checked (for `orrery check`).
+struct PlsvRunSetup {
+  Corpus corpus;
+  PlsvParams params;
+  std::string model_dir;  // fold-in
+};
+PlsvRunSetup read_plsv_setup(const RunConfig& run);
 
 std::string validate_plsv(const RunConfig& run);
 json run_plsv(const RunConfig& run, bool quiet);

@@ -13,6 +13,8 @@ namespace orrery {
 const std::vector<Tolerance>& tolerances() {
   // {name, rel, abs, scaled, nmse, reason}
   static const std::vector<Tolerance> all = {
+      {"exact", 0, 0, 0, 0,
+       "integers, and values both sides compute by the same arithmetic or merely store and return"},
       {"pe.objective", 1e-5, 1e-9, 0, 0,
        "J = sum_n J_n, each J_n >= 0 a float sum over K terms (~1e-7 relative, device exp and log included), totalled "
        "in double; 1e-5 leaves room for R differing by pe.objects after a solve"},

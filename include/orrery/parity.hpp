@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "orrery/types.hpp"
+
 namespace orrery {
 
 struct Tolerance {
@@ -49,5 +51,36 @@ Agreement compare(const std::vector<double>& cpu, const std::vector<double>& dev
                   double scale = -1.0);
 // One value.
 Agreement compare(double cpu, double device, const Tolerance& tol, double scale = -1.0);
+
+// One compared output of a primitive.
+struct Comparison {
+  std::string output;     // "sums h after the steps"
+  std::string tolerance;  // its name in tolerances()
+  Agreement agreement;
+};
+using Comparisons = std::vector<Comparison>;
+
+// Engine comparisons shared by the gpu suite and `orrery check`: the same operations on the
+// reference engine and the device's, from the same state, every output compared under its named
+// tolerance. They leave both engines in the state the operations reach.
+class PeEngine;
+class HssneEngine;
+class NervEngine;
+class PlsvEngine;
+// PE: objective at (R, Phi), the Newton sweep's objective, R and class gradient, the objective after.
+Comparisons compare_pe_engines(PeEngine& ref, PeEngine& dev, const MatrixD& R, const std::vector<double>& phi);
+// HSSNE: the sums and totals at Y, then a fixed-point proposal with exaggeration, a damping, the
+// accepted trial, a proposal with momentum, a gradient step, and the sums after.
+Comparisons compare_hssne_engines(HssneEngine& ref, HssneEngine& dev, const MatrixD& Y);
+// NeRV: cost and gradient at Y, then one conjugate-gradient round (direction, dots, a trial point
+// with its cost and gradient, acceptance, the next direction).
+Comparisons compare_nerv_engines(NervEngine& ref, NervEngine& dev, const MatrixD& Y);
+// PLSV: the E-step's sums, the theta M-step, the Newton solves with the topic gradient and a
+// relocation, from documents X, theta (Z x W) and topic coordinates phi.
+Comparisons compare_plsv_engines(PlsvEngine& ref, PlsvEngine& dev, const MatrixD& X, const MatrixD& theta,
+                                 const std::vector<double>& phi, double alpha, double gamma);
+// A trace of objective values, iteration by iteration.
+Comparison compare_traces(const std::string& output, const std::string& tolerance_name, const std::vector<double>& ref,
+                          const std::vector<double>& dev);
 
 }  // namespace orrery

@@ -34,6 +34,13 @@ class ParityCheck {
              double scale = -1.0) {
     agree(output, tolerance_name, std::vector<double>{cpu}, std::vector<double>{device}, scale);
   }
+  // Comparisons made by the library (orrery/parity.hpp's compare_*_engines).
+  void add(const Comparisons& comparisons) {
+    for (const Comparison& c : comparisons) {
+      ++comparisons_;
+      if (!c.agreement.ok()) ADD_FAILURE() << c.agreement.describe(where_ + ": " + c.output + " [" + c.tolerance + "]");
+    }
+  }
   // Integers (neighbour lists, ranks, counts) must be identical.
   template <class I>
   void same(const std::string& output, const std::vector<I>& cpu, const std::vector<I>& device) {

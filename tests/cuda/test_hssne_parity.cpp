@@ -13,6 +13,7 @@
 #include "orrery/backend.hpp"
 #include "orrery/hssne.hpp"
 #include "orrery/knn.hpp"
+#include "orrery/parity.hpp"
 #include "parity.hpp"
 
 using namespace orrery;
@@ -34,53 +35,6 @@ MatrixD clustered(index_t n, index_t d, unsigned seed) {
   return X;
 }
 
-double largest(const std::vector<double>& v) {
-  double m = 0;
-  for (double x : v) m = std::max(m, std::abs(x));
-  return m;
-}
-
-void compare_sums(const HssneSums& c, const HssneSums& g, test::ParityCheck& check, const std::string& when) {
-  check.agree(when + " h", "hssne.row_sums", c.h, g.h);
-  check.agree(when + " hs", "hssne.row_sums", c.hs, g.hs);
-  check.agree(when + " a", "hssne.attraction", c.a, g.a);
-  check.agree(when + " p_log_h", "hssne.attraction", c.p_log_h, g.p_log_h);
-  // The y-weighted sums partly cancel: measured against their weights' row sums.
-  check.agree(when + " hsy", "hssne.weighted_sums", c.hsy.data, g.hsy.data, largest(c.hs));
-  check.agree(when + " ay", "hssne.weighted_sums", c.ay.data, g.ay.data, largest(c.a));
-}
-
-void compare_totals(const HssneTotals& c, const HssneTotals& g, test::ParityCheck& check, const std::string& when) {
-  check.agree(when + " Z", "hssne.totals", c.z, g.z);
-  check.agree(when + " sum P log H", "hssne.totals", c.p_log_h, g.p_log_h);
-}
-
-// Every engine primitive from the same map: the sums and totals at Y, then the map and totals
-// after each step (a fixed-point proposal with exaggeration and momentum, a damping, the accepted
-// trial, a gradient step).
-void compare_engines(HssneEngine& cpu, HssneEngine& gpu, const MatrixD& Y, test::ParityCheck& check) {
-  compare_totals(cpu.start(Y), gpu.start(Y), check, "start");
-  HssneSums c, g;
-  cpu.current_sums(c);
-  gpu.current_sums(g);
-  compare_sums(c, g, check, "start");
-  check.same("the map as given", cpu.coords().data, gpu.coords().data);
-  compare_totals(cpu.propose(4.0, 1.0, 0.0), gpu.propose(4.0, 1.0, 0.0), check, "propose, c = 4");
-  compare_totals(cpu.damp(), gpu.damp(), check, "damp");
-  cpu.accept();
-  gpu.accept();
-  check.agree("accepted trial", "hssne.map", cpu.coords().data, gpu.coords().data);
-  compare_totals(cpu.propose(1.0, 0.8, 0.5), gpu.propose(1.0, 0.8, 0.5), check, "propose with momentum");
-  cpu.accept();
-  gpu.accept();
-  check.agree("second accepted trial", "hssne.map", cpu.coords().data, gpu.coords().data);
-  compare_totals(cpu.gradient_step(2.0, 0.5, 50.0), gpu.gradient_step(2.0, 0.5, 50.0), check, "gradient step");
-  check.agree("after the gradient step", "hssne.map", cpu.coords().data, gpu.coords().data);
-  cpu.current_sums(c);
-  gpu.current_sums(g);
-  compare_sums(c, g, check, "after the steps");
-}
-
 std::string tail(double alpha) { return "_alpha" + std::to_string(static_cast<int>(std::lround(alpha * 10))); }
 
 }  // namespace
@@ -93,8 +47,8 @@ std::vector<test::ParityCase> test::hssne_parity_cases() {
                      [dim, alpha](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
                        const AffinityResult aff = affinities_sparse(clustered(1337, 6, 1), 12.0);
                        const MatrixD Y = gaussian_points(1337, dim, 2, 3.0);
-                       compare_engines(*cpu.make_hssne(aff.sparse, alpha, dim), *gpu.make_hssne(aff.sparse, alpha, dim),
-                                       Y, check);
+                       check.add(compare_hssne_engines(*cpu.make_hssne(aff.sparse, alpha, dim),
+                                                       *gpu.make_hssne(aff.sparse, alpha, dim), Y));
                      }});
   for (int dim : {2, 3})
     for (double alpha : {0.0, 1.0, 3.0})
@@ -102,8 +56,8 @@ std::vector<test::ParityCase> test::hssne_parity_cases() {
                      [dim, alpha](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
                        const AffinityResult aff = affinities_dense(clustered(611, 5, 3), 20.0);
                        const MatrixD Y = gaussian_points(611, dim, 4, 2.0);
-                       compare_engines(*cpu.make_hssne(aff.dense, alpha, dim), *gpu.make_hssne(aff.dense, alpha, dim),
-                                       Y, check);
+                       check.add(compare_hssne_engines(*cpu.make_hssne(aff.dense, alpha, dim),
+                                                       *gpu.make_hssne(aff.dense, alpha, dim), Y));
                      }});
   // Extreme rows: a point far from all others (its Gaussian terms underflow in float), and two
   // points on top of each other (tau = 0 off the diagonal).
@@ -113,8 +67,8 @@ std::vector<test::ParityCase> test::hssne_parity_cases() {
                    Y(0, 0) = 1e3;
                    Y(2, 0) = Y(1, 0), Y(2, 1) = Y(1, 1);
                    for (double alpha : {0.0, 1.0})
-                     compare_engines(*cpu.make_hssne(aff.sparse, alpha, 2), *gpu.make_hssne(aff.sparse, alpha, 2), Y,
-                                     check);
+                     check.add(compare_hssne_engines(*cpu.make_hssne(aff.sparse, alpha, 2),
+                                                     *gpu.make_hssne(aff.sparse, alpha, 2), Y));
                  }});
   return out;
 }

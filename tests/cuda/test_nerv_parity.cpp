@@ -12,6 +12,7 @@
 #include "orrery/affinity.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/nerv.hpp"
+#include "orrery/parity.hpp"
 #include "parity.hpp"
 
 using namespace orrery;
@@ -27,37 +28,13 @@ MatrixD points(index_t n, index_t d, unsigned seed, double scale) {
   return M;
 }
 
-// Cost and gradient at Y, then one conjugate-gradient round of the engine's operations: direction,
-// dots, a trial point with its cost and gradient, its acceptance.
+// The CPU's double reference against the device's float engine (orrery::compare_nerv_engines).
 template <class P>
 void compare_engines(const P& prob, const std::vector<double>& beta, const MatrixD& Y, double lambda,
                      Backend& cpu, Backend& gpu, test::ParityCheck& check) {
   const int dim = static_cast<int>(Y.cols);
-  auto ec = cpu.make_nerv(prob, beta, NervOptions{lambda, dim, NervPrecision::float64});
-  auto eg = gpu.make_nerv(prob, beta, NervOptions{lambda, dim, NervPrecision::float32});
-  ec->set_coords(Y);
-  eg->set_coords(Y);
-  check.same("x as set", ec->vector(NervVector::x).data, eg->vector(NervVector::x).data);
-  check.agree("cost", "nerv.cost", ec->evaluate(true), eg->evaluate(true));
-  check.agree("gradient", "nerv.gradient", ec->vector(NervVector::gradient).data,
-              eg->vector(NervVector::gradient).data);
-  check.agree("cost without the gradient", "nerv.cost", ec->evaluate(false), eg->evaluate(false));
-  ec->update_direction(0.0);
-  eg->update_direction(0.0);
-  check.agree("|g|^2", "nerv.cost", ec->dot(NervVector::gradient, NervVector::gradient),
-              eg->dot(NervVector::gradient, NervVector::gradient));
-  const double t = 0.1 / std::sqrt(ec->dot(NervVector::gradient, NervVector::gradient) + 1e-300);
-  check.agree("trial cost", "nerv.cost", ec->evaluate_trial(t), eg->evaluate_trial(t));
-  check.agree("trial gradient", "nerv.gradient", ec->vector(NervVector::trial_gradient).data,
-              eg->vector(NervVector::trial_gradient).data);
-  ec->accept_trial();
-  eg->accept_trial();
-  check.agree("g . g_old", "nerv.cost", ec->dot(NervVector::gradient, NervVector::trial_gradient),
-              eg->dot(NervVector::gradient, NervVector::trial_gradient));
-  ec->update_direction(0.5);
-  eg->update_direction(0.5);
-  check.agree("direction", "nerv.gradient", ec->vector(NervVector::direction).data,
-              eg->vector(NervVector::direction).data);
+  check.add(compare_nerv_engines(*cpu.make_nerv(prob, beta, NervOptions{lambda, dim, NervPrecision::float64}),
+                                 *gpu.make_nerv(prob, beta, NervOptions{lambda, dim, NervPrecision::float32}), Y));
 }
 
 std::string suffix(int dim, double lambda) {

@@ -10,6 +10,7 @@
 
 #include "common/require_cuda.hpp"
 #include "orrery/backend.hpp"
+#include "orrery/parity.hpp"
 #include "orrery/plsv.hpp"
 #include "parity.hpp"
 
@@ -41,30 +42,7 @@ void engine_steps(const Case& k, Backend& cpu, Backend& gpu, test::ParityCheck& 
   for (double& v : theta.data) v = static_cast<float>(v);
   std::vector<double> phi = planted.model.topic_coords.data;
   for (double& v : phi) v = static_cast<float>(v);
-  for (auto* e : {ec.get(), eg.get()}) {
-    e->set_docs(X);
-    e->set_theta(theta);
-  }
-  const auto sc = ec->e_step(phi, 0.01), sg = eg->e_step(phi, 0.01);
-  check.agree("log likelihood", "plsv.log_likelihood", sc.log_likelihood, sg.log_likelihood);
-  check.agree("alpha sum log theta", "plsv.theta_log_prior", sc.theta_log_prior, sg.theta_log_prior);
-  check.agree("sum |x|^2", "plsv.docs_sq", sc.docs_sq, sg.docs_sq);
-  check.agree("R", "plsv.topic_counts", ec->topic_counts().data, eg->topic_counts().data);
-  ec->m_step_theta(0.01);
-  eg->m_step_theta(0.01);
-  check.agree("theta", "plsv.theta", ec->theta().data, eg->theta().data);
-  PeNewtonOptions opt;
-  opt.eps_r = 1e-10;
-  opt.max_iter = 50;
-  std::vector<double> gc, gg;
-  const double gamma = 0.1 * k.Z;
-  const PeSweep wc = ec->solve_docs(phi, gamma, opt, &gc), wg = eg->solve_docs(phi, gamma, opt, &gg);
-  check.agree("Newton objective", "plsv.solve_objective", wc.objective, wg.objective);
-  check.agree("X after Newton", "plsv.docs", ec->docs().data, eg->docs().data);
-  check.agree("topic gradient", "plsv.topic_gradient", gc, gg);
-  const index_t mc = ec->relocate_docs(phi, gamma), mg = eg->relocate_docs(phi, gamma);
-  check.agree("documents relocated", "plsv.relocated", static_cast<double>(mc), static_cast<double>(mg),
-              static_cast<double>(k.N));
+  check.add(compare_plsv_engines(*ec, *eg, X, theta, phi, 0.01, 0.1 * k.Z));
 }
 
 // A few whole EM iterations, and the device's repeatability.

@@ -1,0 +1,325 @@
+// `orrery check CONFIG.json`: does this machine's GPU (driver, build) agree with the CPU reference on
+// this input? The config's input is read as a run would read it; each of its method's primitives
+// runs on the CPU and on every device under test from the same state, and a few iterations of the
+// fit run on both; every output is compared under the parity suite's named tolerances
+// (orrery/parity.hpp). The result is printed and written as JSON; exit 3 on a disagreement.
+#include "cli/check.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <sstream>
+
+#include "cli/ne_config.hpp"
+#include "cli/pe_config.hpp"
+#include "cli/plsv_run.hpp"
+#include "cli/run_common.hpp"
+#include "io/corpus.hpp"
+#include "io/writers.hpp"
+#include "orrery/backend.hpp"
+#include "orrery/error.hpp"
+#include "orrery/hssne.hpp"
+#include "orrery/knn.hpp"
+#include "orrery/nerv.hpp"
+#include "orrery/parity.hpp"
+#include "orrery/pe.hpp"
+#include "orrery/plsv.hpp"
+#include "orrery/quality.hpp"
+#include "orrery/snerv.hpp"
+
+namespace orrery::cli {
+namespace {
+
+struct Options {
+  std::string config, out;
+  std::vector<std::string> devices;  // empty: every usable CUDA device
+  int iterations = 5;
+  bool quiet = false;
+};
+
+Options parse(const std::vector<std::string>& args) {
+  Options o;
+  for (size_t a = 0; a < args.size(); ++a) {
+    const std::string& opt = args[a];
+    auto value = [&]() -> std::string {
+      if (a + 1 >= args.size()) input_error("check: option " + opt + " needs a value");
+      return args[++a];
+    };
+    if (opt == "--device") {
+      std::stringstream ss(value());
+      for (std::string d; std::getline(ss, d, ',');) o.devices.push_back(d);
+    } else if (opt == "--iterations") {
+      const std::string v = value();
+      if (v.empty() || v.size() > 4 || v.find_first_not_of("0123456789") != std::string::npos || std::stoi(v) < 1)
+        input_error("check: --iterations: expected an integer in [1, 9999], found '" + v + "'");
+      o.iterations = std::stoi(v);
+    } else if (opt == "--out") {
+      o.out = value();
+    } else if (opt == "--quiet" || opt == "-q") {
+      o.quiet = true;
+    } else if (!opt.empty() && opt[0] == '-') {
+      input_error("check: unknown option '" + opt + "'");
+    } else if (o.config.empty()) {
+      o.config = opt;
+    } else {
+      input_error("check: expected one configuration file, found a second: '" + opt + "'");
+    }
+  }
+  if (o.config.empty()) input_error("check: missing CONFIG.json");
+  return o;
+}
+
+// A device under test: "cpu" is the CPU with one thread (the reference uses the config's threads).
+std::unique_ptr<Backend> device_backend(const std::string& d) {
+  if (d == "cpu") return make_cpu_backend(1);
+  if (d == "auto") input_error("check: --device: name the devices to check (cuda, cuda:N or cpu), not auto");
+  return make_backend(d, 0);
+}
+
+MatrixD gaussian(index_t rows, index_t cols, unsigned long long seed, double scale) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> z(0.0, scale);
+  MatrixD M(rows, cols);
+  for (double& v : M.data) v = z(rng);
+  return M;
+}
+
+// One primitive's comparisons, named.
+struct Group {
+  std::string primitive;
+  Comparisons comparisons;
+};
+
+// The checks of one method on one device, against the reference.
+using Checks = std::vector<Group>;
+
+Checks check_pe(const RunConfig& run, Backend& ref, Backend& dev, int iterations) {
+  const PeRunConfig cfg = read_pe_config(run);
+  PeRunData data = load_pe_data(cfg);
+  fit_posterior_model_step(cfg, data);
+  const MatrixD& P = data.pe.posteriors;
+  const index_t K = P.cols;
+  const int D = cfg.params.dim;
+  std::vector<double> log_priors(static_cast<size_t>(K), -std::log(static_cast<double>(K)));
+  if (!data.pe.priors.empty())
+    for (index_t k = 0; k < K; ++k) log_priors[static_cast<size_t>(k)] = std::log(data.pe.priors[static_cast<size_t>(k)]);
+  Checks out;
+  auto er = ref.make_pe(P, log_priors, D, cfg.params.eta_r), ed = dev.make_pe(P, log_priors, D, cfg.params.eta_r);
+  out.push_back({"pe engine", compare_pe_engines(*er, *ed, gaussian(P.rows, D, run.seed, 1.0),
+                                                 gaussian(K, D, run.seed + 1, cfg.params.init_scale).data)});
+  PeParams prm = cfg.params;
+  prm.max_iter = iterations;
+  const PeResult rr = fit_pe(ref, data.pe, prm, run.seed), rd = fit_pe(dev, data.pe, prm, run.seed);
+  std::vector<double> tr, td;
+  for (const auto& e : rr.trace) tr.push_back(e.objective);
+  for (const auto& e : rd.trace) td.push_back(e.objective);
+  out.push_back({"pe fit", {compare_traces("objective per iteration", "pe.fit_objective", tr, td)}});
+  return out;
+}
+
+Checks check_ne(const RunConfig& run, Backend& ref, Backend& dev, int iterations) {
+  const NeRunConfig cfg = read_ne_config(run);
+  const NeData d = load_ne_data(cfg);
+  const index_t N = d.points();
+  const MemoryInfo mem = ref.memory();
+  const NePlan plan = plan_ne_run(cfg, N, mem, false);
+  check_memory_plan(plan.memory, mem, false);
+  const std::string& m = run.method;
+  const bool vectors = !cfg.input.vectors.empty();
+  Checks out;
+  if (vectors && m != "snerv") {
+    const int k = static_cast<int>(std::min<double>(static_cast<double>(N - 1), std::ceil(3.0 * cfg.input.perplexity)));
+    const KnnGraph gr = ref.knn(d.X, k), gd = dev.knn(d.X, k);
+    // Sorted distances agree even where two near-equal ones swap their points.
+    out.push_back({"knn", {{"squared distances of the k nearest", "knn.distances",
+                            compare(gr.dist2, gd.dist2, tolerance("knn.distances"))}}});
+  }
+  AffinityResult aff;
+  MatrixD metric;
+  double perplexity = cfg.input.perplexity;
+  if (m == "snerv") {
+    const ClassMixture model = fit_class_mixture(d.X, d.labels, cfg.input.metric, run.seed, ref.threads());
+    metric = ref.learning_metric_distances(model, d.X, cfg.input.metric.pieces);
+    out.push_back({"learning-metric distances",
+                   {{"distances", "snerv.distances",
+                     compare(metric.data, dev.learning_metric_distances(model, d.X, cfg.input.metric.pieces).data,
+                             tolerance("snerv.distances"))}}});
+    if (!(perplexity > 0))
+      perplexity = std::clamp(0.5 * static_cast<double>(N) / static_cast<double>(model.centres.rows), 2.0,
+                              static_cast<double>(N - 1) / 3.0);
+    aff = plan.sparse ? affinities_from_knn(knn_from_distance_matrix(metric, static_cast<int>(std::ceil(3.0 * perplexity)),
+                                                                     ref.threads()),
+                                            perplexity, ref.threads())
+                      : affinities_from_distances(metric, perplexity, ref.threads());
+  } else {
+    aff = ne_affinities(cfg, d, plan.sparse, ref);
+  }
+  if (m == "hssne") {
+    const HssneParams& p = cfg.hssne;
+    const MatrixD Y = gaussian(N, p.dim, run.seed, p.init_scale);
+    if (plan.sparse)
+      out.push_back({"hssne engine", compare_hssne_engines(*ref.make_hssne(aff.sparse, p.alpha, p.dim),
+                                                           *dev.make_hssne(aff.sparse, p.alpha, p.dim), Y)});
+    else
+      out.push_back({"hssne engine", compare_hssne_engines(*ref.make_hssne(aff.dense, p.alpha, p.dim),
+                                                           *dev.make_hssne(aff.dense, p.alpha, p.dim), Y)});
+    HssneParams q = p;
+    q.max_iter = iterations;
+    q.tol = 0;
+    auto fit = [&](Backend& b) {
+      return plan.sparse ? fit_hssne(aff.sparse, q, run.seed, b) : fit_hssne(aff.dense, d.labels, q, run.seed, b);
+    };
+    out.push_back({"hssne fit", {compare_traces("KL per iteration", "hssne.trace", fit(ref).objective_trace,
+                                                fit(dev).objective_trace)}});
+  } else {
+    const NervParams& p = cfg.nerv;
+    std::vector<double> sorted = aff.beta;
+    std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+    const MatrixD Y = gaussian(N, p.dim, run.seed, p.init_scale / std::sqrt(sorted[sorted.size() / 2]));
+    const NervOptions ro{p.lambda, p.dim, NervPrecision::float64}, dopt{p.lambda, p.dim, p.precision};
+    if (plan.sparse)
+      out.push_back({"nerv engine", compare_nerv_engines(*ref.make_nerv(aff.sparse_conditional, aff.beta, ro),
+                                                         *dev.make_nerv(aff.sparse_conditional, aff.beta, dopt), Y)});
+    else
+      out.push_back({"nerv engine", compare_nerv_engines(*ref.make_nerv(aff.conditional, aff.beta, ro),
+                                                         *dev.make_nerv(aff.conditional, aff.beta, dopt), Y)});
+    NervParams q = p;
+    q.max_iter = iterations;
+    q.init = NervInit::random;
+    auto fit = [&](Backend& b, NervPrecision prec) {
+      q.precision = prec;
+      return plan.sparse ? fit_nerv(aff.sparse_conditional, aff.beta, q, run.seed, b)
+                         : fit_nerv(aff.conditional, aff.beta, q, run.seed, b);
+    };
+    const NervResult fr = fit(ref, NervPrecision::float64), fd = fit(dev, p.precision);
+    Comparisons c;
+    if (!fr.objective_trace.empty() && !fd.objective_trace.empty())
+      c.push_back(compare_traces("first cost", "nerv.fit_first", {fr.objective_trace.front()},
+                                 {fd.objective_trace.front()}));
+    c.push_back(compare_traces("cost per iteration", "nerv.fit_last", fr.objective_trace, fd.objective_trace));
+    out.push_back({"nerv fit", c});
+  }
+  if (cfg.input.affinity_matrix.empty()) {
+    // The rank rows of the quality measures, against the input space the run would use.
+    const MatrixD& X = m == "snerv" ? metric : d.X;
+    const bool dm = m == "snerv" || !cfg.input.distances.empty();
+    const MatrixD Y = gaussian(N, 2, run.seed + 7, 1.0);
+    const int kmax = static_cast<int>(std::min<index_t>(20, N - 1));
+    const RankRows rr = ref.rank_rows(X, Y, kmax, dm), rd = dev.rank_rows(X, Y, kmax, dm);
+    auto as_double = [](const std::vector<std::int64_t>& v) { return std::vector<double>(v.begin(), v.end()); };
+    out.push_back({"quality rank rows",
+                   {{"map neighbours", "quality.rank_rows",
+                     compare(as_double(rr.map_neighbours), as_double(rd.map_neighbours), tolerance("quality.rank_rows"))},
+                    {"input ranks of map neighbours", "quality.rank_rows",
+                     compare(as_double(rr.input_rank_of_map_nb), as_double(rd.input_rank_of_map_nb),
+                             tolerance("quality.rank_rows"))}}});
+  }
+  return out;
+}
+
+Checks check_plsv(const RunConfig& run, Backend& ref, Backend& dev, int iterations) {
+  const PlsvRunSetup s = read_plsv_setup(run);
+  if (!s.model_dir.empty()) input_error("check: input.model (fold-in) is not checked; check the run that made the model");
+  const Corpus& c = s.corpus;
+  const PlsvParams& p = s.params;
+  // A start both engines can hold exactly: float-representable documents, theta and topics.
+  MatrixD X = gaussian(c.num_docs(), p.dim, run.seed, 1.0), theta(p.topics, c.num_words);
+  std::mt19937_64 rng(run.seed + 3);
+  std::uniform_real_distribution<double> u(0.5, 1.5);
+  for (index_t z = 0; z < theta.rows; ++z) {
+    double total = 0.0;
+    for (index_t w = 0; w < theta.cols; ++w) total += (theta(z, w) = u(rng));
+    for (index_t w = 0; w < theta.cols; ++w) theta(z, w) = static_cast<float>(theta(z, w) / total);
+  }
+  std::vector<double> phi = gaussian(p.topics, p.dim, run.seed + 5, p.init_scale).data;
+  for (double& v : X.data) v = static_cast<float>(v);
+  for (double& v : phi) v = static_cast<float>(v);
+  Checks out;
+  out.push_back({"plsv engine", compare_plsv_engines(*ref.make_plsv(c, p.topics, p.dim), *dev.make_plsv(c, p.topics, p.dim),
+                                                     X, theta, phi, p.alpha, p.gamma_per_topic * p.topics)});
+  PlsvParams q = p;
+  q.max_iter = iterations;
+  q.tol = 0;
+  const PlsvResult rr = fit_plsv(ref, c, q, run.seed), rd = fit_plsv(dev, c, q, run.seed);
+  std::vector<double> tr, td;
+  for (const auto& e : rr.trace) tr.push_back(e.log_posterior);
+  for (const auto& e : rd.trace) td.push_back(e.log_posterior);
+  out.push_back({"plsv fit", {compare_traces("log posterior per EM iteration", "plsv.em_trace", tr, td)}});
+  return out;
+}
+
+json group_json(const Group& g) {
+  json rows = json::array();
+  for (const Comparison& c : g.comparisons) {
+    const Agreement& a = c.agreement;
+    rows.push_back({{"output", c.output},
+                    {"tolerance", c.tolerance},
+                    {"entries", a.count},
+                    {"failed", a.failed},
+                    {"max_rel_error", std::isfinite(a.max_rel_error) ? json(a.max_rel_error) : json(nullptr)},
+                    {"nmse", std::isfinite(a.nmse) ? json(a.nmse) : json(nullptr)},
+                    {"agrees", a.ok()},
+                    {"detail", a.describe(g.primitive + ": " + c.output)}});
+  }
+  return {{"primitive", g.primitive}, {"outputs", rows}};
+}
+
+}  // namespace
+
+int cmd_check(const std::vector<std::string>& args) {
+  const Options o = parse(args);
+  const RunConfig run = read_run_config(o.config);
+  auto ref = make_cpu_backend(run.threads);
+  std::vector<std::string> devices = o.devices;
+  std::string note;
+  if (devices.empty()) {
+    for (const auto& d : cuda_devices()) devices.push_back("cuda:" + std::to_string(d.index));
+    if (devices.empty())
+      note = "no usable CUDA device (" + cuda_status() +
+             "): nothing to compare the CPU reference with (--device cpu compares one CPU thread with all)";
+  }
+  json report = {{"config", o.config}, {"method", run.method}, {"reference", ref->name()}, {"iterations", o.iterations},
+                 {"devices", json::array()}};
+  if (!o.quiet) std::printf("orrery check %s: method %s, reference %s\n", o.config.c_str(), run.method.c_str(),
+                            ref->name().c_str());
+  bool all_ok = true;
+  for (const std::string& name : devices) {
+    auto dev = device_backend(name);
+    if (!o.quiet) std::printf("\n%s\n", dev->name().c_str());
+    const Checks checks = run.method == "pe"     ? check_pe(run, *ref, *dev, o.iterations)
+                          : run.method == "plsv" ? check_plsv(run, *ref, *dev, o.iterations)
+                                                 : check_ne(run, *ref, *dev, o.iterations);
+    bool ok = true;
+    json groups = json::array();
+    for (const Group& g : checks) {
+      groups.push_back(group_json(g));
+      for (const Comparison& c : g.comparisons) {
+        const Agreement& a = c.agreement;
+        ok = ok && a.ok();
+        if (!o.quiet)
+          std::printf("  %-26s %-40s %-22s %10.3g %10.3g  %s\n", g.primitive.c_str(), c.output.c_str(),
+                      c.tolerance.c_str(), a.max_rel_error, a.nmse, a.ok() ? "agrees" : "DISAGREES");
+        if (!a.ok() && !o.quiet) std::printf("      %s\n", a.describe(c.output).c_str());
+      }
+    }
+    const std::string guard = device_guard_violations();
+    if (!guard.empty()) ok = false;
+    report["devices"].push_back({{"device", dev->name()}, {"agrees", ok}, {"checks", groups}, {"guard_violation", guard}});
+    all_ok = all_ok && ok;
+    if (!o.quiet) std::printf("%s: %s\n", dev->name().c_str(), ok ? "agrees with the CPU reference" : "DISAGREES with the CPU reference");
+  }
+  if (!note.empty()) {
+    report["note"] = note;
+    if (!o.quiet) std::printf("%s\n", note.c_str());
+  }
+  report["agrees"] = all_ok;
+  const std::string out = !o.out.empty() ? o.out : (std::filesystem::path(run.output.dir) / "check.json").string();
+  io::OutputSet files;
+  files.add(out, report.dump(2) + "\n");
+  files.commit();
+  if (!o.quiet) std::printf("wrote %s\n", out.c_str());
+  return all_ok ? 0 : 3;
+}
+
+}  // namespace orrery::cli

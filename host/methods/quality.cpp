@@ -1,7 +1,7 @@
-// Quality measures by rows: each point's distances to all others in both spaces are computed
-// once (O(N (d + D)) per point, O(N) scratch), its K_max nearest in each space selected, and the
-// few ranks beyond K_max that the measures need counted in the same row (O(N log K_max)); the
-// measures are then sums over those rows.
+// Quality measures by rows: each point's kmax nearest in each space and the ranks that link the two
+// spaces come from Backend::rank_rows (host/cpu/rank_rows.cpp: each point's distances to all others
+// computed once, O(N) scratch; kernels/quality.cu: a thread per point); the measures are then sums
+// over those rows, integers exactly and reals per chunk in chunk order.
 // Total O(N^2 (d + D)) time and O(N K_max) memory; no N x N array exists.
 #include "orrery/quality.hpp"
 

@@ -32,9 +32,9 @@ KnnGraph exact_knn(const MatrixD& X, int k, int threads = 0);
 // in the same order and with the same ties as exact_knn.
 KnnGraph knn_from_distance_matrix(const MatrixD& D, int k, int threads = 0);
 
-// The same search on a CUDA device (kernels/knn.cu): one thread per query over the same double
-// distances and the same bounded heap, so the graph equals exact_knn's wherever the distances
-// agree to the last bit (always for integer-valued inputs; otherwise up to order among near-ties).
-KnnGraph exact_knn_cuda(const MatrixD& X, int k, int device);
+// Backend::knn runs this search on its device: on CUDA (kernels/knn.cu) one thread per query over
+// the same double distances and the same bounded heap, so the graph equals exact_knn's wherever the
+// distances agree to the last bit (always for integer-valued inputs; otherwise up to order among
+// near-ties).
 
 }  // namespace orrery

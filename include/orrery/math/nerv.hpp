@@ -1,4 +1,4 @@
-// NeRV (MATH.md §3), per-pair arithmetic shared by the CPU loops (host/methods/nerv.cpp) and the
+// NeRV (MATH.md §3), per-pair arithmetic shared by the CPU loops (host/cpu/nerv_engine.cpp) and the
 // CUDA kernels; T is the float type (double on the CPU).
 //
 // Row i of the map: s_ij = -beta_i d_ij with d_ij = |y_i - y_j|^2, q_{j|i} = exp(s_ij - lse_i),

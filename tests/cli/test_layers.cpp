@@ -14,14 +14,7 @@ namespace fs = std::filesystem;
 namespace {
 
 orrery::test::Outcome check_layers(const std::string& root) {
-  const std::string cmd = "bash '" + std::string(ORRERY_SOURCE_DIR) + "/scripts/check_layers.sh' '" + root + "' 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return orrery::test::run_command("bash '" + std::string(ORRERY_SOURCE_DIR) + "/scripts/check_layers.sh' '" + root + "'");
 }
 
 void append(const fs::path& file, const std::string& line) { std::ofstream(file, std::ios::app) << "\n" << line << "\n"; }

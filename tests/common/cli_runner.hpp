@@ -13,8 +13,9 @@ struct Outcome {
   std::string output;
 };
 
-inline Outcome run_orrery(const std::string& args) {
-  const std::string cmd = std::string("cd '") + ORRERY_SOURCE_DIR + "' && '" + ORRERY_CLI + "' " + args + " 2>&1";
+// Any shell command line, with stderr joined to stdout.
+inline Outcome run_command(const std::string& command) {
+  const std::string cmd = command + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -22,6 +23,10 @@ inline Outcome run_orrery(const std::string& args) {
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
   const int status = pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+inline Outcome run_orrery(const std::string& args) {
+  return run_command(std::string("cd '") + ORRERY_SOURCE_DIR + "' && '" + ORRERY_CLI + "' " + args);
 }
 
 }  // namespace orrery::test

@@ -6,6 +6,7 @@
 #include "cli/pe_run.hpp"
 #include "cli/plsv_run.hpp"
 #include "orrery/hssne.hpp"
+#include "orrery/memory_plan.hpp"
 #include "orrery/nerv.hpp"
 #include "orrery/pe.hpp"
 #include "orrery/plsv.hpp"
@@ -23,9 +24,13 @@ const std::vector<MethodEntry>& methods() {
        [](const RunConfig& run) {
          const PeRunConfig cfg = read_pe_config(run);
          const PeRunData data = load_pe_data(cfg);
+         const MemoryInfo mem = make_backend(run.device, run.threads)->memory();
+         const MemoryPlan plan = plan_pe(data.objects, data.classes, mem.device_bytes > 0);
+         check_memory_plan(plan, mem, mem.device_bytes > 0);
          return "pe, " + std::to_string(data.objects) + " objects, " + std::to_string(data.classes) + " classes" +
                 (cfg.input.use_posterior_model() ? " (posterior model to fit on the vectors)" : "") +
-                ", D = " + std::to_string(cfg.params.dim);
+                ", D = " + std::to_string(cfg.params.dim) + ", planned peak " + format_bytes(plan.host_peak()) +
+                " host" + (plan.device_peak() > 0 ? " + " + format_bytes(plan.device_peak()) + " GPU" : "");
        },
        [](const RunConfig& run, bool quiet) { return run_pe(read_pe_config(run), quiet); }},
       {"hssne", "Heavy-tailed symmetric SNE (alpha: 0 Gaussian, 1 t-SNE) with the fixed-point optimiser",

@@ -129,7 +129,7 @@ Checks check_ne(const RunConfig& run, Backend& ref, Backend& dev, int iterations
   const bool vectors = !cfg.input.vectors.empty();
   Checks out;
   if (vectors && m != "snerv") {
-    const int k = static_cast<int>(std::min<double>(static_cast<double>(N - 1), std::ceil(3.0 * cfg.input.perplexity)));
+    const int k = static_cast<int>(std::min<index_t>(N - 1, sparse_neighbours(cfg.input.perplexity)));
     const KnnGraph gr = ref.knn(d.X, k), gd = dev.knn(d.X, k);
     // Sorted distances agree even where two near-equal ones swap their points.
     out.push_back({"knn", {{"squared distances of the k nearest", "knn.distances",
@@ -137,7 +137,6 @@ Checks check_ne(const RunConfig& run, Backend& ref, Backend& dev, int iterations
   }
   AffinityResult aff;
   MatrixD metric;
-  double perplexity = cfg.input.perplexity;
   if (m == "snerv") {
     const ClassMixture model = fit_class_mixture(d.X, d.labels, cfg.input.metric, run.seed, ref.threads());
     metric = ref.learning_metric_distances(model, d.X, cfg.input.metric.pieces);
@@ -145,13 +144,8 @@ Checks check_ne(const RunConfig& run, Backend& ref, Backend& dev, int iterations
                    {{"distances", "snerv.distances",
                      compare(metric.data, dev.learning_metric_distances(model, d.X, cfg.input.metric.pieces).data,
                              tolerance("snerv.distances"))}}});
-    if (!(perplexity > 0))
-      perplexity = std::clamp(0.5 * static_cast<double>(N) / static_cast<double>(model.centres.rows), 2.0,
-                              static_cast<double>(N - 1) / 3.0);
-    aff = plan.sparse ? affinities_from_knn(knn_from_distance_matrix(metric, static_cast<int>(std::ceil(3.0 * perplexity)),
-                                                                     ref.threads()),
-                                            perplexity, ref.threads())
-                      : affinities_from_distances(metric, perplexity, ref.threads());
+    aff = snerv_affinities(metric, snerv_perplexity(cfg.input.perplexity, N, model.centres.rows), plan.sparse,
+                           ref.threads());
   } else {
     aff = ne_affinities(cfg, d, plan.sparse, ref);
   }

@@ -212,7 +212,7 @@ AffinityResult ne_affinities(const NeRunConfig& cfg, const NeData& d, bool spars
   if (!in.affinity_matrix.empty()) a.sparse = d.given;
   else if (!in.distances.empty()) a = affinities_from_distances(d.X, in.perplexity, threads);
   else if (sparse)
-    a = affinities_from_knn(backend.knn(d.X, static_cast<int>(std::ceil(3.0 * in.perplexity))), in.perplexity, threads);
+    a = affinities_from_knn(backend.knn(d.X, sparse_neighbours(in.perplexity)), in.perplexity, threads);
   else a = affinities_dense(d.X, in.perplexity, threads);
   return a;
 }

@@ -131,7 +131,7 @@ AffinityResult affinities_from_distances(const MatrixD& D, double perplexity, in
 namespace {
 
 void check_sparse_perplexity(index_t N, double perplexity) {
-  const double k_real = std::ceil(3.0 * perplexity);
+  const double k_real = sparse_neighbours(perplexity);
   if (N < 3 || !(perplexity > 1.0) || k_real > static_cast<double>(N - 1))
     input_error("perplexity: sparse affinities use k = ceil(3 perplexity) neighbours, so perplexity must be in (1, " +
                 std::to_string((N - 1) / 3.0) + "] for " + std::to_string(N) + " points; found " +
@@ -202,7 +202,7 @@ AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int thr
   const index_t N = g.num_points;
   const int k = g.k;
   check_sparse_perplexity(N, perplexity);
-  if (k < static_cast<int>(std::ceil(3.0 * perplexity)))
+  if (k < sparse_neighbours(perplexity))
     internal_error("affinities_from_knn: the graph has fewer than ceil(3 perplexity) neighbours");
   AffinityResult res;
   res.beta.assign(static_cast<size_t>(N), 0.0);
@@ -249,7 +249,7 @@ AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int thr
 AffinityResult affinities_sparse(const MatrixD& X, double perplexity, int threads) {
   check_points(X);
   check_sparse_perplexity(X.rows, perplexity);
-  return affinities_from_knn(exact_knn(X, static_cast<int>(std::ceil(3.0 * perplexity)), threads), perplexity,
+  return affinities_from_knn(exact_knn(X, sparse_neighbours(perplexity), threads), perplexity,
                              threads);
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "orrery/affinity.hpp"
 #include "orrery/error.hpp"
 
 namespace orrery {
@@ -59,7 +60,7 @@ double sq(index_t n) { return static_cast<double>(n) * static_cast<double>(n); }
 MemoryPlan plan_neighbour_embedding(const NePlanInput& in, bool device) {
   const index_t N = in.points;
   const double n = static_cast<double>(N), nn = sq(N);
-  const double k = std::min(n - 1.0, std::ceil(3.0 * in.perplexity));
+  const double k = std::min(n - 1.0, static_cast<double>(sparse_neighbours(in.perplexity)));
   const std::string fewer = " or fewer points (input.limit)";
   MemoryPlan p;
   if (in.method == NeMethod::snerv) {

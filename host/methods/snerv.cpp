@@ -348,6 +348,18 @@ double class_mixture_fisher(const ClassMixture& m, const double* x, const double
          m.euclidean * w * v2;
 }
 
+double snerv_perplexity(double given, index_t points, index_t components) {
+  if (given > 0) return given;
+  return std::clamp(0.5 * static_cast<double>(points) / static_cast<double>(components), 2.0,
+                    static_cast<double>(points - 1) / 3.0);
+}
+
+AffinityResult snerv_affinities(const MatrixD& D, double perplexity, bool sparse, int threads) {
+  return sparse ? affinities_from_knn(knn_from_distance_matrix(D, sparse_neighbours(perplexity), threads), perplexity,
+                                      threads)
+                : affinities_from_distances(D, perplexity, threads);
+}
+
 SnervResult fit_snerv(const MatrixD& X, const std::vector<int>& labels, const SnervParams& prm,
                       unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress) {
   const int threads = backend.threads();
@@ -355,14 +367,8 @@ SnervResult fit_snerv(const MatrixD& X, const std::vector<int>& labels, const Sn
   SnervResult r;
   r.model = fit_class_mixture(X, labels, prm.metric, seed, threads);
   r.metric_distances = backend.learning_metric_distances(r.model, X, prm.metric.pieces);
-  r.perplexity = prm.perplexity > 0 ? prm.perplexity
-                                    : std::clamp(0.5 * static_cast<double>(N) / static_cast<double>(r.model.centres.rows),
-                                                 2.0, static_cast<double>(N - 1) / 3.0);
-  const AffinityResult aff =
-      prm.sparse ? affinities_from_knn(knn_from_distance_matrix(r.metric_distances,
-                                                                static_cast<int>(std::ceil(3.0 * r.perplexity)), threads),
-                                       r.perplexity, threads)
-                 : affinities_from_distances(r.metric_distances, r.perplexity, threads);
+  r.perplexity = snerv_perplexity(prm.perplexity, N, r.model.centres.rows);
+  const AffinityResult aff = snerv_affinities(r.metric_distances, r.perplexity, prm.sparse, threads);
   const MatrixD start = prm.nerv.init == NervInit::pca ? pca_project(X, prm.nerv.dim, threads) : MatrixD();
   const MatrixD* s = prm.nerv.init == NervInit::pca ? &start : nullptr;
   r.nerv = prm.sparse ? fit_nerv(aff.sparse_conditional, aff.beta, prm.nerv, seed, backend, progress, s)

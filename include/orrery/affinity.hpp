@@ -7,12 +7,16 @@
 // point's k = min(N - 1, ceil(3 perplexity)) exact nearest neighbours (orrery::exact_knn), the
 // usual truncation; when k = N - 1 both modes give the same P.
 #pragma once
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "orrery/types.hpp"
 
 namespace orrery {
+
+// Neighbours per point of sparse affinities: k = ceil(3 perplexity), the usual truncation.
+inline int sparse_neighbours(double perplexity) { return static_cast<int>(std::ceil(3.0 * perplexity)); }
 
 // Symmetric sparse matrix in CSR form; columns ascending within a row, no diagonal entries.
 struct SparseAffinity {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "orrery/affinity.hpp"
 #include "orrery/config.hpp"
 #include "orrery/nerv.hpp"
 #include "orrery/types.hpp"
@@ -96,6 +97,14 @@ struct SnervParams {
   // (sparse rows); false: every pair's probability (dense rows).
   bool sparse = true;
 };
+
+// The perplexity SnervParams::perplexity = 0 stands for: 0.5 N / K for N points and K components,
+// clamped to [2, (N - 1) / 3]; a given perplexity (> 0) is returned as it is.
+double snerv_perplexity(double given, index_t points, index_t components);
+
+// Supervised NeRV's affinities from the metric distances (N x N): each point's ceil(3 perplexity)
+// nearest with NeRV's row floor elsewhere (sparse), or every pair.
+AffinityResult snerv_affinities(const MatrixD& metric_distances, double perplexity, bool sparse, int threads);
 
 struct SnervResult {
   ClassMixture model;

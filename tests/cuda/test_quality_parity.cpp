@@ -7,6 +7,7 @@
 #include <random>
 #include <tuple>
 
+#include "common/distances.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/quality.hpp"
 #include "parity.hpp"
@@ -60,13 +61,7 @@ std::vector<test::ParityCase> test::quality_parity_cases() {
                  }});
   out.push_back({"quality", "distance_matrix_input_N200", [](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
                    const MatrixD X = integer_points(200, 4, 5, 5), Y = integer_points(200, 2, 6, 11);
-                   MatrixD D(200, 200);
-                   for (index_t i = 0; i < 200; ++i)
-                     for (index_t j = 0; j < 200; ++j) {
-                       double s = 0;
-                       for (index_t c = 0; c < 4; ++c) s += (X(i, c) - X(j, c)) * (X(i, c) - X(j, c));
-                       D(i, j) = std::sqrt(s);
-                     }
+                   const MatrixD D = test::euclidean_distances(X);
                    same_rows(cpu.rank_rows(D, Y, 15, true), gpu.rank_rows(D, Y, 15, true), check, "distances: ");
                    check.same("vectors and distances give the same input ranks", gpu.rank_rows(X, Y, 15, false).input_rank_of_map_nb,
                               gpu.rank_rows(D, Y, 15, true).input_rank_of_map_nb);

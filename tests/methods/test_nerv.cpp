@@ -225,24 +225,31 @@ TEST(Nerv, TwoPassEvaluationEqualsTheStraightforwardOne) {
     }
 }
 
-TEST(Nerv, SparseGradientMatchesFiniteDifferences) {
-  const MatrixD X = points(40, 4, 21);
-  const AffinityResult a = affinities_sparse(X, 4.0);  // k = 12 of 39 other points
-  std::mt19937_64 rng(22);
+// The gradient at random maps in 2-D and 3-D for several lambda against central differences
+// (every third coordinate), for dense or sparse P.
+template <class P>
+void expect_gradient_matches(const P& prob, const std::vector<double>& beta, index_t n, unsigned seed,
+                             const std::string& what) {
+  std::mt19937_64 rng(seed);
   std::normal_distribution<double> z(0, 1);
   for (int D : {2, 3})
     for (double lambda : {0.0, 0.3, 0.7, 1.0}) {
-      MatrixD Y(40, D), g;
+      MatrixD Y(n, D), g;
       for (double& v : Y.data) v = z(rng);
-      nerv_objective(a.sparse_conditional, a.beta, Y, lambda, &g, 2);
+      nerv_objective(prob, beta, Y, lambda, &g, 2);
       MatrixD at = Y;
       EXPECT_TRUE(test::gradient_matches(
           [&](const std::vector<double>& y) {
             at.data = y;
-            return nerv_objective(a.sparse_conditional, a.beta, at, lambda, nullptr);
+            return nerv_objective(prob, beta, at, lambda, nullptr);
           },
-          Y.data, g.data, {1e-6, 1e-6, 3, "sparse, lambda " + std::to_string(lambda) + " D " + std::to_string(D)}));
+          Y.data, g.data, {1e-6, 1e-6, 3, what + ", lambda " + std::to_string(lambda) + " D " + std::to_string(D)}));
     }
+}
+
+TEST(Nerv, SparseGradientMatchesFiniteDifferences) {
+  const AffinityResult a = affinities_sparse(points(40, 4, 21), 4.0);  // k = 12 of 39 other points
+  expect_gradient_matches(a.sparse_conditional, a.beta, 40, 22, "sparse");
 }
 
 TEST(Nerv, SparseUsesTheDocumentedFloorForUnlistedPairs) {
@@ -290,23 +297,8 @@ TEST(Nerv, SparseEqualsDenseWhenListsCoverAllPoints) {
 }
 
 TEST(Nerv, GradientMatchesFiniteDifferences) {
-  const MatrixD X = points(25, 4, 1);
-  const AffinityResult a = affinities_dense(X, 6.0);
-  std::mt19937_64 rng(2);
-  std::normal_distribution<double> z(0, 1);
-  for (int D : {2, 3})
-    for (double lambda : {0.0, 0.3, 0.7, 1.0}) {
-      MatrixD Y(25, D), g;
-      for (double& v : Y.data) v = z(rng);
-      nerv_objective(a.conditional, a.beta, Y, lambda, &g, 2);
-      MatrixD at = Y;
-      EXPECT_TRUE(test::gradient_matches(
-          [&](const std::vector<double>& y) {
-            at.data = y;
-            return nerv_objective(a.conditional, a.beta, at, lambda, nullptr);
-          },
-          Y.data, g.data, {1e-6, 1e-6, 3, "dense, lambda " + std::to_string(lambda) + " D " + std::to_string(D)}));
-    }
+  const AffinityResult a = affinities_dense(points(25, 4, 1), 6.0);
+  expect_gradient_matches(a.conditional, a.beta, 25, 2, "dense");
 }
 
 TEST(Nerv, LambdaOneIsTheSneCost) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "common/distances.hpp"
 #include "orrery/affinity.hpp"
 #include "orrery/error.hpp"
 #include "orrery/pca.hpp"
@@ -62,13 +63,7 @@ TEST(Pca, ComponentsAreUncorrelatedOrderedAndFindThePlantedAxis) {
 
 TEST(Affinity, FromDistancesEqualsFromVectors) {
   const MatrixD X = planted(60, 2);
-  MatrixD D(60, 60);
-  for (index_t i = 0; i < 60; ++i)
-    for (index_t j = 0; j < 60; ++j) {
-      double s = 0;
-      for (int c = 0; c < 5; ++c) s += (X(i, c) - X(j, c)) * (X(i, c) - X(j, c));
-      D(i, j) = std::sqrt(s);
-    }
+  const MatrixD D = test::euclidean_distances(X);
   const AffinityResult a = affinities_dense(X, 10.0), b = affinities_from_distances(D, 10.0);
   for (size_t q = 0; q < a.dense.data.size(); ++q) EXPECT_NEAR(a.dense.data[q], b.dense.data[q], 1e-12);
   MatrixD bad = D;

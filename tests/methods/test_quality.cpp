@@ -7,6 +7,7 @@
 #include <numeric>
 #include <random>
 
+#include "common/distances.hpp"
 #include "orrery/error.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/quality.hpp"
@@ -270,13 +271,7 @@ TEST(Quality, DistanceMatrixInputEqualsVectorInput) {
   // Integer points: squaring sqrt(d^2) preserves the order and the ties of these small integers,
   // so the ranks must agree exactly.
   MatrixD X = random_matrix(60, 3, 17, 4);
-  MatrixD D(60, 60);
-  for (index_t i = 0; i < 60; ++i)
-    for (index_t j = 0; j < 60; ++j) {
-      double s = 0;
-      for (index_t c = 0; c < 3; ++c) s += (X(i, c) - X(j, c)) * (X(i, c) - X(j, c));
-      D(i, j) = std::sqrt(s);
-    }
+  const MatrixD D = test::euclidean_distances(X);
   const MatrixD Y = random_matrix(60, 2, 18, 7);
   QualityRequest a, b;
   a.ks = b.ks = {4, 20};

@@ -23,8 +23,8 @@ namespace {
 using namespace detail;
 namespace fs = std::filesystem;
 
-// Corpus::word is int32, which bounds the vocabulary.
-constexpr index_t kMaxWords = std::numeric_limits<std::int32_t>::max();
+// Corpus::word is int32, which bounds the vocabulary (readers.hpp: kMaxDimension).
+constexpr index_t kMaxWords = kMaxDimension;
 
 using Vocab = std::vector<std::string>;
 
@@ -188,10 +188,16 @@ Corpus read_uci(const CorpusSpec& spec, const Vocab* fixed) {
       if (tok.size() != 1 || !parse_integer(tok[0], header[headers]) || header[headers] < 0)
         input_error(where + ": expected the header line " + kHeader[headers] + ", a whole number >= 0, found " +
                     shown(trim(line)));
-      if (headers == 1 && header[1] > kMaxWords)
-        input_error(where + ": W = " + std::to_string(header[1]) + " exceeds the supported " + std::to_string(kMaxWords));
+      if (headers < 2 && header[headers] > kMaxDimension)
+        input_error(where + ": " + kHeader[headers] + " = " + std::to_string(header[headers]) +
+                    " exceeds the supported " + std::to_string(kMaxDimension));
+      // Each entry is a line of at least "d w c\n": NNZ must fit in the file before it sizes anything.
+      if (headers == 2 && header[2] > static_cast<index_t>(text.size()) / 6)
+        input_error(where + ": " + kHeader[2] + " = " + std::to_string(header[2]) +
+                    " needs at least 6 bytes per entry line, but the file holds only " + std::to_string(text.size()) +
+                    " bytes");
       header_line[headers++] = line_no;
-      if (headers == 3) e.reserve(static_cast<size_t>(std::min<index_t>(header[2], index_t{1} << 28)));
+      if (headers == 3) e.reserve(static_cast<size_t>(header[2]));
       return true;
     }
     if (tok.size() != 3) input_error(where + ": expected 'docID wordID count', found " + shown(trim(line)));

@@ -75,6 +75,11 @@ double decode(const unsigned char* p, const Dtype& t) {
   return 0.0;
 }
 
+void check_dimension(const std::string& where, index_t n) {
+  if (n > kMaxDimension)
+    input_error(where + " = " + std::to_string(n) + " exceeds the supported " + std::to_string(kMaxDimension));
+}
+
 unsigned long long checked_mul(unsigned long long a, unsigned long long b, const std::string& path) {
   if (b != 0 && a > std::numeric_limits<unsigned long long>::max() / b)
     input_error(in_quotes(path) + ": array dimensions are too large (their product overflows)");
@@ -211,7 +216,8 @@ MatrixD read_npy(const std::string& path, index_t limit) {
   if (rows > cap || cols > cap) input_error(in_quotes(path) + ": array dimensions are too large");
   const unsigned long long want = limit > 0 ? std::min<unsigned long long>(rows, static_cast<unsigned long long>(limit)) : rows;
   const unsigned long long stored = fortran ? rows : want;
-  const std::string raw = src.read_payload(checked_mul(checked_mul(stored, cols, path), t.size, path), "array data");
+  const std::string raw =
+      src.read_payload(checked_mul(checked_mul(stored, cols, path), t.size, path), "the npy shape " + header_value(path, header, "shape"));
   return decode_array(path, raw, t, static_cast<index_t>(want), static_cast<index_t>(cols),
                       static_cast<index_t>(stored), fortran);
 }
@@ -253,7 +259,9 @@ MatrixD read_idx(const std::string& path, index_t limit) {
   if (rows == 0) input_error(in_quotes(path) + ": the IDX array has no items");
   if (cols == 0) input_error(in_quotes(path) + ": the IDX items are empty (a dimension is 0)");
   const unsigned long long want = limit > 0 ? std::min<unsigned long long>(rows, static_cast<unsigned long long>(limit)) : rows;
-  const std::string raw = src.read_payload(checked_mul(checked_mul(want, cols, path), t.size, path), "IDX data");
+  const std::string raw = src.read_payload(checked_mul(checked_mul(want, cols, path), t.size, path),
+                                          "the IDX dimensions (" + std::to_string(rows) + " items of " +
+                                              std::to_string(cols) + " values)");
   return decode_array(path, raw, t, static_cast<index_t>(want), static_cast<index_t>(cols),
                       static_cast<index_t>(want), false);
 }
@@ -309,12 +317,14 @@ Table read_text(const std::string& path, Format fmt, index_t limit) {
     split_cells(line, fmt, cells);
     if (!seen_content) {
       seen_content = true;
+      // A header has no number in any cell. A first line mixing numbers and words is a data row
+      // with a typo (reported below with its column), never a header that would swallow it.
       double v;
-      const bool numeric = std::all_of(cells.begin(), cells.end(), [&](std::string_view c) {
+      const bool has_number = std::any_of(cells.begin(), cells.end(), [&](std::string_view c) {
         const Cell k = parse_cell(c, v);
         return k == Cell::number || k == Cell::non_finite || k == Cell::out_of_range;
       });
-      if (!numeric) return true;  // a header
+      if (!has_number) return true;  // a header
     }
     const std::string where = in_quotes(path) + " row " + std::to_string(line_no);
     if (cols == 0) {
@@ -424,8 +434,16 @@ SparseTriples read_mtx(const std::string& path) {
     if (!sized) {
       if (!(in >> t.rows >> t.cols >> declared) || t.rows < 1 || t.cols < 1 || declared < 0)
         input_error(where + ": expected the size line 'rows cols entries'");
+      check_dimension(where + ": rows", t.rows);
+      check_dimension(where + ": cols", t.cols);
+      // Each entry is a line of at least "i j\n" (pattern) or "i j v\n": the file must hold them.
+      const index_t least = pattern ? 4 : 6;
+      if (declared > static_cast<index_t>(text.size()) / least)
+        input_error(where + ": entries = " + std::to_string(declared) + " needs at least " + std::to_string(least) +
+                    " bytes per entry line, but the file holds only " + std::to_string(text.size()) + " bytes");
       sized = true;
-      t.row.reserve(static_cast<size_t>(declared));
+      const size_t reserve = static_cast<size_t>(declared) * (symmetric ? 2 : 1);
+      t.row.reserve(reserve), t.col.reserve(reserve), t.val.reserve(reserve);
       return true;
     }
     index_t i = 0, j = 0;

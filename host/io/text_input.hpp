@@ -2,6 +2,7 @@
 // and gzip-compressed files alike, line splitting, number parsing without the locale, and the
 // quoting used in messages. Not part of the public interface.
 #pragma once
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -39,16 +41,38 @@ inline std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b));
 }
 
-// gzread passes plain files through unchanged, so one source serves compressed and plain inputs.
+// Deflate cannot expand data more than about 1032:1, so a gzip file of B bytes holds at most
+// kMaxGzipRatio * B bytes: the bound against which a declared size is checked before allocating.
+constexpr unsigned long long kMaxGzipRatio = 1032;
+
+// Reads a plain or gzip-compressed file (told apart by the gzip magic bytes 1f 8b). zlib's gzread
+// is not used because it returns a truncated stream as a shorter file and silently drops anything
+// after the first member that does not look like gzip; here every member of a multi-member file
+// (cat a.gz b.gz) is read, and a stream that ends early, a bad checksum or trailing bytes that are
+// not a gzip member are errors naming the file.
 class Source {
  public:
   explicit Source(const std::string& path) : path_(path) {
     errno = 0;
-    file_ = gzopen(path.c_str(), "rb");
-    if (!file_) input_error("cannot open " + in_quotes(path) + ": " + (errno ? std::strerror(errno) : "out of memory"));
-    gzbuffer(file_, 1u << 20);
+    file_ = std::fopen(path.c_str(), "rb");
+    if (!file_) input_error("cannot open " + in_quotes(path) + ": " + (errno ? std::strerror(errno) : "unknown error"));
+    struct stat st {};
+    if (::fstat(fileno(file_), &st) == 0) {
+      if (S_ISDIR(st.st_mode)) {
+        std::fclose(file_);
+        input_error(in_quotes(path) + " is a directory, expected a file");
+      }
+      if (S_ISREG(st.st_mode)) file_bytes_ = static_cast<unsigned long long>(st.st_size);
+    }
+    in_.resize(size_t{1} << 20);
+    refill();
+    gzip_ = avail_ >= 2 && static_cast<unsigned char>(in_[0]) == 0x1f && static_cast<unsigned char>(in_[1]) == 0x8b;
+    if (gzip_) start_member();
   }
-  ~Source() { gzclose(file_); }
+  ~Source() {
+    if (gzip_) inflateEnd(&zs_);
+    std::fclose(file_);
+  }
   Source(const Source&) = delete;
   Source& operator=(const Source&) = delete;
 
@@ -57,17 +81,35 @@ class Source {
     char* out = static_cast<char*>(dst);
     size_t got = 0;
     while (got < n) {
-      const unsigned chunk = static_cast<unsigned>(std::min<size_t>(n - got, size_t{1} << 30));
-      const int r = gzread(file_, out + got, chunk);
-      if (r < 0) {
-        int code = 0;
-        const char* msg = gzerror(file_, &code);
-        input_error("cannot read " + in_quotes(path_) + ": " + (code == Z_ERRNO ? std::strerror(errno) : msg));
+      if (!gzip_) {
+        if (avail_ == 0 && !refill()) break;
+        const size_t k = std::min(n - got, avail_);
+        std::memcpy(out + got, in_.data() + pos_, k);
+        pos_ += k, avail_ -= k, got += k;
+        continue;
       }
-      if (r == 0) break;
-      got += static_cast<size_t>(r);
+      if (member_done_ && !next_member()) break;
+      got += inflate_into(out + got, n - got);
     }
+    produced_ += got;
     return got;
+  }
+
+  // The most bytes the rest of the file can hold: its size for a plain file, kMaxGzipRatio times
+  // its compressed size for gzip; unlimited when the size is unknown (a pipe).
+  unsigned long long max_remaining() const {
+    if (file_bytes_ == kUnknown) return kUnknown;
+    const unsigned long long cap = gzip_ ? file_bytes_ * kMaxGzipRatio + (1u << 16) : file_bytes_;
+    return cap > produced_ ? cap - produced_ : 0;
+  }
+
+  // Checks a size declared inside the file against what the file can hold, before anything of
+  // that size is allocated; `what` names the field that declared it.
+  void check_declared(unsigned long long bytes, const std::string& what) const {
+    const unsigned long long most = max_remaining();
+    if (bytes > most)
+      input_error(in_quotes(path_) + " is truncated or declares a wrong size: " + what + " needs " + std::to_string(bytes) + " bytes, but the file " +
+                  (gzip_ ? "can hold at most " : "holds only ") + std::to_string(most) + " more");
   }
 
   void read_exact(void* dst, size_t n, const std::string& what) {
@@ -77,9 +119,10 @@ class Source {
                   std::to_string(got));
   }
 
-  // Grows the buffer only as data arrives, so a corrupt header claiming terabytes fails as
-  // "truncated" instead of as a failed allocation.
+  // Grows the buffer only as data arrives (after check_declared), so a corrupt header claiming
+  // terabytes fails with a message instead of a failed allocation.
   std::string read_payload(unsigned long long bytes, const std::string& what) {
+    check_declared(bytes, what);
     std::string buf;
     const size_t step = size_t{64} << 20;
     while (buf.size() < bytes) {
@@ -97,6 +140,7 @@ class Source {
 
   std::string read_all() {
     std::string buf;
+    if (!gzip_ && file_bytes_ != kUnknown) buf.reserve(static_cast<size_t>(file_bytes_));
     size_t got = 0;
     do {
       const size_t old = buf.size();
@@ -108,8 +152,63 @@ class Source {
   }
 
  private:
+  static constexpr unsigned long long kUnknown = ~0ull;
+
+  // Keeps unread input at the front and reads more behind it; false at the end of the file.
+  bool refill() {
+    if (pos_ > 0 && avail_ > 0) std::memmove(in_.data(), in_.data() + pos_, avail_);
+    pos_ = 0;
+    if (avail_ == in_.size()) return true;
+    const size_t got = std::fread(in_.data() + avail_, 1, in_.size() - avail_, file_);
+    if (got == 0 && std::ferror(file_)) input_error("cannot read " + in_quotes(path_) + ": " + std::strerror(errno));
+    avail_ += got;
+    return got > 0;
+  }
+
+  void start_member() {
+    zs_ = z_stream{};
+    if (inflateInit2(&zs_, 16 + MAX_WBITS) != Z_OK) input_error("cannot decompress " + in_quotes(path_) + ": out of memory");
+    member_done_ = false;
+  }
+
+  // After a member's end: another member follows, or the data ends. Anything else is an error.
+  bool next_member() {
+    if (avail_ < 2) refill();
+    if (avail_ == 0) return false;
+    if (avail_ < 2 || static_cast<unsigned char>(in_[pos_]) != 0x1f || static_cast<unsigned char>(in_[pos_ + 1]) != 0x8b)
+      input_error(in_quotes(path_) + ": unexpected data after the end of a gzip member (a damaged or appended file)");
+    inflateEnd(&zs_);
+    start_member();
+    return true;
+  }
+
+  size_t inflate_into(char* out, size_t n) {
+    if (avail_ == 0) refill();
+    zs_.next_in = reinterpret_cast<Bytef*>(in_.data() + pos_);
+    zs_.avail_in = static_cast<uInt>(std::min<size_t>(avail_, size_t{1} << 30));
+    zs_.next_out = reinterpret_cast<Bytef*>(out);
+    zs_.avail_out = static_cast<uInt>(std::min<size_t>(n, size_t{1} << 30));
+    const uInt in_before = zs_.avail_in, out_before = zs_.avail_out;
+    const int rc = inflate(&zs_, Z_NO_FLUSH);
+    const size_t used = in_before - zs_.avail_in;
+    pos_ += used, avail_ -= used;
+    if (rc == Z_STREAM_END) member_done_ = true;
+    else if (rc == Z_BUF_ERROR && avail_ == 0)  // no progress possible and no input left
+      input_error(in_quotes(path_) + ": truncated gzip stream (the file ends inside compressed data)");
+    else if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT)
+      input_error(in_quotes(path_) + ": corrupt gzip stream" + (zs_.msg ? std::string(" (") + zs_.msg + ")" : ""));
+    else if (rc == Z_MEM_ERROR)
+      input_error("cannot decompress " + in_quotes(path_) + ": out of memory");
+    return out_before - zs_.avail_out;
+  }
+
   std::string path_;
-  gzFile file_ = nullptr;
+  std::FILE* file_ = nullptr;
+  unsigned long long file_bytes_ = kUnknown, produced_ = 0;
+  std::string in_;
+  size_t pos_ = 0, avail_ = 0;
+  bool gzip_ = false, member_done_ = false;
+  z_stream zs_{};
 };
 
 // Splits into lines without the terminator, dropping a trailing '\r' and a leading UTF-8 BOM.

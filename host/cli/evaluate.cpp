@@ -107,7 +107,7 @@ int cmd_evaluate(const std::vector<std::string>& args) {
     input_error(data + " has " + std::to_string(X.rows) + " rows but " + embedding + " has " + std::to_string(Y.rows));
   std::vector<int> labels;
   if (!labels_path.empty()) {
-    labels = io::read_labels(labels_path);
+    labels = io::read_categories(labels_path).index;
     if (static_cast<index_t>(labels.size()) != Y.rows)
       input_error(labels_path + ": " + std::to_string(labels.size()) + " labels for " + std::to_string(Y.rows) +
                   " points in " + embedding);

@@ -30,10 +30,11 @@ std::vector<F> input_table(const std::string& method) {
                  "Precomputed affinities: a sparse N x N Matrix Market coordinate file (.mtx[.gz]; real, integer or "
                  "pattern; general or symmetric), made symmetric as (A + A') / 2 and scaled to sum 1."});
   t.push_back({"labels", &NeInputSpec::labels,
-               snerv ? "One integer label per point (-1 unknown): the class-posterior model's targets. Required."
-                     : "One integer label per point (-1 unknown): colours, k-NN accuracy, cv_folds" +
+               snerv ? "One label per point, any integer or name (-1 unknown): the class-posterior model's targets. Required."
+                     : "One label per point, any integer or name (-1 unknown): colours, k-NN accuracy, cv_folds" +
                            std::string(hssne ? ", params.rho." : ".")});
-  t.push_back({"class_names", &NeInputSpec::class_names, "Names of labels 0, 1, ... for the map's legend: a list or a file."});
+  t.push_back({"class_names", &NeInputSpec::class_names,
+               "Names of numeric labels 0, 1, ... for the map's legend: a list or a file."});
   t.push_back({"limit", &NeInputSpec::limit,
                snerv ? "Use the first N rows only; 0 = all."
                      : "Use the first N rows only (a distance matrix: its first N x N block); 0 = all.",
@@ -147,13 +148,23 @@ NeData load_ne_data(const NeRunConfig& cfg) {
     input_error(in.distances + ": expected a square N x N distance matrix, found " + std::to_string(d.X.rows) + " x " +
                 std::to_string(d.X.cols));
   if (in.pca > 0) d.X = pca_project(d.X, in.pca, cfg.run.threads);
+  d.class_names = in.class_names.path.empty() ? in.class_names.values : io::read_names(in.class_names.path);
   if (!in.labels.empty()) {
-    d.labels = io::read_labels(in.labels, in.limit);
+    io::Categories cat = io::read_categories(in.labels, in.limit);
+    d.labels = std::move(cat.index);
     if (static_cast<index_t>(d.labels.size()) != d.X.rows)
       input_error(in.labels + ": " + std::to_string(d.labels.size()) + " labels for " + std::to_string(d.X.rows) +
                   " points in " + source);
+    if (!cat.numeric && !d.class_names.empty())
+      input_error("input.class_names: the labels in " + in.labels + " are names already; class_names names numeric labels");
+    // class_names[v] names the label value v; values without one keep their number.
+    for (size_t c = 0; c < cat.names.size(); ++c) {
+      const long long v = cat.numeric ? cat.values[c] : -1;
+      d.legend.push_back(v >= 0 && v < static_cast<long long>(d.class_names.size()) ? d.class_names[static_cast<size_t>(v)]
+                         : cat.numeric                                             ? "label " + cat.names[c]
+                                                                                   : cat.names[c]);
+    }
   }
-  d.class_names = in.class_names.path.empty() ? in.class_names.values : io::read_names(in.class_names.path);
   const double perplexity = in.perplexity;
   if (in.affinity_matrix.empty() && perplexity > 0 && !(perplexity < static_cast<double>(d.X.rows - 1)))
     input_error("input.perplexity: expected < N - 1 = " + std::to_string(d.X.rows - 1) + " for the " +

@@ -62,8 +62,9 @@ NeRunConfig read_ne_config(const RunConfig& run);
 // The input files, read and checked.
 struct NeData {
   MatrixD X;               // N x d vectors, or the N x N distance matrix; N x 0 with given affinities
-  std::vector<int> labels;  // empty, or N entries (-1 unknown)
+  std::vector<int> labels;  // empty, or N entries: classes 0..C-1 (io::read_categories), -1 unknown
   std::vector<std::string> class_names;
+  std::vector<std::string> legend;  // C entries: class c's name in the map (class_names by value)
   SparseAffinity given;    // hssne: input.affinity_matrix
   index_t points() const { return X.rows; }
 };

@@ -191,11 +191,7 @@ json run_ne(const RunConfig& run, bool quiet) {
     report::MapPicture pic;
     pic.objects = Y;
     pic.colour_index = d.labels;
-    int max_label = -1;
-    for (int l : d.labels) max_label = std::max(max_label, l);
-    for (int l = 0; l <= max_label; ++l)
-      pic.legend.push_back(l < static_cast<int>(d.class_names.size()) ? d.class_names[static_cast<size_t>(l)]
-                                                                       : "label " + std::to_string(l));
+    pic.legend = d.legend;
     pic.title = std::string(method == "hssne" ? "HSSNE" : method == "snerv" ? "Supervised NeRV" : "NeRV") + ": " +
                 std::to_string(N) + " points";
     pic.subtitle = d.labels.empty() ? "no labels given" : "coloured by label";

@@ -30,12 +30,6 @@ using Vocab = std::vector<std::string>;
 
 std::string at_line(const std::string& path, index_t line) { return in_quotes(path) + ", line " + std::to_string(line); }
 
-std::string number_text(double v) {
-  char buf[64];
-  const auto res = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, res.ptr);
-}
-
 void split_words(std::string_view line, std::vector<std::string_view>& out) {
   out.clear();
   size_t i = 0;
@@ -99,6 +93,7 @@ Vocab read_vocab(const std::string& path) {
     if (blank_line != 0)
       input_error(at_line(path, blank_line) + ": expected a word (one word per line; the line number is the word id), "
                   "found an empty line");
+    check_utf8(word, at_line(path, line_no));
     words.push_back(std::move(word));
     return true;
   });
@@ -116,18 +111,26 @@ void attach_declared_vocab(Corpus& c, const std::string& vocab_path, const std::
   c.vocab = std::move(v);
 }
 
-// Integer labels >= 0 stay numbers; anything else becomes a name, numbered in order of first
-// appearance (so that "-1" in a binary SVMlight file is not read as "unknown").
-void labels_from_tokens(const std::vector<std::string>& tokens, bool numbers_allowed, Corpus& c) {
+// Integer labels >= 0 are classes numbered in ascending order of value (their decimal text the
+// names); anything else is a name, numbered in order of first appearance (so that "-1" in a binary
+// SVMlight file is not read as "unknown"). `lines` gives each token's line, for messages.
+void labels_from_tokens(const std::vector<std::string>& tokens, const std::vector<index_t>& lines,
+                        const std::string& path, Corpus& c) {
   c.labels.assign(tokens.size(), -1);
   c.label_names.clear();
-  bool numeric = numbers_allowed;
-  for (size_t i = 0; numeric && i < tokens.size(); ++i) {
-    index_t v = 0;
-    numeric = parse_integer(tokens[i], v) && v >= 0 && v <= std::numeric_limits<int>::max();
-    c.labels[i] = static_cast<int>(v);
+  std::vector<index_t> values(tokens.size());
+  bool numeric = true;
+  for (size_t i = 0; numeric && i < tokens.size(); ++i) numeric = parse_integer(tokens[i], values[i]) && values[i] >= 0;
+  if (numeric) {
+    std::vector<index_t> distinct(values);
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    for (index_t v : distinct) c.label_names.push_back(std::to_string(v));
+    for (size_t i = 0; i < tokens.size(); ++i)
+      c.labels[i] = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), values[i]) - distinct.begin());
+    return;
   }
-  if (numeric) return;
+  for (size_t i = 0; i < tokens.size(); ++i) check_utf8(tokens[i], at_line(path, lines[i]) + ", the label");
   std::unordered_map<std::string, int> index;
   for (size_t i = 0; i < tokens.size(); ++i) {
     const auto [it, fresh] = index.emplace(tokens[i], static_cast<int>(c.label_names.size()));
@@ -305,6 +308,7 @@ Corpus read_svmlight(const CorpusSpec& spec, const Vocab* fixed) {
   const index_t base = spec.ids_from_zero ? 0 : 1;
   Corpus c;
   std::vector<std::string> label_tokens;
+  std::vector<index_t> label_lines;
   index_t max_word = -1, max_word_line = 0;
   std::vector<std::string_view> tok;
   for_each_line(text, [&](index_t line_no, std::string_view line) {
@@ -314,6 +318,7 @@ Corpus read_svmlight(const CorpusSpec& spec, const Vocab* fixed) {
     if (tok[0].find(':') != std::string_view::npos)
       input_error(where + ": expected a label before the 'id:count' pairs, found " + shown(tok[0]));
     label_tokens.emplace_back(tok[0]);
+    label_lines.push_back(line_no);
     index_t prev = -1;
     for (size_t i = 1; i < tok.size(); ++i) {
       if (tok[i].compare(0, 4, "qid:") == 0) continue;  // ranking files: a query id, not a word
@@ -340,7 +345,7 @@ Corpus read_svmlight(const CorpusSpec& spec, const Vocab* fixed) {
     return true;
   });
   if (label_tokens.empty()) input_error(in_quotes(path) + ": no documents found (only blank or comment lines)");
-  labels_from_tokens(label_tokens, true, c);
+  labels_from_tokens(label_tokens, label_lines, path, c);
   c.num_words = max_word + 1;
   if (fixed) {
     c.num_words = static_cast<index_t>(fixed->size());
@@ -480,7 +485,10 @@ std::vector<std::string> list_files(const std::string& dir) {
       if (it->is_directory(type_ec)) it.disable_recursion_pending();
       continue;
     }
-    if (it->is_regular_file(type_ec)) files.push_back(it->path().lexically_relative(root).generic_string());
+    if (it->is_regular_file(type_ec)) {
+      files.push_back(it->path().lexically_relative(root).generic_string());
+      check_utf8(files.back(), "directory " + in_quotes(dir) + ", the file name");  // doc name and label
+    }
   }
   if (ec) input_error("cannot read directory " + in_quotes(dir) + ": " + ec.message());
   if (files.empty()) input_error(in_quotes(dir) + ": the directory holds no files (expected one text file per document)");
@@ -535,43 +543,12 @@ Corpus read_text_corpus(const CorpusSpec& spec, const Vocab* fixed) {
 
 // ---------------------------------------------------------------- labels, empty documents
 
-// A label file holds one label per input document. npy/IDX files and text whose lines are numbers
-// follow io::read_labels (a first line that is not a number is a header); otherwise each line is a
-// label name, numbered in order of first appearance. Blank lines and lines starting with '#' are
-// skipped either way.
+// A label file holds one label per input document, read by io::read_categories (numbers or names,
+// -1 unlabelled, classes in ascending order of value); label_names keeps the original values.
 void read_label_file(const std::string& path, const std::string& input, Corpus& c) {
-  const std::string name = lower_name(path);
-  if (ends_with(name, ".npy") || ends_with(name, ".idx") || ends_with(name, "-ubyte")) {
-    c.labels = read_labels(path);
-    c.label_names.clear();
-  } else {
-    const std::string text = Source(path).read_all();
-    std::vector<std::pair<index_t, std::string>> lines;
-    for_each_line(text, [&](index_t line_no, std::string_view line) {
-      std::string s = trim(line);
-      if (!s.empty() && s[0] != '#') lines.emplace_back(line_no, std::move(s));
-      return true;
-    });
-    double v = 0;
-    const auto is_number = [&](const std::pair<index_t, std::string>& l) { return parse_cell(l.second, v) == Cell::number; };
-    const bool header = !lines.empty() && !is_number(lines[0]);
-    const size_t first = header ? 1 : 0;
-    const bool numeric = lines.size() > first && std::all_of(lines.begin() + first, lines.end(), is_number);
-    if (numeric) {
-      c.labels.clear();
-      c.label_names.clear();
-      for (size_t i = first; i < lines.size(); ++i) {
-        parse_cell(lines[i].second, v);
-        if (v != std::floor(v) || v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
-          input_error(at_line(path, lines[i].first) + ": expected an integer label, found " + shown(lines[i].second));
-        c.labels.push_back(static_cast<int>(v));
-      }
-    } else {
-      std::vector<std::string> tokens;
-      for (auto& l : lines) tokens.push_back(std::move(l.second));
-      labels_from_tokens(tokens, false, c);
-    }
-  }
+  Categories cat = read_categories(path);
+  c.labels = std::move(cat.index);
+  c.label_names = std::move(cat.names);
   if (c.labels.size() != static_cast<size_t>(c.num_docs()))
     input_error(in_quotes(path) + " has " + std::to_string(c.labels.size()) + " labels, but " + in_quotes(input) +
                 " has " + std::to_string(c.num_docs()) + " documents (one label per input document, empty ones included)");

@@ -13,8 +13,9 @@
 //             than NNZ is an error. A vocab file must hold exactly W words.
 //   svmlight  "label id:count id:count ... [# comment]" per line, one document per line; ids 1-based
 //             by default (ids_from_zero for 0-based); the label may be any integer or token and becomes
-//             the document's label: integers >= 0 are kept as numbers, otherwise every label is a
-//             name (label_names in order of first appearance, so "+1"/"-1" become 0/1); W = the
+//             the document's label: when all are integers >= 0 they are numbered in ascending order,
+//             otherwise every label is a name (label_names in order of first appearance, so
+//             "+1"/"-1" become 0/1); W = the
 //             largest id unless a vocabulary gives it (then W = its size, and no id may exceed it).
 //             ids must ascend strictly within a line; blank lines and '#' comments are skipped;
 //             "qid:" fields are ignored.
@@ -32,8 +33,12 @@
 //             frequent (by document frequency, ties by word) when max_vocab > 0; word ids follow the
 //             sorted vocabulary, so the result does not depend on thread count or file order.
 // Labels file (CorpusSpec::labels): one label per input document, empty ones included; it replaces
-// the labels the format gives (svmlight, directory). Numbers (io::read_labels rules, also npy/IDX)
-// become labels; otherwise each line is a name, numbered in order of first appearance.
+// the labels the format gives (svmlight, directory). io::read_categories rules: any integers
+// (also npy/IDX) or names, -1 unlabelled, classes numbered in ascending order of value (names in
+// byte order); label_names keeps the original values.
+// Labels are always classes 0..C-1 with label_names their original values, so a label of 10^8
+// never sizes anything. Words, label names and document names must be valid UTF-8 (an error
+// names the file and line), so the JSON report and the SVG map are valid too.
 // Empty documents (no words left) are skipped and counted in Corpus::skipped_empty; doc_index
 // keeps the input positions of the rest. No document left is an error.
 #pragma once

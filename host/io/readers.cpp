@@ -22,9 +22,10 @@ namespace {
 
 using namespace detail;
 
-enum class Format { npy, csv, tsv, txt, idx };
+enum class Format { npy, csv, tsv, txt, idx, unknown };
 
-Format format_of(const std::string& path) {
+// The format named by the file's extension, or `fallback` when the name does not tell.
+Format format_or(const std::string& path, Format fallback) {
   std::string name = std::filesystem::path(path).filename().string();
   std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
   if (ends_with(name, ".gz")) name.resize(name.size() - 3);
@@ -33,6 +34,12 @@ Format format_of(const std::string& path) {
   if (ends_with(name, ".tsv")) return Format::tsv;
   if (ends_with(name, ".txt")) return Format::txt;
   if (ends_with(name, ".idx") || ends_with(name, "-ubyte")) return Format::idx;
+  return fallback;
+}
+
+Format format_of(const std::string& path) {
+  const Format f = format_or(path, Format::unknown);
+  if (f != Format::unknown) return f;
   input_error(in_quotes(path) + ": unknown file type; supported: .npy, .csv, .tsv, .txt, .idx, "
               "*-idx1-ubyte, *-idx3-ubyte (each optionally gzipped as .gz)");
 }
@@ -370,6 +377,112 @@ Table read_table(const std::string& path, index_t limit) {
   return t;
 }
 
+
+// One label of a numeric label file, checked: a whole number, -1 (unlabelled) or >= 0.
+long long checked_label(double v, const std::string& where) {
+  const std::string found = number_text(v);
+  if (v != std::floor(v) || !(std::fabs(v) < 9.2e18)) input_error(where + ": expected an integer label, found " + found);
+  if (v < kUnlabelled)
+    input_error(where + ": the label " + found + " is negative; labels are integers >= 0, or -1 for unlabelled");
+  return static_cast<long long>(v);
+}
+
+// Numbers a label file's values 0..C-1 in ascending order of their keys (numbers or names).
+template <class Key, class Name>
+Categories index_categories(const std::vector<Key>& keys, const std::vector<char>& labelled, const std::string& path,
+                            Name&& name) {
+  std::vector<Key> distinct;
+  for (size_t i = 0; i < keys.size(); ++i)
+    if (labelled[i]) distinct.push_back(keys[i]);
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  if (distinct.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+    input_error(in_quotes(path) + ": more distinct labels than the supported " +
+                std::to_string(std::numeric_limits<int>::max()));
+  Categories c;
+  c.index.resize(keys.size(), kUnlabelled);
+  for (size_t i = 0; i < keys.size(); ++i)
+    if (labelled[i])
+      c.index[i] = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), keys[i]) - distinct.begin());
+  for (const Key& k : distinct) c.names.push_back(name(k));
+  return c;
+}
+
+Categories numeric_categories(const std::vector<long long>& values, const std::string& path) {
+  std::vector<char> labelled(values.size());
+  for (size_t i = 0; i < values.size(); ++i) labelled[i] = values[i] != kUnlabelled;
+  Categories c = index_categories(values, labelled, path, [](long long v) { return std::to_string(v); });
+  for (const std::string& n : c.names) c.values.push_back(std::stoll(n));
+  c.numeric = true;
+  return c;
+}
+
+// A line of a text label file: one number (-1 included), one name, or several numeric cells.
+struct LabelLine {
+  index_t line;
+  std::string text;
+  bool number;
+};
+
+// Text label files: numbers (with an optional header line without a number) or names.
+Categories text_categories(const std::string& path, index_t limit) {
+  const Format fmt = format_or(path, Format::txt);
+  const std::string text = Source(path).read_all();
+  std::vector<LabelLine> lines;
+  std::vector<std::string_view> cells;
+  for_each_line(text, [&](index_t line_no, std::string_view raw) {
+    std::string s = trim(raw);
+    if (s.empty() || s[0] == '#') return true;
+    if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+    split_cells(raw, fmt, cells);
+    double v = 0;
+    const auto numeric = [&](std::string_view c) { return parse_cell(c, v) != Cell::not_number && parse_cell(c, v) != Cell::empty; };
+    const bool all_numbers = !cells.empty() && std::all_of(cells.begin(), cells.end(), numeric);
+    if (all_numbers && cells.size() > 1)
+      input_error(in_quotes(path) + " row " + std::to_string(line_no) + ": expected one label per row, found " +
+                  std::to_string(cells.size()) + " columns");
+    lines.push_back({line_no, std::move(s), all_numbers});
+    return true;
+  });
+  if (lines.empty()) input_error(in_quotes(path) + ": no labels found (the file is empty or holds only blank or comment lines)");
+  const bool header = !lines[0].number && lines.size() > 1 &&
+                      std::all_of(lines.begin() + 1, lines.end(), [](const LabelLine& l) { return l.number; });
+  const auto first = lines.begin() + (header ? 1 : 0);
+  const auto end = limit > 0 && lines.end() - first > limit ? first + limit : lines.end();
+  const bool numbers = std::all_of(first, end, [](const LabelLine& l) { return l.number; });
+  const std::string unlabelled = std::to_string(kUnlabelled);
+  if (numbers) {
+    std::vector<long long> values;
+    for (auto l = first; l != end; ++l) {
+      long long v = 0;
+      const auto [p, ec] = std::from_chars(l->text.data(), l->text.data() + l->text.size(), v);
+      const std::string where = in_quotes(path) + " row " + std::to_string(l->line);
+      if (ec != std::errc() || p != l->text.data() + l->text.size()) {  // "3.0", "3e0": exact below 2^53
+        double d = 0;
+        parse_cell(l->text, d);
+        v = checked_label(d, where);
+      } else if (v < kUnlabelled) {
+        checked_label(static_cast<double>(v), where);
+      }
+      values.push_back(v);
+    }
+    return numeric_categories(values, path);
+  }
+  std::vector<std::string> keys;
+  std::vector<char> labelled;
+  const auto name_line = std::find_if(first, end, [](const LabelLine& l) { return !l.number; });
+  for (auto l = first; l != end; ++l) {
+    if (l->number && l->text != unlabelled)
+      input_error(in_quotes(path) + " row " + std::to_string(l->line) + ": found the number " + shown(l->text) +
+                  ", but row " + std::to_string(name_line->line) + " holds the name " + shown(name_line->text) +
+                  "; a label file holds numbers or names, not both (" + unlabelled + " marks unlabelled in either)");
+    check_utf8(l->text, in_quotes(path) + " row " + std::to_string(l->line));
+    keys.push_back(l->text);
+    labelled.push_back(!l->number);
+  }
+  return index_categories(keys, labelled, path, [](const std::string& k) { return k; });
+}
+
 }  // namespace
 
 MatrixD read_matrix(const std::string& path, index_t limit) { return read_table(path, limit).m; }
@@ -381,22 +494,33 @@ std::vector<int> read_labels(const std::string& path, index_t limit) {
   std::vector<int> labels(static_cast<size_t>(t.m.rows));
   for (index_t i = 0; i < t.m.rows; ++i) {
     const double v = t.m.data[static_cast<size_t>(i)];
-    if (v != std::floor(v) || v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
-      char buf[64];
-      const auto res = std::to_chars(buf, buf + sizeof buf, v);
+    if (v != std::floor(v) || v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
       input_error(in_quotes(path) + " row " + std::to_string(row_number(t, i)) + ": expected an integer label, found " +
-                  std::string(buf, res.ptr));
-    }
+                  number_text(v));
     labels[static_cast<size_t>(i)] = static_cast<int>(v);
   }
   return labels;
 }
 
+Categories read_categories(const std::string& path, index_t limit) {
+  if (limit < 0) input_error(in_quotes(path) + ": the row limit must be >= 0 (0 reads all rows), found " + std::to_string(limit));
+  const Format fmt = format_or(path, Format::unknown);
+  if (fmt != Format::npy && fmt != Format::idx) return text_categories(path, limit);
+  const Table t = read_table(path, limit);
+  if (t.m.cols != 1)
+    input_error(in_quotes(path) + ": expected one label per row, found " + std::to_string(t.m.cols) + " columns");
+  std::vector<long long> values;
+  for (index_t i = 0; i < t.m.rows; ++i)
+    values.push_back(checked_label(t.m.data[static_cast<size_t>(i)], in_quotes(path) + " row " + std::to_string(i + 1)));
+  return numeric_categories(values, path);
+}
+
 std::vector<std::string> read_names(const std::string& path) {
   const std::string text = Source(path).read_all();
   std::vector<std::string> names;
-  for_each_line(text, [&](index_t, std::string_view line) {
+  for_each_line(text, [&](index_t line_no, std::string_view line) {
     std::string name = trim(line);
+    check_utf8(name, in_quotes(path) + ", line " + std::to_string(line_no));
     if (!name.empty()) names.push_back(std::move(name));
     return true;
   });

@@ -38,11 +38,36 @@ constexpr index_t kMaxDimension = std::numeric_limits<std::int32_t>::max();
 // order and IDX, only those are read from disk); a file with fewer rows is not an error.
 MatrixD read_matrix(const std::string& path, index_t limit = 0);
 
-// Reads one integer label per object: integer npy/IDX arrays, or float arrays/text whose values are
-// whole numbers (np.savetxt writes labels as "3.000000000000000000e+00"). N x 1 arrays are accepted.
+// Reads one integer label per object where labels are class indices (PE: 0..K-1): integer npy/IDX
+// arrays, or float arrays/text whose values are whole numbers (np.savetxt writes labels as
+// "3.000000000000000000e+00"). N x 1 arrays are accepted. Labels that only name groups are read
+// with read_categories instead.
 std::vector<int> read_labels(const std::string& path, index_t limit = 0);
 
-// Reads one name per non-blank line; trailing whitespace and '\r' are removed.
+// The marker for an object without a label, in every label file (as the number -1, or the line
+// "-1" in a file of names).
+constexpr int kUnlabelled = -1;
+
+// Labels that only name groups (classes, categories): any integers or any names, turned into a
+// dense index 0..C-1 for the methods, with the original values kept for legends and reports.
+//   npy/IDX, or text whose lines are all numbers (after an optional header line without a
+//   number): whole numbers of any size ("3", "3.0"); -1 is unlabelled, any other negative value
+//   is an error naming the row. Classes are the distinct values in ascending numeric order.
+//   Other text (.csv .tsv .txt or any other name): one name per line (trimmed, surrounding double
+//   quotes removed; blank lines and lines starting with '#' skipped; no header line), valid
+//   UTF-8; "-1" is unlabelled. Classes are the distinct names in byte order. A file mixing
+//   numbers and names, or a line of several numeric cells, is an error naming the line.
+// So the class order depends only on the set of values, never on the order of the rows.
+struct Categories {
+  std::vector<int> index;          // per object: 0..C-1, or kUnlabelled
+  std::vector<std::string> names;  // C entries: the original value of class c (decimal for numbers)
+  std::vector<long long> values;   // numbers only: the original value of class c; empty for names
+  bool numeric = false;            // the file held numbers (values), not names
+};
+Categories read_categories(const std::string& path, index_t limit = 0);
+
+// Reads one name per non-blank line; trailing whitespace and '\r' are removed. Names must be valid
+// UTF-8 (an error names the line otherwise), so reports and maps built from them are valid too.
 std::vector<std::string> read_names(const std::string& path);
 
 // A sparse matrix in Matrix Market coordinate format (.mtx, optionally .gz): "real", "integer" or

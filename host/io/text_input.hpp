@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "io/utf8.hpp"
 #include "orrery/error.hpp"
 #include "orrery/types.hpp"
 
@@ -32,6 +33,13 @@ inline std::string shown(std::string_view cell) {
   for (char& c : s)
     if (static_cast<unsigned char>(c) < 0x20) c = '?';
   return "'" + s + (cell.size() > 40 ? "...'" : "'");
+}
+
+// Shortest text that reads back as v, without the locale.
+inline std::string number_text(double v) {
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, res.ptr);
 }
 
 inline std::string trim(std::string_view s) {
@@ -210,6 +218,21 @@ class Source {
   bool gzip_ = false, member_done_ = false;
   z_stream zs_{};
 };
+
+// Names (words, labels, classes, objects) end up in JSON reports and SVG maps, which must be
+// valid UTF-8: a name that is not is an error naming where it was read (`where`: file and line).
+inline void check_utf8(std::string_view name, const std::string& where) {
+  for (size_t i = 0; i < name.size();) {
+    const size_t n = utf8_length(name, i);
+    if (n == 0) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(name[i]));
+      input_error(where + ": invalid UTF-8 (byte " + hex + " at byte " + std::to_string(i + 1) +
+                  " of the name); save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)");
+    }
+    i += n;
+  }
+}
 
 // Splits into lines without the terminator, dropping a trailing '\r' and a leading UTF-8 BOM.
 // f(line_no, line) returns false to stop; lines count from 1.

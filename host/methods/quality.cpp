@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <utility>
 #include <random>
 #include <string>
 
@@ -211,7 +212,8 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
 double knn_vote_accuracy(const std::vector<index_t>& neighbours, int stride, const std::vector<int>& labels, int k) {
   const index_t N = static_cast<index_t>(labels.size());
   index_t hit = 0, known = 0;
-  std::vector<int> count;
+  // (label, votes) of the at most k voters: labels are any integers, so no array indexed by them.
+  std::vector<std::pair<int, int>> count;
   for (index_t i = 0; i < N; ++i) {
     if (labels[static_cast<size_t>(i)] < 0) continue;
     ++known;
@@ -221,10 +223,11 @@ double knn_vote_accuracy(const std::vector<index_t>& neighbours, int stride, con
       const int lab = labels[static_cast<size_t>(neighbours[static_cast<size_t>(i * stride + l)])];
       if (lab < 0) continue;
       ++used;
-      if (lab >= static_cast<int>(count.size())) count.resize(static_cast<size_t>(lab) + 1, 0);
+      auto it = std::find_if(count.begin(), count.end(), [&](const std::pair<int, int>& c) { return c.first == lab; });
+      if (it == count.end()) it = count.insert(count.end(), {lab, 0});
       // strictly more votes wins; an equal count keeps the label that got there first (nearer)
-      if (++count[static_cast<size_t>(lab)] > best_count) {
-        best_count = count[static_cast<size_t>(lab)];
+      if (++it->second > best_count) {
+        best_count = it->second;
         best = lab;
       }
     }

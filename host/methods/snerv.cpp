@@ -50,9 +50,15 @@ Labelled labelled_rows(const MatrixD& X, const std::vector<int>& labels) {
                     " is not a finite number");
     if (c >= 0) {
       L.rows.push_back(n);
-      L.classes = std::max(L.classes, c + 1);
+      L.classes = std::max(L.classes, c);  // the largest label; + 1 below, once it is known to fit
     }
   }
+  // Every class 0..max needs a labelled point, so a label beyond their count cannot be right; this
+  // also bounds the per-class arrays by the data rather than by the largest label.
+  if (L.classes >= static_cast<index_t>(L.rows.size()) && !L.rows.empty())
+    input_error("labels: label " + std::to_string(L.classes) + " exceeds the " + std::to_string(L.rows.size()) +
+                " labelled points; classes are 0..C-1 (the CLI numbers any label values so)");
+  if (!L.rows.empty()) L.classes += 1;
   if (L.classes < 2) input_error("labels: supervised NeRV needs at least two classes among the labelled points");
   std::vector<int> count(static_cast<size_t>(L.classes), 0);
   for (index_t n : L.rows) ++count[static_cast<size_t>(labels[static_cast<size_t>(n)])];

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <numeric>
 
+#include "io/utf8.hpp"
 #include "orrery/error.hpp"
 
 namespace orrery::report {
@@ -27,11 +28,24 @@ constexpr const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", 
 constexpr int kPaletteSize = static_cast<int>(sizeof kPalette / sizeof kPalette[0]);
 constexpr const char* kGrey = "#b0b0b0";
 
-// Characters XML 1.0 forbids (other control characters) become spaces rather than breaking the file.
+// XML 1.0 allows tab, LF, CR and the characters from U+0020 up except U+FFFE and U+FFFF (and
+// surrogates, which valid UTF-8 cannot hold). Readers reject invalid UTF-8, but names also come
+// from the API: other control characters become spaces, and invalid bytes, U+FFFE and U+FFFF
+// become U+FFFD, so the file is well-formed whatever the names.
 std::string xml(const std::string& s) {
   std::string out;
   out.reserve(s.size());
-  for (char c : s) {
+  for (size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    const size_t n = io::utf8_length(s, i);
+    if (n != 1) {
+      const bool nonchar = n == 3 && static_cast<unsigned char>(c) == 0xEF && static_cast<unsigned char>(s[i + 1]) == 0xBF &&
+                           static_cast<unsigned char>(s[i + 2]) >= 0xBE;
+      out += n == 0 || nonchar ? std::string("\xEF\xBF\xBD") : s.substr(i, n);
+      i += n == 0 ? 1 : n;
+      continue;
+    }
+    ++i;
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;

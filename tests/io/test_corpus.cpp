@@ -113,8 +113,8 @@ TEST(UciCorpus, EmptyDocumentsAreSkippedWithTheirLabels) {
   expect_rows(c, {{{0, 1}}, {{1, 2}, {2, 1}}});
   EXPECT_EQ(c.skipped_empty, 2);
   EXPECT_EQ(c.doc_index, std::vector<index_t>({0, 2}));
-  EXPECT_EQ(c.labels, std::vector<int>({0, 0}));
-  EXPECT_EQ(c.label_names, Strings({"red", "blue", "green"}));
+  EXPECT_EQ(c.labels, std::vector<int>({2, 2}));  // classes in byte order of the names
+  EXPECT_EQ(c.label_names, Strings({"blue", "green", "red"}));
 }
 
 TEST(UciCorpus, ErrorsNameFileLineAndValue) {
@@ -164,8 +164,8 @@ TEST(SvmlightCorpus, NumericLabelsCommentsAndQid) {
   const Corpus c = read_corpus(spec_of(path));
   EXPECT_EQ(c.num_words, 5);
   expect_rows(c, {{{0, 2}, {3, 1}}, {{1, 3}}, {{0, 1}, {4, 2}}});
-  EXPECT_EQ(c.labels, std::vector<int>({3, 7, 3}));
-  EXPECT_TRUE(c.label_names.empty());
+  EXPECT_EQ(c.labels, std::vector<int>({1, 2, 1}));  // classes 2, 3, 7 in ascending order
+  EXPECT_EQ(c.label_names, Strings({"2", "3", "7"}));
   EXPECT_EQ(c.skipped_empty, 1);  // the document "2" with no words
   EXPECT_EQ(c.doc_index, std::vector<index_t>({0, 1, 2}));
 }
@@ -331,7 +331,8 @@ TEST(TextCorpus, DirectoryLayoutGivesLabelsAndNames) {
   EXPECT_EQ(f.doc_names, Strings({"1.txt", "2.txt"}));  // 3.txt's only word has df 1
   EXPECT_EQ(f.doc_index, std::vector<index_t>({0, 1}));
   flat.labels = tmp.write("flat_labels.txt", "4\n5\n6\n");
-  EXPECT_EQ(read_corpus(flat).labels, std::vector<int>({4, 5}));
+  EXPECT_EQ(read_corpus(flat).labels, std::vector<int>({0, 1}));
+  EXPECT_EQ(read_corpus(flat).label_names, Strings({"4", "5", "6"}));
 }
 
 TEST(TextCorpus, OptionAndEmptyErrors) {
@@ -370,18 +371,18 @@ TEST(CorpusLabels, NamesNumbersAndCounts) {
   CorpusSpec s = spec_of(tmp.write("docs.txt", kLines));
   s.labels = tmp.write("names.txt", "b\na\n\nb\n# a comment\nc\na\n");  // blank and comment lines skipped
   const Corpus named = read_corpus(s);
-  EXPECT_EQ(named.label_names, Strings({"b", "a", "c"}));
-  EXPECT_EQ(named.labels, std::vector<int>({0, 1, 2, 1}));  // the third document (blank line) left out
+  EXPECT_EQ(named.label_names, Strings({"a", "b", "c"}));
+  EXPECT_EQ(named.labels, std::vector<int>({1, 0, 2, 0}));  // the third document (blank line) left out
 
   s.labels = tmp.write("numbers.csv", "label\n3\n1\n4\n1\n5.0\n");
   const Corpus numbered = read_corpus(s);
-  EXPECT_EQ(numbered.labels, std::vector<int>({3, 1, 1, 5}));
-  EXPECT_TRUE(numbered.label_names.empty());
+  EXPECT_EQ(numbered.labels, std::vector<int>({1, 0, 0, 3}));
+  EXPECT_EQ(numbered.label_names, Strings({"1", "3", "4", "5"}));
 
   s.labels = tmp.write("four.txt", "1\n2\n3\n4\n");
   expect_input_error([&] { read_corpus(s); }, {"four.txt", "has 4 labels", "docs.txt", "has 5 documents"});
   s.labels = tmp.write("frac.txt", "1\n2\n2.5\n4\n5\n");
-  expect_input_error([&] { read_corpus(s); }, {"frac.txt", "line 3", "'2.5'"});
+  expect_input_error([&] { read_corpus(s); }, {"frac.txt", "row 3", "2.5"});
 }
 
 TEST(CorpusLabels, LabelFileReplacesFormatLabels) {

@@ -115,3 +115,46 @@ TEST(TextHeader, CannotSwallowADataRow) {
   const orrery::MatrixD quoted = io::read_matrix(tmp.write("q.csv", "\"a\",\"\",\"c\"\n1,2,3\n"));
   EXPECT_EQ(quoted.rows, 1);
 }
+
+// Labels that only name groups: any integer or any name becomes a class 0..C-1 (ascending value,
+// names in byte order), the original values kept; -1 is unlabelled, other negatives are errors.
+TEST(Categories, AnyIntegerOrNameIsAClass) {
+  TempDir tmp;
+  const io::Categories big = io::read_categories(tmp.write("big.csv", "label\n2147483647\n-1\n5\n100000000\n5.0\n"));
+  EXPECT_TRUE(big.numeric);
+  EXPECT_EQ(big.index, (std::vector<int>{2, -1, 0, 1, 0}));
+  EXPECT_EQ(big.names, (std::vector<std::string>{"5", "100000000", "2147483647"}));
+  EXPECT_EQ(big.values, (std::vector<long long>{5, 100000000, 2147483647}));
+  // Beyond 2^53 a double would merge these two; integers are read exactly.
+  EXPECT_EQ(io::read_categories(tmp.write("exact.txt", "9007199254740993\n9007199254740992\n")).index,
+            (std::vector<int>{1, 0}));
+  const io::Categories names = io::read_categories(tmp.write("n.txt", "dog\n# comment\ncat\n-1\n\"New York\"\ndog\n"));
+  EXPECT_FALSE(names.numeric);
+  EXPECT_EQ(names.index, (std::vector<int>{2, 1, -1, 0, 2}));  // byte order: upper case first
+  EXPECT_EQ(names.names, (std::vector<std::string>{"New York", "cat", "dog"}));
+  EXPECT_EQ(io::read_categories(tmp.write("n2.txt", "dog\ncat\ndog\n"), 2).index, (std::vector<int>{1, 0}));
+
+  expect_error_with([&] { io::read_categories(tmp.write("neg.csv", "1\n-3\n")); }, {"neg.csv", "row 2", "-3", "-1"});
+  expect_error_with([&] { io::read_categories(tmp.write("mix.txt", "cat\n2\ndog\n")); }, {"mix.txt", "row 2", "'cat'"});
+  expect_error_with([&] { io::read_categories(tmp.write("wide.csv", "1,2\n3,4\n")); }, {"wide.csv", "one label per row"});
+  expect_error_with([&] { io::read_categories(tmp.write("frac.csv", "1\n2.5\n")); }, {"frac.csv", "row 2", "2.5"});
+}
+
+// Names are valid UTF-8 when read (words, label and class names, file names), so JSON reports and
+// SVG maps built from them are always valid; the error names the file and line.
+TEST(Names, MustBeValidUtf8) {
+  TempDir tmp;
+  EXPECT_EQ(io::read_names(tmp.write("ok.txt", "caf\xC3\xA9\n\xF0\x9F\x90\x88\n")).size(), 2u);
+  expect_error_with([&] { io::read_names(tmp.write("latin1.txt", "tea\ncaf\xE9\n")); }, {"latin1.txt", "line 2", "UTF-8"});
+  expect_error_with([&] { io::read_names(tmp.write("over.txt", "\xC0\xAF\n")); }, {"over.txt", "line 1", "UTF-8"});
+  expect_error_with([&] { io::read_names(tmp.write("surr.txt", "a\n\xED\xA0\x80\n")); }, {"surr.txt", "line 2"});
+  expect_error_with([&] { io::read_categories(tmp.write("l.txt", "tea\ncaf\xE9\n")); }, {"l.txt", "row 2", "UTF-8"});
+
+  io::CorpusSpec spec;
+  spec.path = tmp.write("docword.v.txt", "1\n2\n1\n1 2 1\n");
+  spec.vocab = tmp.write("vocab.txt", "tea\ncaf\xE9\n");
+  expect_error_with([&] { io::read_corpus(spec); }, {"vocab.txt", "line 2", "UTF-8"});
+  spec.vocab.clear();
+  spec.path = tmp.write("t.svm", "ok 1:1\nnon\xE9 2:1\n");
+  expect_error_with([&] { io::read_corpus(spec); }, {"t.svm", "line 2", "UTF-8"});
+}

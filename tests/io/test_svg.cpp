@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "io/utf8.hpp"
 #include "orrery/error.hpp"
 #include "report/svg_map.hpp"
 
@@ -79,6 +80,24 @@ TEST(SvgMap, EscapesAllText) {
   EXPECT_EQ(svg.find("<script>"), std::string::npos);
   EXPECT_EQ(svg.find("x<y"), std::string::npos);
   EXPECT_EQ(svg.find('\x01'), std::string::npos);
+}
+
+// Whatever bytes a name holds (names also come from the API, unchecked), the file is well-formed
+// XML 1.0: invalid UTF-8 and the non-characters U+FFFE/U+FFFF become U+FFFD, controls spaces.
+TEST(SvgMap, AnyNameGivesValidUtf8AndXmlCharacters) {
+  MapPicture p = spiral(5, 2);
+  p.legend = {"caf\xE9", "\xEF\xBF\xBF|\xEF\xBF\xBE|\xC3\xA9|\x1F|\xED\xA0\x80"};
+  p.title = std::string("cut \xE2\x82");
+  const std::string svg = render_map_svg(p);
+  for (size_t i = 0; i < svg.size();) {
+    const size_t n = orrery::io::utf8_length(svg, i);
+    ASSERT_NE(n, 0u) << "invalid UTF-8 at byte " << i;
+    i += n;
+  }
+  EXPECT_EQ(svg.find("\xEF\xBF\xBF"), std::string::npos);
+  EXPECT_EQ(svg.find("\xEF\xBF\xBE"), std::string::npos);
+  EXPECT_NE(svg.find(">caf\xEF\xBF\xBD</text>"), std::string::npos);
+  EXPECT_NE(svg.find("\xEF\xBF\xBD|\xEF\xBF\xBD|\xC3\xA9| |\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD<"), std::string::npos);
 }
 
 TEST(SvgMap, ClassesAreLabelledDiamondsWithAHalo) {

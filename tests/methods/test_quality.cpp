@@ -221,6 +221,8 @@ TEST(Quality, KnnAccuracyAndHomogeneity) {
   // vote ties go to the label whose member is nearest
   const std::vector<index_t> nb = {1, 2, 0, 2, 0, 1};  // point 0's neighbours: 1 (label 1), 2 (label 0)
   EXPECT_DOUBLE_EQ(knn_vote_accuracy(nb, 2, {0, 1, 0}, 2), 1.0 / 3.0);
+  // Labels are any integers: a vote is not an array indexed by the label's value.
+  EXPECT_DOUBLE_EQ(knn_vote_accuracy(nb, 2, {2147483647, 7, 2147483647}, 2), 1.0 / 3.0);
 }
 
 TEST(Quality, ClassScoresFollowPeTable) {

@@ -175,6 +175,16 @@ TEST(ClassMixture, BadLabelsAreInputErrors) {
   std::vector<int> gap = y;
   for (int& v : gap) v = v == 1 ? 2 : v;  // class 1 empty
   EXPECT_THROW(fit_class_mixture(X, gap, {}, 1), Error);
+  // A label beyond the number of labelled points cannot name a class 0..C-1 with a point each:
+  // refused before anything is sized by it (2147483647 used to overflow the class count).
+  std::vector<int> huge = y;
+  huge[0] = 2147483647;
+  try {
+    fit_class_mixture(X, huge, {}, 1);
+    ADD_FAILURE() << "expected an input error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("label 2147483647"), std::string::npos) << e.what();
+  }
   X(4, 1) = std::nan("");
   EXPECT_THROW(fit_class_mixture(X, y, {}, 1), Error);
 }

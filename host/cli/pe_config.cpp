@@ -97,6 +97,19 @@ void validate_posteriors(MatrixD& P, bool normalize_rows, const std::string& sou
   }
 }
 
+namespace {
+
+// PE's labels are class indices (a posterior column, or a class of the posterior model), not mere
+// names: one at or beyond `classes` names no class, and would size class arrays and the legend by
+// its value (2147483647 overflowed the class count).
+void check_class_labels(const std::vector<int>& labels, index_t classes, const std::string& path, const std::string& why) {
+  for (size_t i = 0; i < labels.size(); ++i)
+    if (labels[i] >= classes)
+      input_error(path + ": label " + std::to_string(i + 1) + " is " + std::to_string(labels[i]) + ", " + why);
+}
+
+}  // namespace
+
 PeRunData load_pe_data(const PeRunConfig& cfg) {
   const PeInputSpec& in = cfg.input;
   PeRunData data;
@@ -111,6 +124,9 @@ PeRunData load_pe_data(const PeRunConfig& cfg) {
     if (static_cast<index_t>(data.vector_labels.size()) != data.vectors.rows)
       input_error(lab_path + ": " + std::to_string(data.vector_labels.size()) + " labels for " +
                   std::to_string(data.vectors.rows) + " vectors in " + in.vectors);
+    check_class_labels(data.vector_labels, data.vectors.rows, lab_path,
+                       "but classes 0..K-1 each need a labelled vector, and there are only " +
+                           std::to_string(data.vectors.rows) + " vectors");
     int max_label = -1;
     for (int l : data.vector_labels) max_label = std::max(max_label, l);
     data.objects = data.vectors.rows;
@@ -128,6 +144,8 @@ PeRunData load_pe_data(const PeRunConfig& cfg) {
   if (!data.labels.empty() && static_cast<index_t>(data.labels.size()) != N)
     input_error(in.labels + ": " + std::to_string(data.labels.size()) + " labels, but " + p_src + " has " +
                 std::to_string(N) + " rows");
+  check_class_labels(data.labels, K, in.labels,
+                     "but PE's labels are class indices 0.." + std::to_string(K - 1) + " (-1 unknown)");
 
   std::vector<double> priors = in.priors.values;
   const std::string priors_src = in.priors.path.empty() ? std::string("input.priors") : in.priors.path;

@@ -85,4 +85,15 @@ TEST(LabelsCli, BadLabelsAreRefusedByValidate) {
   EXPECT_EQ(l.code, 2) << l.output;
   EXPECT_NE(l.output.find("latin1.txt' row 10"), std::string::npos) << l.output;
   EXPECT_NE(l.output.find("UTF-8"), std::string::npos) << l.output;
+
+  // PE's labels are class indices: one beyond the K classes is refused before anything is sized by it.
+  std::string pe_labels;
+  for (int i = 0; i < 400; ++i) pe_labels += i == 3 ? "2147483647\n" : "0\n";
+  std::ifstream in(fs::path(ORRERY_SOURCE_DIR) / "configs/pe_planted_csv.json");
+  json pe = json::parse(in);
+  pe["input"]["labels"] = tmp.write("pe_labels.csv", pe_labels);
+  pe["output"]["dir"] = tmp.path("pe_out");
+  const auto p = orrery::test::run_orrery("validate " + tmp.write("pe.json", pe.dump()));
+  EXPECT_EQ(p.code, 2) << p.output;
+  EXPECT_NE(p.output.find("pe_labels.csv: label 4 is 2147483647"), std::string::npos) << p.output;
 }

@@ -118,16 +118,17 @@ void labels_from_tokens(const std::vector<std::string>& tokens, const std::vecto
                         const std::string& path, Corpus& c) {
   c.labels.assign(tokens.size(), -1);
   c.label_names.clear();
-  std::vector<index_t> values(tokens.size());
+  std::vector<long long> values(tokens.size());
   bool numeric = true;
-  for (size_t i = 0; numeric && i < tokens.size(); ++i) numeric = parse_integer(tokens[i], values[i]) && values[i] >= 0;
+  for (size_t i = 0; numeric && i < tokens.size(); ++i) {
+    index_t v = 0;
+    numeric = parse_integer(tokens[i], v) && v >= 0;
+    values[i] = v;
+  }
   if (numeric) {
-    std::vector<index_t> distinct(values);
-    std::sort(distinct.begin(), distinct.end());
-    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-    for (index_t v : distinct) c.label_names.push_back(std::to_string(v));
-    for (size_t i = 0; i < tokens.size(); ++i)
-      c.labels[i] = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), values[i]) - distinct.begin());
+    Categories cat = integer_categories(values, path);
+    c.labels = std::move(cat.index);
+    c.label_names = std::move(cat.names);
     return;
   }
   for (size_t i = 0; i < tokens.size(); ++i) check_utf8(tokens[i], at_line(path, lines[i]) + ", the label");

@@ -387,11 +387,11 @@ long long checked_label(double v, const std::string& where) {
   return static_cast<long long>(v);
 }
 
-// Numbers a label file's values 0..C-1 in ascending order of their keys (numbers or names).
-template <class Key, class Name>
-Categories index_categories(const std::vector<Key>& keys, const std::vector<char>& labelled, const std::string& path,
-                            Name&& name) {
-  std::vector<Key> distinct;
+// Numbers the labelled keys 0..C-1 in ascending order; `distinct` receives the C keys in order.
+template <class Key>
+std::vector<int> index_of(const std::vector<Key>& keys, const std::vector<char>& labelled, const std::string& path,
+                          std::vector<Key>& distinct) {
+  distinct.clear();
   for (size_t i = 0; i < keys.size(); ++i)
     if (labelled[i]) distinct.push_back(keys[i]);
   std::sort(distinct.begin(), distinct.end());
@@ -399,22 +399,11 @@ Categories index_categories(const std::vector<Key>& keys, const std::vector<char
   if (distinct.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
     input_error(in_quotes(path) + ": more distinct labels than the supported " +
                 std::to_string(std::numeric_limits<int>::max()));
-  Categories c;
-  c.index.resize(keys.size(), kUnlabelled);
+  std::vector<int> index(keys.size(), kUnlabelled);
   for (size_t i = 0; i < keys.size(); ++i)
     if (labelled[i])
-      c.index[i] = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), keys[i]) - distinct.begin());
-  for (const Key& k : distinct) c.names.push_back(name(k));
-  return c;
-}
-
-Categories numeric_categories(const std::vector<long long>& values, const std::string& path) {
-  std::vector<char> labelled(values.size());
-  for (size_t i = 0; i < values.size(); ++i) labelled[i] = values[i] != kUnlabelled;
-  Categories c = index_categories(values, labelled, path, [](long long v) { return std::to_string(v); });
-  for (const std::string& n : c.names) c.values.push_back(std::stoll(n));
-  c.numeric = true;
-  return c;
+      index[i] = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), keys[i]) - distinct.begin());
+  return index;
 }
 
 // A line of a text label file: one number (-1 included), one name, or several numeric cells.
@@ -436,7 +425,10 @@ Categories text_categories(const std::string& path, index_t limit) {
     if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
     split_cells(raw, fmt, cells);
     double v = 0;
-    const auto numeric = [&](std::string_view c) { return parse_cell(c, v) != Cell::not_number && parse_cell(c, v) != Cell::empty; };
+    const auto numeric = [&](std::string_view c) {
+      const Cell k = parse_cell(c, v);
+      return k != Cell::not_number && k != Cell::empty;
+    };
     const bool all_numbers = !cells.empty() && std::all_of(cells.begin(), cells.end(), numeric);
     if (all_numbers && cells.size() > 1)
       input_error(in_quotes(path) + " row " + std::to_string(line_no) + ": expected one label per row, found " +
@@ -466,7 +458,7 @@ Categories text_categories(const std::string& path, index_t limit) {
       }
       values.push_back(v);
     }
-    return numeric_categories(values, path);
+    return integer_categories(values, path);
   }
   std::vector<std::string> keys;
   std::vector<char> labelled;
@@ -480,7 +472,9 @@ Categories text_categories(const std::string& path, index_t limit) {
     keys.push_back(l->text);
     labelled.push_back(!l->number);
   }
-  return index_categories(keys, labelled, path, [](const std::string& k) { return k; });
+  Categories c;
+  c.index = index_of(keys, labelled, path, c.names);
+  return c;
 }
 
 }  // namespace
@@ -502,6 +496,16 @@ std::vector<int> read_labels(const std::string& path, index_t limit) {
   return labels;
 }
 
+Categories integer_categories(const std::vector<long long>& values, const std::string& path) {
+  std::vector<char> labelled(values.size());
+  for (size_t i = 0; i < values.size(); ++i) labelled[i] = values[i] != kUnlabelled;
+  Categories c;
+  c.index = index_of(values, labelled, path, c.values);
+  for (long long v : c.values) c.names.push_back(std::to_string(v));
+  c.numeric = true;
+  return c;
+}
+
 Categories read_categories(const std::string& path, index_t limit) {
   if (limit < 0) input_error(in_quotes(path) + ": the row limit must be >= 0 (0 reads all rows), found " + std::to_string(limit));
   const Format fmt = format_or(path, Format::unknown);
@@ -512,7 +516,7 @@ Categories read_categories(const std::string& path, index_t limit) {
   std::vector<long long> values;
   for (index_t i = 0; i < t.m.rows; ++i)
     values.push_back(checked_label(t.m.data[static_cast<size_t>(i)], in_quotes(path) + " row " + std::to_string(i + 1)));
-  return numeric_categories(values, path);
+  return integer_categories(values, path);
 }
 
 std::vector<std::string> read_names(const std::string& path) {

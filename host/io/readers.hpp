@@ -66,6 +66,10 @@ struct Categories {
 };
 Categories read_categories(const std::string& path, index_t limit = 0);
 
+// The classes of integer labels as read_categories numbers them (values -1 or >= 0; -1 unlabelled);
+// `path` names the source in messages.
+Categories integer_categories(const std::vector<long long>& values, const std::string& path);
+
 // Reads one name per non-blank line; trailing whitespace and '\r' are removed. Names must be valid
 // UTF-8 (an error names the line otherwise), so reports and maps built from them are valid too.
 std::vector<std::string> read_names(const std::string& path);

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -62,14 +63,11 @@ class Source {
  public:
   explicit Source(const std::string& path) : path_(path) {
     errno = 0;
-    file_ = std::fopen(path.c_str(), "rb");
+    file_.reset(std::fopen(path.c_str(), "rb"));
     if (!file_) input_error("cannot open " + in_quotes(path) + ": " + (errno ? std::strerror(errno) : "unknown error"));
     struct stat st {};
-    if (::fstat(fileno(file_), &st) == 0) {
-      if (S_ISDIR(st.st_mode)) {
-        std::fclose(file_);
-        input_error(in_quotes(path) + " is a directory, expected a file");
-      }
+    if (::fstat(fileno(file_.get()), &st) == 0) {
+      if (S_ISDIR(st.st_mode)) input_error(in_quotes(path) + " is a directory, expected a file");
       if (S_ISREG(st.st_mode)) file_bytes_ = static_cast<unsigned long long>(st.st_size);
     }
     in_.resize(size_t{1} << 20);
@@ -79,7 +77,6 @@ class Source {
   }
   ~Source() {
     if (gzip_) inflateEnd(&zs_);
-    std::fclose(file_);
   }
   Source(const Source&) = delete;
   Source& operator=(const Source&) = delete;
@@ -167,8 +164,8 @@ class Source {
     if (pos_ > 0 && avail_ > 0) std::memmove(in_.data(), in_.data() + pos_, avail_);
     pos_ = 0;
     if (avail_ == in_.size()) return true;
-    const size_t got = std::fread(in_.data() + avail_, 1, in_.size() - avail_, file_);
-    if (got == 0 && std::ferror(file_)) input_error("cannot read " + in_quotes(path_) + ": " + std::strerror(errno));
+    const size_t got = std::fread(in_.data() + avail_, 1, in_.size() - avail_, file_.get());
+    if (got == 0 && std::ferror(file_.get())) input_error("cannot read " + in_quotes(path_) + ": " + std::strerror(errno));
     avail_ += got;
     return got > 0;
   }
@@ -211,7 +208,10 @@ class Source {
   }
 
   std::string path_;
-  std::FILE* file_ = nullptr;
+  struct Close {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, Close> file_;  // closed on every path, a throwing constructor included
   unsigned long long file_bytes_ = kUnknown, produced_ = 0;
   std::string in_;
   size_t pos_ = 0, avail_ = 0;

@@ -149,12 +149,16 @@ struct Entry {
   index_t source;  // where the entry came from, for messages: a line (uci) or a triple index (mtx)
 };
 
-// Sorts entries by (document, word) into c's rows. `repeated(first, second)` must throw.
+// Sorts entries by (document, word) into c's rows. `repeated(first, second)` must throw. Rows stop
+// at the last document with an entry: the empty ones after it (up to the declared num_docs) are
+// only counted in c.skipped_empty, so a declared D never sizes an array beyond the file's entries.
 template <class F>
 void entries_to_rows(std::vector<Entry>& e, index_t num_docs, Corpus& c, F&& repeated) {
   const auto before = [](const Entry& a, const Entry& b) { return a.doc != b.doc ? a.doc < b.doc : a.word < b.word; };
   if (!std::is_sorted(e.begin(), e.end(), before)) std::stable_sort(e.begin(), e.end(), before);
-  c.row_ptr.assign(static_cast<size_t>(num_docs) + 1, 0);
+  const index_t rows = e.empty() ? 0 : e.back().doc + 1;
+  c.skipped_empty = num_docs - rows;
+  c.row_ptr.assign(static_cast<size_t>(rows) + 1, 0);
   c.word.reserve(e.size());
   c.count.reserve(e.size());
   for (size_t i = 0; i < e.size(); ++i) {
@@ -546,18 +550,21 @@ Corpus read_text_corpus(const CorpusSpec& spec, const Vocab* fixed) {
 
 // A label file holds one label per input document, read by io::read_categories (numbers or names,
 // -1 unlabelled, classes in ascending order of value); label_names keeps the original values.
-void read_label_file(const std::string& path, const std::string& input, Corpus& c) {
+// `docs` counts the trailing empty documents that have no row (entries_to_rows).
+void read_label_file(const std::string& path, const std::string& input, index_t docs, Corpus& c) {
   Categories cat = read_categories(path);
   c.labels = std::move(cat.index);
   c.label_names = std::move(cat.names);
-  if (c.labels.size() != static_cast<size_t>(c.num_docs()))
+  if (c.labels.size() != static_cast<size_t>(docs))
     input_error(in_quotes(path) + " has " + std::to_string(c.labels.size()) + " labels, but " + in_quotes(input) +
-                " has " + std::to_string(c.num_docs()) + " documents (one label per input document, empty ones included)");
+                " has " + std::to_string(docs) + " documents (one label per input document, empty ones included)");
 }
 
 Corpus finish(Corpus all, const CorpusSpec& spec, const std::string& empty_hint) {
-  if (!spec.labels.empty()) read_label_file(spec.labels, spec.path, all);
+  const index_t docs = all.num_docs() + all.skipped_empty;
+  if (!spec.labels.empty()) read_label_file(spec.labels, spec.path, docs, all);
   Corpus c;
+  c.skipped_empty = all.skipped_empty;
   c.num_words = all.num_words;
   c.vocab = std::move(all.vocab);
   c.label_names = std::move(all.label_names);
@@ -576,7 +583,7 @@ Corpus finish(Corpus all, const CorpusSpec& spec, const std::string& empty_hint)
     if (!all.labels.empty()) c.labels.push_back(all.labels[static_cast<size_t>(d)]);
   }
   if (c.num_docs() == 0)
-    input_error(in_quotes(spec.path) + ": none of its " + std::to_string(all.num_docs()) + " documents has a word" +
+    input_error(in_quotes(spec.path) + ": none of its " + std::to_string(docs) + " documents has a word" +
                 empty_hint);
   return c;
 }

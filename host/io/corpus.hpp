@@ -40,7 +40,10 @@
 // never sizes anything. Words, label names and document names must be valid UTF-8 (an error
 // names the file and line), so the JSON report and the SVG map are valid too.
 // Empty documents (no words left) are skipped and counted in Corpus::skipped_empty; doc_index
-// keeps the input positions of the rest. No document left is an error.
+// keeps the input positions of the rest. No document left is an error. A declared document count
+// (UCI D, Matrix Market rows; at most io::kMaxDimension) takes memory only up to the last document
+// with an entry, and NNZ / the entry count must fit in the file (readers.hpp), so no declared size
+// allocates more than the file's contents justify.
 #pragma once
 #include <string>
 #include <vector>

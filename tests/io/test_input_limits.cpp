@@ -66,6 +66,12 @@ TEST(DeclaredSizes, AreCheckedBeforeAllocating) {
   const std::string docs = tmp.write("docword.b.txt", "1000000000000\n3\n1\n1 1 1\n");
   expect_error_with([&] { corpus(docs, io::CorpusFormat::uci); }, {"docword.b.txt", "line 1", "D (", "exceeds"});
 
+  // Empty documents are allowed, so D is not bounded by the file; but only documents up to the
+  // last one with an entry get rows: two billion declared documents cost nothing.
+  const orrery::Corpus sparse = corpus(tmp.write("docword.c.txt", "2000000000\n3\n2\n1 1 1\n2 3 4\n"), io::CorpusFormat::uci);
+  EXPECT_EQ(sparse.num_docs(), 2);
+  EXPECT_EQ(sparse.skipped_empty, 2000000000 - 2);
+
   const std::string npy = tmp.write("big.npy", npy_header("(1000000000, 1000000000)") + std::string(64, '\0'));
   expect_error_with([&] { io::read_matrix(npy); }, {"big.npy", "shape (1000000000, 1000000000)", "holds only"});
   std::string idx("\x00\x00\x08\x02\x40\x00\x00\x00\x40\x00\x00\x00", 12);  // 2^30 x 2^30 bytes declared

@@ -211,9 +211,14 @@ AffinityResult ne_affinities(const NeRunConfig& cfg, const NeData& d, bool spars
   AffinityResult a;
   if (!in.affinity_matrix.empty()) a.sparse = d.given;
   else if (!in.distances.empty()) a = affinities_from_distances(d.X, in.perplexity, threads);
-  else if (sparse)
-    a = affinities_from_knn(backend.knn(d.X, sparse_neighbours(in.perplexity)), in.perplexity, threads);
-  else a = affinities_dense(d.X, in.perplexity, threads);
+  else if (sparse) {
+    // the neighbour search may square coordinates in float (CUDA): it runs at unit scale, and
+    // beta is taken back to input units (scaling by 2^-e is exact; beta scales by 4^-e)
+    const int e = float_safe_exponent(d.X);
+    const MatrixD unit = e ? times_power_of_two(d.X, -e) : MatrixD();
+    a = affinities_from_knn(backend.knn(e ? unit : d.X, sparse_neighbours(in.perplexity)), in.perplexity, threads);
+    for (double& b : a.beta) b = std::ldexp(b, -2 * e);
+  } else a = affinities_dense(d.X, in.perplexity, threads);
   return a;
 }
 

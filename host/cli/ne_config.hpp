@@ -79,7 +79,7 @@ struct NePlan {
 NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& available, bool device);
 
 // The affinities of hssne and nerv: given, from a distance matrix, sparse (neighbours on the
-// backend's device, rows on the host) or dense from vectors.
+// backend's device at unit scale, rows on the host) or dense from vectors.
 AffinityResult ne_affinities(const NeRunConfig& cfg, const NeData& d, bool sparse, Backend& backend);
 
 // Supervised NeRV's settings from the run's input and params.

@@ -253,6 +253,39 @@ AffinityResult affinities_sparse(const MatrixD& X, double perplexity, int thread
                              threads);
 }
 
+double input_scale(const MatrixD& X, bool distance_matrix) {
+  const index_t N = X.rows, d = X.cols;
+  // Deviations from the column means (vectors) or the off-diagonal distances themselves, divided
+  // by their largest magnitude before squaring, so no square overflows or underflows.
+  std::vector<double> mean(static_cast<size_t>(d), 0.0);
+  if (!distance_matrix)
+    for (index_t n = 0; n < N; ++n)
+      for (index_t c = 0; c < d; ++c) mean[static_cast<size_t>(c)] += X(n, c) / static_cast<double>(N);
+  auto each = [&](auto&& f) {
+    for (index_t n = 0; n < N; ++n)
+      for (index_t c = 0; c < d; ++c)
+        if (!distance_matrix || c != n) f(X(n, c) - mean[static_cast<size_t>(c)]);
+  };
+  double top = 0.0, count = 0.0;
+  each([&](double v) { top = std::max(top, std::abs(v)), count += 1.0; });
+  if (!(top > 0.0) || !std::isfinite(top)) return 1.0;
+  double sum = 0.0;
+  each([&](double v) { sum += (v / top) * (v / top); });
+  const double scale = top * std::sqrt(sum / count);
+  return scale > 0.0 && std::isfinite(scale) ? scale : 1.0;  // non-finite input is the caller's to report
+}
+
+int float_safe_exponent(const MatrixD& X, bool distance_matrix) {
+  const int e = std::ilogb(input_scale(X, distance_matrix));
+  return std::abs(e) > 16 ? e : 0;
+}
+
+MatrixD times_power_of_two(const MatrixD& X, int e) {
+  MatrixD U = X;
+  for (double& v : U.data) v = std::ldexp(v, e);
+  return U;
+}
+
 SparseAffinity affinities_from_entries(index_t N, index_t cols, const std::vector<index_t>& row,
                                        const std::vector<index_t>& col, const std::vector<double>& val,
                                        const std::string& what, int threads) {

@@ -66,6 +66,46 @@ json params_for(const std::string& method) {
 
 }  // namespace
 
+TEST(NeData, DuplicatePointsAreMappedCountedOrRefused) {
+  orrery::test::TempDir tmp;
+  const std::string x = tmp.write("x.csv", blob_csv(1.0, true)), y = tmp.write("y.csv", labels_csv());
+  for (const std::string method : {"nerv", "hssne", "snerv"})
+    for (const std::string affinities : {"dense", "sparse"}) {
+      const RunResult r = run(tmp, method, {{"vectors", x}, {"labels", y}, {"perplexity", 8}, {"affinities", affinities}},
+                        params_for(method));
+      ASSERT_EQ(r.outcome.code, 0) << method << " " << affinities << ": " << r.outcome.output;
+      EXPECT_EQ(r.report["input"]["duplicate_points"], 3) << method;
+      EXPECT_EQ(r.report["input"]["duplicates"], "accept") << method;
+      EXPECT_GT(r.report["quality"]["at_k"][2]["trustworthiness"].get<double>(), 0.9) << method << " " << affinities;
+    }
+  // a distance matrix with zero off-diagonal distances
+  std::ostringstream ds;
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 5; ++j) ds << (i == j || (i + j == 4 && i != 2) ? 0 : 1 + (i + j) % 3) << (j < 4 ? "," : "\n");
+  const std::string d = tmp.write("d.csv", ds.str());
+  const RunResult dr = run(tmp, "nerv", {{"distances", d}, {"perplexity", 2}}, params_for("nerv"));
+  ASSERT_EQ(dr.outcome.code, 0) << dr.outcome.output;
+  EXPECT_EQ(dr.report["input"]["duplicate_points"], 2);
+  // refused on request, naming the first two identical rows; nothing written
+  for (const std::string method : {"nerv", "hssne", "snerv"}) {
+    const RunResult r = run(tmp, method, {{"vectors", x}, {"labels", y}, {"perplexity", 8}, {"duplicates", "refuse"}});
+    EXPECT_EQ(r.outcome.code, 2) << method;
+    EXPECT_NE(r.outcome.output.find("rows 4 and 11"), std::string::npos) << r.outcome.output;
+    EXPECT_FALSE(fs::exists(tmp.path("out"))) << method;
+  }
+  const RunResult rd = run(tmp, "nerv", {{"distances", d}, {"perplexity", 2}, {"duplicates", "refuse"}});
+  EXPECT_EQ(rd.outcome.code, 2);
+  EXPECT_NE(rd.outcome.output.find("rows 2 and 4"), std::string::npos) << rd.outcome.output;
+  // a point whose k = ceil(3 perplexity) = 6 nearest are all copies of it
+  std::string crowded = blob_csv(1.0, false);
+  const std::string first = crowded.substr(0, crowded.find('\n') + 1);
+  for (int c = 0; c < 7; ++c) crowded += first;
+  const RunResult rc = run(tmp, "hssne", {{"vectors", tmp.write("crowded.csv", crowded)}, {"perplexity", 2}, {"affinities", "sparse"}});
+  EXPECT_EQ(rc.outcome.code, 2);
+  EXPECT_NE(rc.outcome.output.find("row 1:"), std::string::npos) << rc.outcome.output;
+  EXPECT_FALSE(fs::exists(tmp.path("out")));
+}
+
 // Before the methods worked in internal units, NeRV on these points times 1e6 or 1e-20 stopped
 // after 0-1 iterations with a near-random map, and HSSNE did the same at extreme factors.
 TEST(NeData, MapsDoNotDependOnTheUnitsOfTheInput) {

@@ -55,6 +55,11 @@ std::vector<F> input_table(const std::string& method) {
                      : "dense: every pair (O(N^2) memory); sparse: each point's ceil(3 perplexity) exact nearest "
                        "neighbours; auto: dense up to 10,000 points when that fits in half the memory available, "
                        "sparse above (distances: dense)."});
+  t.push_back({"duplicates", &NeInputSpec::duplicates,
+               std::string("accept: identical points are data (each one's copies are its nearest neighbours), counted in "
+                           "the report as input.duplicate_points; refuse: an error naming the first two identical rows. "
+                           "Either way a point whose every candidate neighbour is a copy of it is an error.") +
+                   (hssne ? " Not with affinity_matrix." : "")});
   if (snerv)
     t.push_back({"metric", sub_table(&NeInputSpec::metric, "metric", &class_mixture_fields),
                  "The class-posterior model behind the learning metric."});
@@ -101,7 +106,7 @@ NeRunConfig read_ne_config(const RunConfig& run) {
                                "(a symmetric N x N distance matrix)" +
                                    std::string(m == "hssne" ? " or 'affinity_matrix' (a sparse N x N Matrix Market file)" : ""));
   if (!in.affinity_matrix.empty())
-    for (const char* k : {"pca", "perplexity", "affinities", "limit"})
+    for (const char* k : {"pca", "perplexity", "affinities", "limit", "duplicates"})
       if (run.input.contains(k)) input_error(std::string("input.") + k + ": does not apply to a precomputed affinity_matrix");
   if (in.pca > 0 && !in.distances.empty()) input_error("input.pca: applies to vectors, not to a distance matrix");
   if (m == "snerv" && in.perplexity != 0.0 && !(in.perplexity > 1.0))
@@ -147,6 +152,14 @@ NeData load_ne_data(const NeRunConfig& cfg) {
   if (!in.distances.empty() && d.X.cols != d.X.rows)
     input_error(in.distances + ": expected a square N x N distance matrix, found " + std::to_string(d.X.rows) + " x " +
                 std::to_string(d.X.cols));
+  if (in.affinity_matrix.empty()) {
+    d.duplicates = find_duplicates(d.X, !in.distances.empty());
+    if (in.duplicates == DuplicatesMode::refuse && d.duplicates.count > 0)
+      input_error("input.duplicates: refuse: rows " + std::to_string(d.duplicates.first + 1) + " and " +
+                  std::to_string(d.duplicates.second + 1) + " of " + source +
+                  (in.distances.empty() ? " are identical points" : " are at distance 0") + " (" +
+                  std::to_string(d.duplicates.count) + " duplicate points in all)");
+  }
   if (in.pca > 0) d.X = pca_project(d.X, in.pca, cfg.run.threads);
   d.class_names = in.class_names.path.empty() ? in.class_names.values : io::read_names(in.class_names.path);
   if (!in.labels.empty()) {
@@ -222,9 +235,14 @@ AffinityResult ne_affinities(const NeRunConfig& cfg, const NeData& d, bool spars
   AffinityResult a;
   if (!in.affinity_matrix.empty()) a.sparse = d.given;
   else if (!in.distances.empty()) a = affinities_from_distances(d.X, in.perplexity, threads);
-  else if (sparse)
-    a = affinities_from_knn(backend.knn(d.X, sparse_neighbours(in.perplexity)), in.perplexity, threads);
-  else a = affinities_dense(d.X, in.perplexity, threads);
+  else if (sparse) {
+    // the neighbour search may square coordinates in float (CUDA): it runs at unit scale, and
+    // beta is taken back to input units (scaling by 2^-e is exact; beta scales by 4^-e)
+    const int e = float_safe_exponent(d.X);
+    const MatrixD unit = e ? times_power_of_two(d.X, -e) : MatrixD();
+    a = affinities_from_knn(backend.knn(e ? unit : d.X, sparse_neighbours(in.perplexity)), in.perplexity, threads);
+    for (double& b : a.beta) b = std::ldexp(b, -2 * e);
+  } else a = affinities_dense(d.X, in.perplexity, threads);
   return a;
 }
 

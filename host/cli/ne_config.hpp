@@ -18,6 +18,8 @@ namespace orrery::cli {
 
 // input.affinities.
 enum class AffinityMode { automatic, dense, sparse };
+// input.duplicates: identical points are data (accept) or an input error (refuse).
+enum class DuplicatesMode { accept, refuse };
 
 }  // namespace orrery::cli
 
@@ -25,6 +27,10 @@ namespace orrery {
 template <>
 struct EnumNames<cli::AffinityMode> {
   static constexpr std::array<const char*, 3> names = {"auto", "dense", "sparse"};
+};
+template <>
+struct EnumNames<cli::DuplicatesMode> {
+  static constexpr std::array<const char*, 2> names = {"accept", "refuse"};
 };
 }  // namespace orrery
 
@@ -41,6 +47,7 @@ struct NeInputSpec {
   int pca = 0;
   double perplexity = 30.0;  // snerv: 0 = the paper's 0.5 N / K
   AffinityMode affinities = AffinityMode::automatic;
+  DuplicatesMode duplicates = DuplicatesMode::accept;
   ClassMixtureParams metric;  // snerv
   int cv_folds = 0;
 };
@@ -66,6 +73,7 @@ struct NeData {
   std::vector<std::string> class_names;
   std::vector<std::string> legend;  // C entries: class c's name in the map (class_names by value)
   SparseAffinity given;    // hssne: input.affinity_matrix
+  DuplicatePoints duplicates;  // among the vectors or in the distance matrix (none with given affinities)
   index_t points() const { return X.rows; }
 };
 NeData load_ne_data(const NeRunConfig& cfg);
@@ -80,7 +88,7 @@ struct NePlan {
 NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& available, bool device);
 
 // The affinities of hssne and nerv: given, from a distance matrix, sparse (neighbours on the
-// backend's device, rows on the host) or dense from vectors.
+// backend's device at unit scale, rows on the host) or dense from vectors.
 AffinityResult ne_affinities(const NeRunConfig& cfg, const NeData& d, bool sparse, Backend& backend);
 
 // Supervised NeRV's settings from the run's input and params.

@@ -92,6 +92,10 @@ json run_ne(const RunConfig& run, bool quiet) {
                  "P exaggerated, so the map does not minimise KL(P || Q); lower exaggeration_iter or set "
                  "exaggeration to 1\n",
                  cfg.hssne.exaggeration_iter, cfg.hssne.max_iter);
+  if (!quiet && d.duplicates.count > 0)
+    std::fprintf(stderr, "[%s] duplicate points: %lld (the first: row %lld repeats row %lld); mapped as data\n",
+                 method.c_str(), static_cast<long long>(d.duplicates.count),
+                 static_cast<long long>(d.duplicates.second + 1), static_cast<long long>(d.duplicates.first + 1));
   const double t_read = seconds_since(t0);
 
   const auto t1 = Clock::now();
@@ -205,6 +209,7 @@ json run_ne(const RunConfig& run, bool quiet) {
   report["input"] = fields_to_json(cfg.input, ne_input_fields(method));
   report["input"]["points"] = N;
   report["input"]["dims"] = d.X.cols;
+  if (cfg.input.affinity_matrix.empty()) report["input"]["duplicate_points"] = d.duplicates.count;
   report["input"]["perplexity"] = perplexity;
   report["input"]["affinities_requested"] = enum_name(cfg.input.affinities);
   report["input"]["affinities"] = plan.sparse ? "sparse" : "dense";

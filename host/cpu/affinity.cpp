@@ -26,9 +26,13 @@ void check_points(const MatrixD& X) {
                     " is not a finite number");
 }
 
-[[noreturn]] void duplicate_error(index_t a, index_t b) {
-  input_error("vectors: rows " + std::to_string(std::min(a, b) + 1) + " and " + std::to_string(std::max(a, b) + 1) +
-              " are identical points; remove duplicates first (their neighbour probabilities are not defined)");
+// Duplicate points are legal: their distance-0 neighbours get the largest probabilities. Only a
+// point whose every candidate neighbour (`candidates`: all other points, or its k nearest) is an
+// identical copy has no neighbourhood to calibrate.
+[[noreturn]] void no_neighbourhood_error(index_t row, const std::string& candidates) {
+  input_error("vectors: row " + std::to_string(row + 1) + ": " + candidates +
+              " identical to it, so its neighbour probabilities are not defined; remove duplicates" +
+              (candidates.rfind("every other", 0) == 0 ? "" : " or lower the perplexity"));
 }
 
 int threads_or_default(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
@@ -73,22 +77,18 @@ AffinityResult dense_from_rows(index_t N, double perplexity, int threads, const 
   AffinityResult res;
   res.beta.assign(static_cast<size_t>(N), 0.0);
   MatrixD cond(N, N, 0.0);
-  index_t dup_a = -1, dup_b = -1;
+  index_t lonely = N;  // the first row with no positive distance (reported after the parallel loop)
 #pragma omp parallel num_threads(threads_or_default(threads))
   {
     std::vector<double> d2(static_cast<size_t>(N));
-#pragma omp for schedule(dynamic, 16)
+#pragma omp for schedule(dynamic, 16) reduction(min : lonely)
     for (index_t i = 0; i < N; ++i) {
       row(i, d2);
-      for (index_t l = 0; l < N; ++l)
-        if (l != i && d2[l] == 0.0) {
-#pragma omp critical
-          if (dup_a < 0 || std::min(i, l) < std::min(dup_a, dup_b)) dup_a = i, dup_b = l;
-        }
+      if (std::all_of(d2.begin(), d2.end(), [](double v) { return v == 0.0; })) lonely = std::min(lonely, i);
       res.beta[static_cast<size_t>(i)] = calibrate_row(d2.data(), N, i, perplexity, cond.row(i));
     }
   }
-  if (dup_a >= 0) duplicate_error(dup_a, dup_b);
+  if (lonely < N) no_neighbourhood_error(lonely, "every other point is");
   res.dense = MatrixD(N, N, 0.0);
   const double scale = 0.5 / static_cast<double>(N);
   for (index_t i = 0; i < N; ++i)
@@ -207,8 +207,11 @@ AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int thr
   AffinityResult res;
   res.beta.assign(static_cast<size_t>(N), 0.0);
   std::vector<double> cond(static_cast<size_t>(N) * k);
-  for (index_t i = 0; i < N; ++i)
-    if (g.distances2(i)[0] == 0.0) duplicate_error(i, g.neighbours(i)[0]);
+  for (index_t i = 0; i < N; ++i) {
+    const double* d2 = g.distances2(i);
+    if (std::all_of(d2, d2 + k, [](double v) { return v == 0.0; }))
+      no_neighbourhood_error(i, "each of its k = ceil(3 perplexity) = " + std::to_string(k) + " nearest neighbours is");
+  }
 #pragma omp parallel for schedule(static) num_threads(threads_or_default(threads))
   for (index_t i = 0; i < N; ++i) {
     const double* d2 = g.distances2(i);
@@ -251,6 +254,70 @@ AffinityResult affinities_sparse(const MatrixD& X, double perplexity, int thread
   check_sparse_perplexity(X.rows, perplexity);
   return affinities_from_knn(exact_knn(X, sparse_neighbours(perplexity), threads), perplexity,
                              threads);
+}
+
+double input_scale(const MatrixD& X, bool distance_matrix) {
+  const index_t N = X.rows, d = X.cols;
+  // Deviations from the column means (vectors) or the off-diagonal distances themselves, divided
+  // by their largest magnitude before squaring, so no square overflows or underflows.
+  std::vector<double> mean(static_cast<size_t>(d), 0.0);
+  if (!distance_matrix)
+    for (index_t n = 0; n < N; ++n)
+      for (index_t c = 0; c < d; ++c) mean[static_cast<size_t>(c)] += X(n, c) / static_cast<double>(N);
+  auto each = [&](auto&& f) {
+    for (index_t n = 0; n < N; ++n)
+      for (index_t c = 0; c < d; ++c)
+        if (!distance_matrix || c != n) f(X(n, c) - mean[static_cast<size_t>(c)]);
+  };
+  double top = 0.0, count = 0.0;
+  each([&](double v) { top = std::max(top, std::abs(v)), count += 1.0; });
+  if (!(top > 0.0) || !std::isfinite(top)) return 1.0;
+  double sum = 0.0;
+  each([&](double v) { sum += (v / top) * (v / top); });
+  const double scale = top * std::sqrt(sum / count);
+  return scale > 0.0 && std::isfinite(scale) ? scale : 1.0;  // non-finite input is the caller's to report
+}
+
+int float_safe_exponent(const MatrixD& X, bool distance_matrix) {
+  const int e = std::ilogb(input_scale(X, distance_matrix));
+  return std::abs(e) > 16 ? e : 0;
+}
+
+MatrixD times_power_of_two(const MatrixD& X, int e) {
+  MatrixD U = X;
+  for (double& v : U.data) v = std::ldexp(v, e);
+  return U;
+}
+
+DuplicatePoints find_duplicates(const MatrixD& X, bool distance_matrix) {
+  const index_t N = X.rows;
+  DuplicatePoints r;
+  auto note = [&r](index_t first, index_t second) {
+    ++r.count;
+    if (r.second < 0 || second < r.second || (second == r.second && first < r.first)) r.first = first, r.second = second;
+  };
+  if (distance_matrix) {
+    for (index_t j = 0; j < N; ++j)
+      for (index_t i = 0; i < j; ++i)
+        if (X(i, j) == 0.0) {
+          note(i, j);
+          break;
+        }
+    return r;
+  }
+  // Rows sorted lexicographically (ties by row number): identical rows are adjacent, the first
+  // of each run the earliest.
+  std::vector<index_t> order(static_cast<size_t>(N));
+  for (index_t i = 0; i < N; ++i) order[static_cast<size_t>(i)] = i;
+  auto same = [&](index_t a, index_t b) { return std::equal(X.row(a), X.row(a) + X.cols, X.row(b)); };
+  std::stable_sort(order.begin(), order.end(), [&](index_t a, index_t b) {
+    return std::lexicographical_compare(X.row(a), X.row(a) + X.cols, X.row(b), X.row(b) + X.cols);
+  });
+  for (size_t q = 1, head = 0; q < order.size(); ++q) {
+    if (same(order[head], order[q])) note(order[head], order[q]);
+    else head = q;
+  }
+  return r;
 }
 
 SparseAffinity affinities_from_entries(index_t N, index_t cols, const std::vector<index_t>& row,

@@ -61,23 +61,43 @@ class EngineProblem final : public optim::CgProblem {
   NervEngine& e_;
 };
 
-// The seeded Gaussian start at the input's length scale, then conjugate gradient on the engine.
-NervResult fit(NervEngine& engine, index_t N, const std::vector<double>& beta, const NervParams& prm,
-               unsigned long long seed, const std::function<void(int, double)>& progress, const MatrixD* start) {
-  if (static_cast<index_t>(beta.size()) != N) internal_error("fit_nerv: P and beta disagree on N");
-  // The map uses the input bandwidths, so it must start at the input's length scale: a start of
-  // unit size on data whose sigma is 100 would see uniform q and a vanishing gradient.
+// The map uses the input bandwidths, so it lives at the input's length scale sigma (the median
+// bandwidth): a start of unit size on data whose sigma is 100 would see uniform q and a vanishing
+// gradient. The engine works in units of sigma (bandwidths beta sigma^2, median 1) and the result
+// is scaled back, so that the iterations, in float too, are the same at every scale of the input
+// (conjugate gradient's first step and its tolerances are in the engine's units), where sigma^2 of
+// 1e-60 or 1e60 would underflow or overflow float squares.
+struct UnitBandwidths {
+  double sigma = 1.0;
+  std::vector<double> beta;  // beta sigma^2
+};
+UnitBandwidths unit_bandwidths(const std::vector<double>& beta) {
+  UnitBandwidths u;
+  if (beta.empty()) return u;
   std::vector<double> sorted = beta;
   std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-  const double sigma = 1.0 / std::sqrt(sorted[sorted.size() / 2]);
+  const double median = sorted[sorted.size() / 2];
+  if (!(median > 0) || !std::isfinite(median)) internal_error("fit_nerv: the median input bandwidth is not positive");
+  u.sigma = 1.0 / std::sqrt(median);
+  u.beta.resize(beta.size());
+  for (size_t i = 0; i < beta.size(); ++i) u.beta[i] = beta[i] / median;
+  return u;
+}
+
+// The seeded Gaussian start at the input's length scale (in units of sigma), then conjugate
+// gradient on the engine.
+NervResult fit(NervEngine& engine, index_t N, const UnitBandwidths& unit, const NervParams& prm,
+               unsigned long long seed, const std::function<void(int, double)>& progress, const MatrixD* start) {
+  if (static_cast<index_t>(unit.beta.size()) != N) internal_error("fit_nerv: P and beta disagree on N");
   MatrixD Y(N, prm.dim);
-  Y.data = seeded_gaussian(static_cast<size_t>(N) * prm.dim, seed, prm.init_scale * sigma);
+  Y.data = seeded_gaussian(static_cast<size_t>(N) * prm.dim, seed, prm.init_scale);
   if (start) {
     if (start->rows != N || start->cols != prm.dim) internal_error("fit_nerv: the start is not N x D");
     double mean = 0.0, var = 0.0;
     for (index_t i = 0; i < N; ++i) mean += (*start)(i, 0) / static_cast<double>(N);
     for (index_t i = 0; i < N; ++i) var += ((*start)(i, 0) - mean) * ((*start)(i, 0) - mean) / static_cast<double>(N);
-    const double f = var > 0 ? prm.init_scale * sigma / std::sqrt(var) : 1.0;
+    // the start is in input units: to init_scale sigma, in units of sigma
+    const double f = var > 0 ? prm.init_scale / std::sqrt(var) : 1.0 / unit.sigma;
     for (size_t q = 0; q < Y.data.size(); ++q) Y.data[q] = start->data[q] * f;
   }
   engine.set_coords(Y);
@@ -88,6 +108,7 @@ NervResult fit(NervEngine& engine, index_t N, const std::vector<double>& beta, c
   const optim::CgReport rep = optim::cg_minimize(problem, o, progress);
   NervResult res;
   res.coords = engine.vector(NervVector::x);
+  for (double& v : res.coords.data) v *= unit.sigma;
   res.objective_trace = rep.trace;
   res.iterations = rep.iterations;
   res.evaluations = rep.evaluations;
@@ -105,15 +126,17 @@ NervOptions engine_options(const NervParams& prm) { return NervOptions{prm.lambd
 NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm, unsigned long long seed,
                     Backend& backend, const std::function<void(int, double)>& progress, const MatrixD* start) {
   if (P.rows != P.cols) internal_error("fit_nerv: P is not square");
-  auto engine = backend.make_nerv(P, beta, engine_options(prm));
-  return fit(*engine, P.rows, beta, prm, seed, progress, start);
+  const UnitBandwidths unit = unit_bandwidths(beta);
+  auto engine = backend.make_nerv(P, unit.beta, engine_options(prm));
+  return fit(*engine, P.rows, unit, prm, seed, progress, start);
 }
 
 NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& prm,
                     unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress,
                     const MatrixD* start) {
-  auto engine = backend.make_nerv(P, beta, engine_options(prm));
-  return fit(*engine, P.num_points, beta, prm, seed, progress, start);
+  const UnitBandwidths unit = unit_bandwidths(beta);
+  auto engine = backend.make_nerv(P, unit.beta, engine_options(prm));
+  return fit(*engine, P.num_points, unit, prm, seed, progress, start);
 }
 
 NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm, unsigned long long seed,

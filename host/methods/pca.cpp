@@ -105,10 +105,14 @@ MatrixD pca_project(const MatrixD& X, int dims, int threads) {
     }
   for (int k = 0; k < dims; ++k) R(k, k) = 1.0;
   for (int sweep = 0; sweep < 100; ++sweep) {
-    double off = 0.0;
-    for (int p = 0; p < dims; ++p)
+    // off-diagonal mass relative to the diagonal's: a threshold in the data's own units would
+    // stop at once on data of scale 1e-15 and never on data of scale 1e15
+    double off = 0.0, diag = 0.0;
+    for (int p = 0; p < dims; ++p) {
+      diag += T(p, p) * T(p, p);
       for (int q = p + 1; q < dims; ++q) off += T(p, q) * T(p, q);
-    if (off < 1e-30) break;
+    }
+    if (off <= 1e-30 * diag) break;
     for (int p = 0; p < dims; ++p)
       for (int q = p + 1; q < dims; ++q) {
         if (T(p, q) == 0.0) continue;

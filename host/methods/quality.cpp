@@ -15,6 +15,7 @@
 #include <random>
 #include <string>
 
+#include "orrery/affinity.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/affinity.hpp"
 #include "orrery/backend.hpp"
@@ -100,7 +101,10 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
   const int threads = req.threads > 0 ? req.threads : omp_get_max_threads();
   std::unique_ptr<Backend> cpu;
   if (!backend) backend = (cpu = make_cpu_backend(threads)).get();
-  const RankRows rows = backend->rank_rows(X, Y, kmax, req.input_is_distance_matrix);
+  // ranks do not depend on the scale of either space: each at unit scale for a float backend
+  const int ex = float_safe_exponent(X, req.input_is_distance_matrix), ey = float_safe_exponent(Y);
+  const MatrixD Xu = ex ? times_power_of_two(X, -ex) : MatrixD(), Yu = ey ? times_power_of_two(Y, -ey) : MatrixD();
+  const RankRows rows = backend->rank_rows(ex ? Xu : X, ey ? Yu : Y, kmax, req.input_is_distance_matrix);
   const std::vector<int> grid = k_grid(req, kmax);
   const size_t G = grid.size();
   const index_t chunks = (N + kChunk - 1) / kChunk;

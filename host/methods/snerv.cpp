@@ -257,8 +257,28 @@ double class_mixture_loss(const MatrixD& X, const std::vector<int>& labels, int 
   return loss_on(X, labels, rows, num_classes, width, K, z, grad, threads);
 }
 
-ClassMixture fit_class_mixture(const MatrixD& X, const std::vector<int>& labels, const ClassMixtureParams& prm,
-                               unsigned long long seed, int threads) {
+namespace {
+
+MatrixD divided(const MatrixD& X, double scale) {
+  MatrixD U = X;
+  for (double& v : U.data) v /= scale;
+  return U;
+}
+
+// The model of points X fitted on X / scale, in the units of X: centres and widths times scale
+// (the class weights and the likelihoods are unitless).
+ClassMixture rescaled(ClassMixture m, double scale) {
+  for (double& v : m.centres.data) v *= scale;
+  m.width *= scale;
+  for (ValidationPoint& p : m.selection) p.width *= scale;
+  return m;
+}
+
+// fit_class_mixture on data of unit scale (input_scale 1): the CG's first steps and tolerances
+// are in the data's units, so fitting at the data's own scale (not at a power of two within a
+// factor 2 of it) makes the fit the same at every scale.
+ClassMixture fit_class_mixture_unit(const MatrixD& X, const std::vector<int>& labels, const ClassMixtureParams& prm,
+                                    unsigned long long seed, int threads) {
   const Labelled L = labelled_rows(X, labels);
   const int C = L.classes;
   const auto n_lab = static_cast<index_t>(L.rows.size());
@@ -309,6 +329,16 @@ ClassMixture fit_class_mixture(const MatrixD& X, const std::vector<int>& labels,
   m.selection = std::move(sel);
   m.euclidean = prm.euclidean;
   return m;
+}
+
+}  // namespace
+
+ClassMixture fit_class_mixture(const MatrixD& X, const std::vector<int>& labels, const ClassMixtureParams& prm,
+                               unsigned long long seed, int threads) {
+  const double scale = input_scale(X);
+  ClassMixtureParams unit = prm;
+  unit.width = prm.width / scale;
+  return rescaled(fit_class_mixture_unit(divided(X, scale), labels, unit, seed, threads), scale);
 }
 
 MatrixD class_mixture_posteriors(const ClassMixture& m, const MatrixD& X) {
@@ -371,11 +401,18 @@ SnervResult fit_snerv(const MatrixD& X, const std::vector<int>& labels, const Sn
   const int threads = backend.threads();
   const index_t N = X.rows;
   SnervResult r;
-  r.model = fit_class_mixture(X, labels, prm.metric, seed, threads);
-  r.metric_distances = backend.learning_metric_distances(r.model, X, prm.metric.pieces);
+  // Everything runs on X / scale (the metric distances are unitless, so they and the map are
+  // the same at every scale of X); the model is returned in the units of X.
+  const double scale = input_scale(X);
+  const MatrixD U = divided(X, scale);
+  ClassMixtureParams metric = prm.metric;
+  metric.width = prm.metric.width / scale;
+  const ClassMixture model = fit_class_mixture_unit(U, labels, metric, seed, threads);
+  r.metric_distances = backend.learning_metric_distances(model, U, prm.metric.pieces);
+  r.model = rescaled(model, scale);
   r.perplexity = snerv_perplexity(prm.perplexity, N, r.model.centres.rows);
   const AffinityResult aff = snerv_affinities(r.metric_distances, r.perplexity, prm.sparse, threads);
-  const MatrixD start = prm.nerv.init == NervInit::pca ? pca_project(X, prm.nerv.dim, threads) : MatrixD();
+  const MatrixD start = prm.nerv.init == NervInit::pca ? pca_project(U, prm.nerv.dim, threads) : MatrixD();
   const MatrixD* s = prm.nerv.init == NervInit::pca ? &start : nullptr;
   r.nerv = prm.sparse ? fit_nerv(aff.sparse_conditional, aff.beta, prm.nerv, seed, backend, progress, s)
                       : fit_nerv(aff.conditional, aff.beta, prm.nerv, seed, backend, progress, s);

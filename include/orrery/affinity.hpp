@@ -35,9 +35,12 @@ struct AffinityResult {
   SparseAffinity sparse_conditional;  // sparse mode: rows p_{j|i} on the k neighbours (NeRV)
 };
 
-// X: N x d points. Errors (input): perplexity outside (1, N - 1) for dense or > (N - 1) / 3 for
-// sparse is named with N; duplicate points (identical rows) are named by both row numbers;
-// non-finite coordinates by row and column.
+// X: N x d points. Duplicate points (identical rows) are legal: their distance-0 neighbours get
+// the largest probabilities, and a point with at least `perplexity` copies puts its whole row on
+// them. Errors (input): perplexity outside (1, N - 1) for dense or > (N - 1) / 3 for sparse is
+// named with N; a point whose every candidate neighbour (all others for dense, its k nearest for
+// sparse) is identical to it, by its row; non-finite coordinates by row and column.
+// The affinities depend on the points only up to scale: X times c gives the same P and beta / c^2.
 AffinityResult affinities_dense(const MatrixD& X, double perplexity, int threads = 0);
 AffinityResult affinities_sparse(const MatrixD& X, double perplexity, int threads = 0);
 
@@ -53,7 +56,30 @@ SparseAffinity affinities_from_entries(index_t N, index_t cols, const std::vecto
                                        const std::string& what, int threads = 0);
 AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int threads = 0);
 // Dense affinities from a precomputed symmetric N x N distance matrix (zero diagonal); zero
-// off-diagonal distances are duplicate points, an input error as above.
+// off-diagonal distances are duplicate points, legal as above.
 AffinityResult affinities_from_distances(const MatrixD& D, double perplexity, int threads = 0);
+
+// A length scale of the input, computed in double without overflow or underflow whatever the
+// magnitude of the numbers: the root mean square deviation of the entries of X from their column
+// means (vectors), or of the off-diagonal distances (distance_matrix); 1 when that is zero.
+// Proportional to the input: input_scale(c X) = |c| input_scale(X) up to rounding, so dividing by
+// it puts data given in any units into the same units (supervised NeRV fits its class model and
+// metric so, whose conjugate gradient's first steps and tolerances are in the data's units).
+double input_scale(const MatrixD& X, bool distance_matrix = false);
+
+// For a backend that squares coordinates or distances in float (1e30 squared overflows, 1e-30
+// squared underflows to 0 and every pair ties): e = ilogb(input_scale(X)) when |e| > 16, else 0
+// (float is safe, no copy needed), and X 2^-e. Scaling by a power of two is exact, so neighbour
+// ranks and ties are unchanged, squared distances scale by exactly 4^-e, and so does beta the other way.
+int float_safe_exponent(const MatrixD& X, bool distance_matrix = false);
+MatrixD times_power_of_two(const MatrixD& X, int e);  // X 2^e
+
+// Points identical to an earlier one: their number and the first such pair (0-based, first < second;
+// -1 when there is none). For a distance matrix, a zero off-diagonal distance.
+struct DuplicatePoints {
+  index_t count = 0;
+  index_t first = -1, second = -1;
+};
+DuplicatePoints find_duplicates(const MatrixD& X, bool distance_matrix = false);
 
 }  // namespace orrery

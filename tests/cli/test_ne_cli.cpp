@@ -92,7 +92,7 @@ TEST(NeCli, BadInputIsNamed) {
   EXPECT_NE(o.output.find("input.perplexity"), std::string::npos) << o.output;
   const std::string dup = tmp.write("d.csv", "0,0\n1,0\n0,1\n1,0\n2,2\n3,1\n");
   const std::string dupc = tmp.write("dc.json", json({{"method", "hssne"},
-                                                      {"input", {{"vectors", dup}, {"perplexity", 2}}},
+                                                      {"input", {{"vectors", dup}, {"perplexity", 2}, {"duplicates", "refuse"}}},
                                                       {"output", {{"dir", tmp.path("out")}}}})
                                                    .dump());
   o = orrery::test::run_orrery("run " + dupc + " --quiet");

@@ -92,10 +92,6 @@ TEST(Affinity, BadInputNamesTheProblem) {
   MatrixD X = gaussian_points(30, 3, 5);
   EXPECT_NE(message_of([&] { affinities_dense(X, 40.0); }).find("N - 1 = 29"), std::string::npos);
   EXPECT_NE(message_of([&] { affinities_sparse(X, 12.0); }).find("perplexity"), std::string::npos);
-  MatrixD dup = X;
-  for (index_t c = 0; c < 3; ++c) dup(17, c) = dup(4, c);
-  EXPECT_NE(message_of([&] { affinities_dense(dup, 5.0); }).find("rows 5 and 18"), std::string::npos);
-  EXPECT_NE(message_of([&] { affinities_sparse(dup, 5.0); }).find("rows 5 and 18"), std::string::npos);
   MatrixD nan = X;
   nan(9, 2) = std::nan("");
   EXPECT_NE(message_of([&] { affinities_dense(nan, 5.0); }).find("row 10, column 3"), std::string::npos);
@@ -118,4 +114,73 @@ TEST(AffinityEntries, SymmetrisedScaledAndChecked) {
   EXPECT_THROW(orrery::affinities_from_entries(3, 4, r, c, v, "test"), orrery::Error);
   EXPECT_THROW(orrery::affinities_from_entries(3, 3, {0}, {0}, {1.0}, "test"), orrery::Error);
   EXPECT_THROW(orrery::affinities_from_entries(3, 3, {0}, {1}, {-1.0}, "test"), orrery::Error);
+}
+
+// Duplicate points are data (scikit-learn, openTSNE and FIt-SNE map them): every path calibrates
+// each row to its perplexity, a point's copies are its most probable neighbours, a point with at
+// least `perplexity` copies puts its row on them (uniformly, at a finite beta), and only a point
+// whose every candidate neighbour is a copy is an input error, naming its row.
+TEST(Affinity, DuplicatePointsAreData) {
+  MatrixD X = gaussian_points(40, 3, 6);
+  for (index_t c = 0; c < 3; ++c) X(17, c) = X(4, c), X(30, c) = X(9, c), X(31, c) = X(9, c);
+  for (index_t r : {20, 21, 22, 23, 24, 25})
+    for (index_t c = 0; c < 3; ++c) X(r, c) = X(2, c);  // point 2 has 6 copies (> perplexity 5)
+  MatrixD D(40, 40);
+  for (index_t i = 0; i < 40; ++i)
+    for (index_t j = 0; j < 40; ++j) {
+      double s = 0;
+      for (index_t c = 0; c < 3; ++c) s += (X(i, c) - X(j, c)) * (X(i, c) - X(j, c));
+      D(i, j) = std::sqrt(s);
+    }
+  const double perp = 5.0;
+  const AffinityResult dense = affinities_dense(X, perp), sparse = affinities_sparse(X, perp),
+                       dist = affinities_from_distances(D, perp);
+  for (const AffinityResult* a : {&dense, &dist}) {
+    for (index_t i = 0; i < 40; ++i) {
+      ASSERT_TRUE(std::isfinite(a->beta[i]) && a->beta[i] > 0) << "row " << i + 1;
+      double h = 0;
+      for (index_t j = 0; j < 40; ++j)
+        if (a->conditional(i, j) > 0) h -= a->conditional(i, j) * std::log(a->conditional(i, j));
+      // a point with 6 copies cannot get down to entropy log 5: its row is uniform on the copies
+      const bool crowded = i == 2 || (i >= 20 && i <= 25);
+      EXPECT_NEAR(h, crowded ? std::log(6.0) : std::log(perp), 1e-6) << "row " << i + 1;
+    }
+    EXPECT_GT(a->conditional(17, 4), 0.1);
+    for (index_t j = 0; j < 40; ++j)
+      if (j != 4 && j != 17) {
+        EXPECT_GT(a->conditional(17, 4), a->conditional(17, j)) << j;
+      }
+    EXPECT_NEAR(a->conditional(30, 9), a->conditional(30, 31), 1e-15);
+  }
+  for (size_t q = 0; q < dense.dense.data.size(); ++q) EXPECT_NEAR(dense.dense.data[q], dist.dense.data[q], 1e-12);
+  EXPECT_NEAR(sparse.sparse.at(4, 17), sparse.sparse.at(17, 4), 1e-18);
+  EXPECT_GT(sparse.sparse_conditional.at(17, 4), 0.1);
+  // errors: every other point a copy (dense), every one of the k = 6 nearest a copy (sparse, perplexity 2)
+  MatrixD same(10, 3, 1.5);
+  EXPECT_NE(message_of([&] { affinities_dense(same, 2.0); }).find("row 1: every other point"), std::string::npos);
+  MatrixD zero_row = D;  // a distance matrix need not be a metric: row 8 at distance 0 from all
+  for (index_t j = 0; j < 40; ++j) zero_row(7, j) = zero_row(j, 7) = 0.0;
+  EXPECT_NE(message_of([&] { affinities_from_distances(zero_row, 2.0); }).find("row 8: every other point"),
+            std::string::npos);
+  for (index_t c = 0; c < 3; ++c) X(26, c) = X(2, c);  // now 8 identical points, row 3 the first
+  EXPECT_NE(message_of([&] { affinities_sparse(X, 2.0); }).find("row 3:"), std::string::npos);
+  const AffinityResult crowded = affinities_dense(X, 2.0);
+  EXPECT_TRUE(std::isfinite(crowded.beta[2]));
+}
+
+TEST(Affinity, DuplicatesAreFoundAndCounted) {
+  MatrixD X = gaussian_points(12, 2, 7);
+  EXPECT_EQ(find_duplicates(X).count, 0);
+  for (index_t c = 0; c < 2; ++c) X(9, c) = X(1, c), X(11, c) = X(1, c), X(7, c) = X(5, c);
+  const DuplicatePoints d = find_duplicates(X);
+  EXPECT_EQ(d.count, 3);
+  EXPECT_EQ(d.first, 5);
+  EXPECT_EQ(d.second, 7);
+  MatrixD D(4, 4, 1.0);
+  for (index_t i = 0; i < 4; ++i) D(i, i) = 0;
+  D(1, 3) = D(3, 1) = 0;
+  const DuplicatePoints e = find_duplicates(D, true);
+  EXPECT_EQ(e.count, 1);
+  EXPECT_EQ(e.first, 1);
+  EXPECT_EQ(e.second, 3);
 }

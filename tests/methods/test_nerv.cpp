@@ -379,7 +379,8 @@ TEST(Nerv, AGivenStartIsRescaledToTheInputBandwidth) {
 }
 
 // The engine's conjugate gradient is conjugate gradient on host vectors: the same start, the same
-// evaluations and the same dots give the same trace and map, bit for bit (double arithmetic).
+// evaluations and the same dots give the same trace and map, bit for bit (double arithmetic). The
+// fit works in units of sigma (bandwidths beta / median beta) and scales the map back.
 TEST(Nerv, EngineConjugateGradientIsConjugateGradientOnHostVectors) {
   const MatrixD X = points(70, 4, 9);
   const AffinityResult a = affinities_dense(X, 8.0);
@@ -390,7 +391,10 @@ TEST(Nerv, EngineConjugateGradientIsConjugateGradientOnHostVectors) {
 
   std::vector<double> sorted = a.beta;
   std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-  std::vector<double> x = seeded_gaussian(70 * 2, 5, prm.init_scale / std::sqrt(sorted[sorted.size() / 2]));
+  const double median = sorted[sorted.size() / 2], sigma = 1.0 / std::sqrt(median);
+  std::vector<double> beta = a.beta;
+  for (double& b : beta) b /= median;
+  std::vector<double> x = seeded_gaussian(70 * 2, 5, prm.init_scale);
   const MatrixD logP = nerv_log_probabilities(a.conditional);
   MatrixD Y(70, 2), g;
   optim::CgOptions o;
@@ -399,11 +403,12 @@ TEST(Nerv, EngineConjugateGradientIsConjugateGradientOnHostVectors) {
   const optim::CgReport rep = optim::cg_minimize(
       [&](const std::vector<double>& xs, std::vector<double>& grad) {
         Y.data = xs;
-        const double E = nerv_objective(a.conditional, logP, a.beta, Y, prm.lambda, &g, 2);
+        const double E = nerv_objective(a.conditional, logP, beta, Y, prm.lambda, &g, 2);
         grad = g.data;
         return E;
       },
       x, o);
+  for (double& v : x) v *= sigma;
   EXPECT_EQ(fit.objective_trace, rep.trace);
   EXPECT_EQ(fit.evaluations, rep.evaluations);
   EXPECT_EQ(fit.coords.data, x);

@@ -337,6 +337,12 @@ SparseAffinity affinities_from_entries(index_t N, index_t cols, const std::vecto
     total += val[q];
   }
   if (!(total > 0)) input_error(what + ": all entries are zero");
+  // A point without a single nonzero affinity has no attraction and no defined place on the map.
+  // Checked by count before anything is sized by N, so a header declaring 2^31 points over a few
+  // entries is refused without allocating for them; the per-point check follows the symmetrisation.
+  if (static_cast<double>(N) > 2.0 * static_cast<double>(val.size()))
+    input_error(what + ": declares " + std::to_string(N) + " points but holds " + std::to_string(val.size()) +
+                " entries, so some point has no affinity; every point needs at least one nonzero entry");
   // rows by a counting sort, columns sorted and repeats summed within each row
   const auto n = static_cast<size_t>(N);
   SparseAffinity A;
@@ -361,7 +367,12 @@ SparseAffinity affinities_from_entries(index_t N, index_t cols, const std::vecto
     ptr.push_back(static_cast<index_t>(A.col.size()));
   }
   A.row_ptr = std::move(ptr);
-  return scaled_sum(A, transpose(A), 0.5 / total, threads);
+  SparseAffinity P = scaled_sum(A, transpose(A), 0.5 / total, threads);
+  for (index_t i = 0; i < N; ++i)
+    if (P.row_ptr[static_cast<size_t>(i) + 1] == P.row_ptr[static_cast<size_t>(i)])
+      input_error(what + ": point " + std::to_string(i + 1) +
+                  " has no nonzero affinity (its row and column are empty); every point needs at least one");
+  return P;
 }
 
 }  // namespace orrery

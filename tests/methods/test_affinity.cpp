@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <random>
 
 #include "orrery/affinity.hpp"
@@ -114,6 +116,16 @@ TEST(AffinityEntries, SymmetrisedScaledAndChecked) {
   EXPECT_THROW(orrery::affinities_from_entries(3, 4, r, c, v, "test"), orrery::Error);
   EXPECT_THROW(orrery::affinities_from_entries(3, 3, {0}, {0}, {1.0}, "test"), orrery::Error);
   EXPECT_THROW(orrery::affinities_from_entries(3, 3, {0}, {1}, {-1.0}, "test"), orrery::Error);
+  // a point without any affinity has no place on the map: refused, and a declared N far beyond the
+  // entries is refused before anything is sized by it
+  EXPECT_THROW(orrery::affinities_from_entries(4, 4, r, c, v, "test"), orrery::Error);
+  const index_t huge = std::numeric_limits<std::int32_t>::max();
+  try {
+    orrery::affinities_from_entries(huge, huge, r, c, v, "test");
+    ADD_FAILURE() << "a 2^31-point header over 4 entries was accepted";
+  } catch (const orrery::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("declares 2147483647 points"), std::string::npos) << e.what();
+  }
 }
 
 // Duplicate points are data (scikit-learn, openTSNE and FIt-SNE map them): every path calibrates

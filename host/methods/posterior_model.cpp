@@ -198,9 +198,12 @@ PosteriorModelResult fit_posterior_model(const MatrixD& X, const std::vector<int
   }
   int max_label = -1;
   for (index_t n = 0; n < N; ++n) {
-    if (labels[n] < -1)
+    // Every class 0..K-1 must hold a labelled vector, so a label >= N cannot be a class index; it is
+    // refused here, before K = max + 1 could overflow or size anything.
+    if (labels[n] < -1 || labels[n] >= N)
       input_error(who + "label " + std::to_string(labels[n]) + " at row " + std::to_string(n + 1) +
-                  "; expected a class 0..K-1, or -1 for unknown");
+                  "; expected a class 0..K-1 (every class labelled, so K <= " + std::to_string(N) +
+                  "), or -1 for unknown");
     max_label = std::max(max_label, labels[n]);
   }
   const int K = max_label + 1;

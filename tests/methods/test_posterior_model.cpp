@@ -214,6 +214,10 @@ TEST(PosteriorModel, ErrorsNameTheProblem) {
   auto labels = d.seen;
   labels[5] = -2;
   EXPECT_TRUE(has(error_of(d.X, labels, p), "label -2 at row 6"));
+  labels[5] = std::numeric_limits<int>::max();  // K = max + 1 overflowed and sized a vector by it
+  EXPECT_TRUE(has(error_of(d.X, labels, p), "label 2147483647 at row 6"));
+  labels[5] = 40;  // no more classes than vectors
+  EXPECT_TRUE(has(error_of(d.X, labels, p), "label 40 at row 6"));
   EXPECT_TRUE(has(error_of(d.X, std::vector<int>(40, 0), p), "at least 2 classes"));
   EXPECT_TRUE(has(error_of(d.X, std::vector<int>(40, -1), p), "at least 2 classes"));
   labels = d.seen;

@@ -93,7 +93,7 @@ json config_of(const std::string& name, const orrery::test::TempDir& tmp, const 
   if (name == "nerv") cfg.merge_patch({{"method", "nerv"}, {"params", {{"max_iter", 30}, {"ftol", 0}}}});
   if (name == "snerv")
     cfg.merge_patch({{"method", "snerv"},
-                     {"input", {{"metric", {{"components", 3}, {"width", 2.0}, {"pieces", 4}}}}},
+                     {"input", {{"metric", {{"components", 3}, {"width", 2.0}, {"pieces", 4}, {"model_max_iter", 50}}}}},
                      {"params", {{"max_iter", 30}, {"ftol", 0}}}});
   if (name == "hssne")  // the stop falls inside the early exaggeration, with the momentum running
     cfg.merge_patch({{"method", "hssne"},
@@ -210,6 +210,12 @@ TEST(ResumeRefused, NoCheckpointChangedConfigOrInputExitTwoNamingWhat) {
   EXPECT_FALSE(fs::exists(tmp.path("out/report.json"))) << "a refused resume writes nothing";
   EXPECT_TRUE(slurp(tmp.path("out/checkpoint.orrery")) == checkpoint) << "and keeps the checkpoint";
 
+  json bad = cfg;
+  bad["output"]["checkpoint_seconds"] = -1;
+  const auto c3 = orrery_run(write_config(tmp, "bad.json", bad));
+  EXPECT_EQ(c3.code, 2) << c3.output;
+  EXPECT_NE(c3.output.find("output.checkpoint_seconds"), std::string::npos) << c3.output;
+
   tmp.write("x.csv", x);
   const auto ok = orrery_run(ipath + " --resume");
   EXPECT_EQ(ok.code, 0) << ok.output;
@@ -224,26 +230,49 @@ TEST(ResumeRefused, NoCheckpointChangedConfigOrInputExitTwoNamingWhat) {
   EXPECT_NE(damaged.output.find("checksum"), std::string::npos) << damaged.output;
 }
 
-// The signal arrives at no iteration chosen in advance, so the run is compared with an
+// `orrery run CONFIG` in the background, its stderr into `log`.
+pid_t start_run(const std::string& config, const std::string& log) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::string cli = ORRERY_CLI, run = "run", path = config;
+  std::vector<char*> argv = {cli.data(), run.data(), path.data(), nullptr};
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, cli.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
+}
+
+// Polls (up to a minute) until `ready` holds.
+template <class F>
+void wait_until(F ready) {
+  for (int i = 0; i < 1200 && !ready(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
+
+// A run of `config` stopped after iteration k at no iteration chosen in advance is compared with an
 // uninterrupted one where both have done the same number of iterations: a resume to k + 5 and a
 // fresh run stopped at k + 5 leave checkpoints (the whole state) with the same bytes.
+void expect_continues_exactly(const orrery::test::TempDir& tmp, const std::string& config, int k) {
+  const std::string stop = "ORRERY_STOP_AT_ITERATION=" + std::to_string(k + 5);
+  const auto resumed_run = orrery_run(config + " --resume", stop);
+  ASSERT_EQ(resumed_run.code, 130) << resumed_run.output;
+  const std::string resumed = slurp(tmp.path("out/checkpoint.orrery"));
+  fs::remove_all(tmp.path("out"));
+  ASSERT_EQ(orrery_run(config, stop).code, 130);
+  EXPECT_TRUE(slurp(tmp.path("out/checkpoint.orrery")) == resumed)
+      << "stopped after iteration " << k << ", resumed to " << k + 5 << ": not the state of an uninterrupted run at "
+      << k + 5;
+}
+
 TEST(ResumeSignal, SigintStopsWithCheckpointAndTheResumeContinuesExactly) {
   orrery::test::TempDir tmp;
   json cfg = config_of("hssne_gradient", tmp, "out");
   cfg["params"]["max_iter"] = 100000000;  // runs until the signal
-  const std::string path = write_config(tmp, "run.json", cfg);
-  const std::string log = tmp.path("log.txt");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::string cli = ORRERY_CLI, run = "run";
-  std::vector<char*> argv = {cli.data(), run.data(), const_cast<char*>(path.c_str()), nullptr};
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, cli.c_str(), &actions, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&actions);
+  const std::string path = write_config(tmp, "run.json", cfg), log = tmp.path("log.txt");
+  const pid_t pid = start_run(path, log);
+  ASSERT_GT(pid, 0);
   // Progress lines start with the first iteration: the handlers are in place by then.
-  for (int i = 0; i < 1200 && slurp(log).find("iter") == std::string::npos; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  wait_until([&] { return slurp(log).find("iter") != std::string::npos; });
   EXPECT_EQ(kill(pid, SIGINT), 0);
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
@@ -253,14 +282,25 @@ TEST(ResumeSignal, SigintStopsWithCheckpointAndTheResumeContinuesExactly) {
   EXPECT_NE(text.find(path + " --resume"), std::string::npos) << text;
   const size_t at = text.find("stopped after iteration ");
   ASSERT_NE(at, std::string::npos) << text;
-  const int k = std::stoi(text.substr(at + 24));
+  expect_continues_exactly(tmp, path, std::stoi(text.substr(at + 24)));
+}
 
-  const std::string stop = "ORRERY_STOP_AT_ITERATION=" + std::to_string(k + 5);
-  ASSERT_EQ(orrery_run(path + " --resume", stop).code, 130);
-  const std::string resumed = slurp(tmp.path("out/checkpoint.orrery"));
-  fs::remove_all(tmp.path("out"));
-  ASSERT_EQ(orrery_run(path, stop).code, 130);
-  EXPECT_TRUE(slurp(tmp.path("out/checkpoint.orrery")) == resumed)
-      << "stopped by SIGINT after iteration " << k << ", resumed to " << k + 5
-      << ": not the state of an uninterrupted run at " << k + 5;
+// A run killed outright (a crash, an out-of-memory kill) has its last periodic checkpoint, whole
+// (written to a temporary file and renamed), and resumes from it exactly.
+TEST(ResumeSignal, KilledRunResumesFromItsLastPeriodicCheckpoint) {
+  orrery::test::TempDir tmp;
+  json cfg = config_of("hssne_gradient", tmp, "out");
+  cfg["params"]["max_iter"] = 100000000;
+  cfg["output"]["checkpoint_seconds"] = 1e-6;  // a checkpoint at every iteration
+  const std::string path = write_config(tmp, "run.json", cfg), checkpoint = tmp.path("out/checkpoint.orrery");
+  const pid_t pid = start_run(path, tmp.path("log.txt"));
+  ASSERT_GT(pid, 0);
+  wait_until([&] { return fs::exists(checkpoint); });
+  EXPECT_EQ(kill(pid, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  const std::string bytes = slurp(checkpoint);
+  const size_t at = bytes.find("\"iteration\":");
+  ASSERT_NE(at, std::string::npos);
+  expect_continues_exactly(tmp, path, std::stoi(bytes.substr(at + 12)));
 }

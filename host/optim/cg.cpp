@@ -137,9 +137,9 @@ class HostProblem final : public CgProblem {
 }  // namespace
 
 CgReport cg_minimize(const CgObjective& f, std::vector<double>& x, const CgOptions& o,
-                     const std::function<void(int, double)>& progress) {
+                     const std::function<void(int, double)>& progress, RunControl* control) {
   HostProblem p(f, x);
-  return cg_minimize(p, o, progress);
+  return cg_minimize(p, o, progress, control);
 }
 
 }  // namespace orrery::optim

@@ -59,6 +59,6 @@ CgReport cg_minimize(CgProblem& problem, const CgOptions& options,
 // The same on host vectors: x is the start and, on return, the last accepted iterate.
 using CgObjective = std::function<double(const std::vector<double>& x, std::vector<double>& grad)>;
 CgReport cg_minimize(const CgObjective& f, std::vector<double>& x, const CgOptions& options,
-                     const std::function<void(int, double)>& progress = {});
+                     const std::function<void(int, double)>& progress = {}, RunControl* control = nullptr);
 
 }  // namespace orrery::optim

@@ -284,8 +284,18 @@ void CheckpointControl::save(int iteration, const RunState& state) {
 void CheckpointControl::safe_point(int iteration, const std::function<RunState()>& capture) {
   const bool stop = g_stop_requested || iteration == stop_at_;
   if (!stop && !(interval_ > 0 && seconds_since(last_save_) >= interval_)) return;
-  save(iteration, capture());
   last_save_ = Clock::now();
+  if (!stop) {
+    // A periodic checkpoint that cannot be written (a full disk, say) must not end a run that can
+    // still finish: say so and go on; the next interval tries again.
+    try {
+      save(iteration, capture());
+    } catch (const Error& e) {
+      std::fprintf(stderr, "[orrery] warning: no checkpoint after iteration %d: %s\n", iteration, e.what());
+    }
+    return;
+  }
+  save(iteration, capture());
   if (stop)
     throw Interrupted("stopped after iteration " + std::to_string(iteration) + "; its state is saved in " + path_ +
                       "\n  continue with: orrery run " + config_file_ + " --resume");

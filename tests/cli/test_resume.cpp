@@ -304,3 +304,15 @@ TEST(ResumeSignal, KilledRunResumesFromItsLastPeriodicCheckpoint) {
   ASSERT_NE(at, std::string::npos);
   expect_continues_exactly(tmp, path, std::stoi(bytes.substr(at + 12)));
 }
+
+// A periodic checkpoint that cannot be written does not end a run that can still finish.
+TEST(Checkpoint, UnwritableCheckpointWarnsAndTheRunFinishes) {
+  orrery::test::TempDir tmp;
+  json cfg = config_of("hssne_gradient", tmp, "out");
+  cfg["output"]["checkpoint_seconds"] = 1e-6;
+  fs::create_directories(tmp.path("out/checkpoint.orrery"));  // where the file would go
+  const auto o = orrery_run(write_config(tmp, "run.json", cfg));
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("warning: no checkpoint after iteration 1"), std::string::npos) << o.output;
+  EXPECT_TRUE(fs::exists(tmp.path("out/embedding.npy")));
+}

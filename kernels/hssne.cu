@@ -285,6 +285,29 @@ class CudaHssneEngine final : public HssneEngine {
     return Y;
   }
 
+  HssneState state() const override {
+    ORRERY_CUDA_CHECK(cudaSetDevice(device_));
+    HssneState s{MatrixD(N_, dim_), MatrixD(N_, dim_), MatrixD(N_, dim_), MatrixD(N_, dim_)};
+    y_.download(s.y.data.data(), s.y.data.size());
+    prev_.download(s.prev.data.data(), s.prev.data.size());
+    velocity_.download(s.velocity.data.data(), s.velocity.data.size());
+    gains_.download(s.gains.data.data(), s.gains.data.size());
+    return s;
+  }
+
+  HssneTotals restore(const HssneState& s) override {
+    for (const MatrixD* m : {&s.y, &s.prev, &s.velocity, &s.gains})
+      if (m->rows != N_ || m->cols != dim_) internal_error("hssne (cuda): a saved state has the wrong shape");
+    ORRERY_CUDA_CHECK(cudaSetDevice(device_));
+    const size_t nd = s.y.data.size();
+    y_.upload(s.y.data.data(), nd);
+    prev_.upload(s.prev.data.data(), nd);
+    trial_.copy_from(y_, nd);
+    velocity_.upload(s.velocity.data.data(), nd);
+    gains_.upload(s.gains.data.data(), nd);
+    return cur_ = evaluate(y_, sums_);
+  }
+
   void current_sums(HssneSums& out) const override {
     ORRERY_CUDA_CHECK(cudaSetDevice(device_));
     const int F = 4 + 2 * dim_;

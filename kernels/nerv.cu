@@ -290,6 +290,11 @@ class CudaNervEngine final : public NervEngine {
     ORRERY_CUDA_CHECK(cudaSetDevice(device_));
     at(NervVector::x).upload(Y.data.data(), Y.data.size());
   }
+  void set_vector(NervVector v, const MatrixD& V) override {
+    if (V.rows != N_ || V.cols != dim_) internal_error("nerv (cuda): a vector has the wrong shape");
+    ORRERY_CUDA_CHECK(cudaSetDevice(device_));
+    at(v).upload(V.data.data(), V.data.size());
+  }
   MatrixD vector(NervVector v) const override {
     ORRERY_CUDA_CHECK(cudaSetDevice(device_));
     MatrixD out(N_, dim_);

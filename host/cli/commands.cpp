@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/check.hpp"
+#include "cli/checkpoint.hpp"
 #include "cli/evaluate.hpp"
 #include "cli/methods.hpp"
 #include "orrery/backend.hpp"
@@ -22,7 +23,10 @@ const char* kUsage =
     "usage: orrery <command> [options]\n"
     "\n"
     "commands:\n"
-    "  run CONFIG.json [--quiet]     fit the run described by CONFIG and write its outputs\n"
+    "  run CONFIG.json [--quiet] [--resume]\n"
+    "                                fit the run described by CONFIG and write its outputs; Ctrl-C\n"
+    "                                (SIGINT) or SIGTERM stops it with a checkpoint in OUTPUT_DIR,\n"
+    "                                and --resume continues it from there\n"
     "  validate CONFIG.json          check the configuration and its input files; fit nothing\n"
     "  defaults TABLE [--markdown]   every parameter of TABLE (a method, e.g. pe, or a sub-model,\n"
     "                                e.g. posterior_model) with default, range and meaning\n"
@@ -41,7 +45,7 @@ const char* kUsage =
     "  help                          this text\n"
     "\n"
     "exit codes: 0 success, 2 bad input (config or data), 3 check: a device disagrees with the CPU,\n"
-    "            1 any other error\n";
+    "            130 run: stopped by a signal with a checkpoint, 1 any other error\n";
 
 // Markdown table cells cannot contain a bare '|'.
 std::string md_cell(const std::string& s) {
@@ -94,9 +98,10 @@ int cmd_info() {
 
 int cmd_run(const std::vector<std::string>& args, bool validate_only) {
   std::string config;
-  bool quiet = false;
+  bool quiet = false, resume = false;
   for (const auto& a : args) {
     if (a == "--quiet" || a == "-q") quiet = true;
+    else if (a == "--resume" && !validate_only) resume = true;
     else if (!a.empty() && a[0] == '-') input_error("unknown option '" + a + "'");
     else if (config.empty()) config = a;
     else input_error("expected one configuration file, found a second: '" + a + "'");
@@ -108,7 +113,10 @@ int cmd_run(const std::vector<std::string>& args, bool validate_only) {
     std::printf("%s: valid (%s)\n", config.c_str(), method->validate(cfg).c_str());
     return 0;
   }
-  method->run(cfg, quiet);
+  install_stop_signals();
+  CheckpointControl control(cfg, resume, quiet);
+  method->run(cfg, quiet, &control);
+  control.finish();
   return 0;
 }
 
@@ -130,6 +138,9 @@ int main(int argc, char** argv) {
     if (cmd == "evaluate") return cmd_evaluate(rest);
     if (cmd == "check") return cmd_check(rest);
     input_error("unknown command '" + cmd + "' (see orrery help)");
+  } catch (const Interrupted& e) {
+    std::fprintf(stderr, "[orrery] %s\n", e.what());
+    return 130;  // 128 + SIGINT, as a shell reports a process ended by Ctrl-C
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return exit_code(e.kind());

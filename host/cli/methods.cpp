@@ -32,7 +32,7 @@ const std::vector<MethodEntry>& methods() {
                 ", D = " + std::to_string(cfg.params.dim) + ", planned peak " + format_bytes(plan.host_peak()) +
                 " host" + (plan.device_peak() > 0 ? " + " + format_bytes(plan.device_peak()) + " GPU" : "");
        },
-       [](const RunConfig& run, bool quiet) { return run_pe(read_pe_config(run), quiet); }},
+       [](const RunConfig& run, bool quiet, RunControl* control) { return run_pe(read_pe_config(run), quiet, control); }},
       {"hssne", "Heavy-tailed symmetric SNE (alpha: 0 Gaussian, 1 t-SNE) with the fixed-point optimiser",
        {{"hssne", [] { return describe_fields(hssne_fields()); }},
         {"hssne_input", [] { return describe_fields(ne_input_fields("hssne"), ne_input_defaults("hssne")); }}},

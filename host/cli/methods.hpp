@@ -7,6 +7,7 @@
 
 #include "cli/run_config.hpp"
 #include "orrery/config.hpp"
+#include "orrery/run_control.hpp"
 
 namespace orrery::cli {
 
@@ -21,8 +22,9 @@ struct MethodEntry {
   std::vector<ParamTable> tables;  // the method's own table first, then sub-models
   // Reads the method's keys and its input files; returns a one-line description for `validate`.
   std::function<std::string(const RunConfig&)> validate;
-  // Fits and writes the outputs; returns the report.
-  std::function<json(const RunConfig&, bool quiet)> run;
+  // Fits and writes the outputs; returns the report. The control (null: none) lets a long fit
+  // stop and resume (cli/checkpoint.hpp).
+  std::function<json(const RunConfig&, bool quiet, RunControl* control)> run;
 };
 
 const std::vector<MethodEntry>& methods();

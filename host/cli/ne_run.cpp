@@ -47,12 +47,12 @@ std::string describe(const NeRunConfig& cfg, const NeData& d) {
 
 // NeRV with params.init = pca: the input vectors' first D principal components as the start.
 NervResult fit_nerv_run(const NeRunConfig& cfg, const NeData& d, const AffinityResult& a, bool sparse,
-                        Backend& backend, const std::function<void(int, double)>& progress) {
+                        Backend& backend, const std::function<void(int, double)>& progress, RunControl* control) {
   const NervParams& p = cfg.nerv;
   const MatrixD start = p.init == NervInit::pca ? pca_project(d.X, p.dim, backend.threads()) : MatrixD();
   const MatrixD* s = p.init == NervInit::pca ? &start : nullptr;
-  return sparse ? fit_nerv(a.sparse_conditional, a.beta, p, cfg.run.seed, backend, progress, s)
-                : fit_nerv(a.conditional, a.beta, p, cfg.run.seed, backend, progress, s);
+  return sparse ? fit_nerv(a.sparse_conditional, a.beta, p, cfg.run.seed, backend, progress, s, control)
+                : fit_nerv(a.conditional, a.beta, p, cfg.run.seed, backend, progress, s, control);
 }
 
 }  // namespace
@@ -70,7 +70,7 @@ std::string validate_ne(const RunConfig& run) {
          (device ? " + " + format_bytes(plan.memory.device_peak()) + " GPU" : "");
 }
 
-json run_ne(const RunConfig& run, bool quiet) {
+json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   const auto t0 = Clock::now();
   const NeRunConfig cfg = read_ne_config(run);
   const std::string& method = run.method;
@@ -111,7 +111,7 @@ json run_ne(const RunConfig& run, bool quiet) {
   double perplexity = cfg.input.perplexity;
   MatrixD metric_distances;  // snerv: the map's input space
   if (method == "snerv") {
-    const SnervResult r = fit_snerv(d.X, d.labels, snerv_params(cfg, plan.sparse), run.seed, *backend, progress);
+    const SnervResult r = fit_snerv(d.X, d.labels, snerv_params(cfg, plan.sparse), run.seed, *backend, progress, control);
     if (!quiet)
       std::fprintf(stderr, "[snerv] class model: K = %lld, s = %.4g, training log-likelihood %.4f; perplexity %.4g\n",
                    static_cast<long long>(r.model.centres.rows), r.model.width, r.model.train_loglik, r.perplexity);
@@ -133,8 +133,8 @@ json run_ne(const RunConfig& run, bool quiet) {
     const AffinityResult a = ne_affinities(cfg, d, plan.sparse, *backend);
     t_aff = seconds_since(t1);
     if (method == "hssne") {
-      const HssneResult r = plan.sparse ? fit_hssne(a.sparse, cfg.hssne, run.seed, *backend, progress)
-                                        : fit_hssne(a.dense, d.labels, cfg.hssne, run.seed, *backend, progress);
+      const HssneResult r = plan.sparse ? fit_hssne(a.sparse, cfg.hssne, run.seed, *backend, progress, control)
+                                        : fit_hssne(a.dense, d.labels, cfg.hssne, run.seed, *backend, progress, control);
       Y = r.coords;
       trace = r.objective_trace;
       params = fields_to_json(cfg.hssne, hssne_fields());
@@ -142,7 +142,7 @@ json run_ne(const RunConfig& run, bool quiet) {
                 {"restarts", r.restarts}, {"damped_steps", r.damped_steps},
                 {"objective", trace.empty() ? 0.0 : trace.back()}};
     } else {
-      const NervResult r = fit_nerv_run(cfg, d, a, plan.sparse, *backend, progress);
+      const NervResult r = fit_nerv_run(cfg, d, a, plan.sparse, *backend, progress, control);
       Y = r.coords;
       trace = r.objective_trace;
       params = fields_to_json(cfg.nerv, nerv_fields());

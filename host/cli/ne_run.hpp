@@ -4,10 +4,11 @@
 #include <string>
 
 #include "cli/run_config.hpp"
+#include "orrery/run_control.hpp"
 
 namespace orrery::cli {
 
 std::string validate_ne(const RunConfig& run);
-json run_ne(const RunConfig& run, bool quiet);
+json run_ne(const RunConfig& run, bool quiet, RunControl* control = nullptr);
 
 }  // namespace orrery::cli

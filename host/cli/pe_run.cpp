@@ -74,7 +74,7 @@ double agreement(const std::vector<int>& a, const std::vector<int>& labels) {
 
 }  // namespace
 
-json run_pe(const PeRunConfig& cfg, bool quiet) {
+json run_pe(const PeRunConfig& cfg, bool quiet, RunControl* control) {
   const auto t0 = Clock::now();
   PeRunData data = load_pe_data(cfg);
   fit_posterior_model_step(cfg, data);
@@ -86,7 +86,7 @@ json run_pe(const PeRunConfig& cfg, bool quiet) {
     std::fprintf(stderr, "[pe] %lld objects, %lld classes, D = %d on %s\n", static_cast<long long>(N),
                  static_cast<long long>(K), cfg.params.dim, backend->name().c_str());
   Progress progress(cfg.params, quiet);
-  const PeResult res = fit_pe(*backend, data.pe, cfg.params, cfg.run.seed, std::ref(progress));
+  const PeResult res = fit_pe(*backend, data.pe, cfg.params, cfg.run.seed, std::ref(progress), control);
   progress.final_line(res);
 
   const auto t_eval = Clock::now();

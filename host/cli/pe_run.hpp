@@ -1,10 +1,11 @@
 #pragma once
 #include "cli/pe_config.hpp"
+#include "orrery/run_control.hpp"
 
 namespace orrery::cli {
 
 // Runs a validated PE configuration: fit, evaluate, and write embedding, report and map as one
 // atomic set. Progress goes to stderr unless quiet. Returns the report.
-json run_pe(const PeRunConfig& cfg, bool quiet);
+json run_pe(const PeRunConfig& cfg, bool quiet, RunControl* control = nullptr);
 
 }  // namespace orrery::cli

@@ -150,7 +150,7 @@ std::string validate_plsv(const RunConfig& run) {
          (plan.device_peak() > 0 ? " + " + format_bytes(plan.device_peak()) + " GPU" : "");
 }
 
-json run_plsv(const RunConfig& run, bool quiet) {
+json run_plsv(const RunConfig& run, bool quiet, RunControl* control) {
   const auto t0 = Clock::now();
   const PlsvRunInput in = read_input(run);
   const Loaded L = load(in);
@@ -173,8 +173,8 @@ json run_plsv(const RunConfig& run, bool quiet) {
     std::fprintf(stderr, "[plsv] iter %4d  log posterior %.10g  log likelihood %.10g  %s\n", e.iteration,
                  e.log_posterior, e.log_likelihood, format_seconds(e.seconds).c_str());
   };
-  const PlsvResult res = fold ? fold_in_plsv(*backend, c, L.model, in.params, progress)
-                              : fit_plsv(*backend, c, in.params, run.seed, progress);
+  const PlsvResult res = fold ? fold_in_plsv(*backend, c, L.model, in.params, progress, control)
+                              : fit_plsv(*backend, c, in.params, run.seed, progress, control);
   if (!quiet) {
     const auto& e = res.trace.back();
     std::fprintf(stderr, "[plsv] stopped: %s after %d iterations, log posterior %.10g, %s\n", res.stop_reason.c_str(),

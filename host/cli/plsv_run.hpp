@@ -31,6 +31,6 @@ struct PlsvRunSetup {
 PlsvRunSetup read_plsv_setup(const RunConfig& run);
 
 std::string validate_plsv(const RunConfig& run);
-json run_plsv(const RunConfig& run, bool quiet);
+json run_plsv(const RunConfig& run, bool quiet, RunControl* control = nullptr);
 
 }  // namespace orrery::cli

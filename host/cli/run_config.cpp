@@ -70,7 +70,8 @@ RunConfig read_run_config(const std::string& path) {
   const json& out = j["output"];
   if (!out.is_object()) input_error("output: expected a JSON object, found " + out.dump());
   for (auto it = out.begin(); it != out.end(); ++it)
-    if (it.key() != "dir" && it.key() != "format" && it.key() != "svg") cfg.output_extra[it.key()] = it.value();
+    if (it.key() != "dir" && it.key() != "format" && it.key() != "svg" && it.key() != "checkpoint_seconds")
+      cfg.output_extra[it.key()] = it.value();
   cfg.output.dir = get_path(out, "dir", "output");
   if (cfg.output.dir.empty()) input_error("output.dir: required (directory for the embedding, report and map)");
   if (out.contains("format")) {
@@ -80,6 +81,13 @@ RunConfig read_run_config(const std::string& path) {
     cfg.output.format = f.get<std::string>();
   }
   cfg.output.svg = get_bool(out, "svg", "output", true);
+  if (out.contains("checkpoint_seconds")) {
+    const json& c = out["checkpoint_seconds"];
+    if (!c.is_number() || !(c.get<double>() >= 0) || c.get<double>() > 1e9)
+      input_error("output.checkpoint_seconds: expected a number of seconds in [0, 1e9] (0 = only when stopped), found " +
+                  c.dump());
+    cfg.output.checkpoint_seconds = c.get<double>();
+  }
 
   if (j.contains("device")) {
     if (!j["device"].is_string()) input_error("device: expected auto, cpu, cuda or cuda:N, found " + j["device"].dump());

@@ -244,6 +244,17 @@ class CpuHssneEngine final : public HssneEngine {
 
   MatrixD coords() const override { return y_; }
   void current_sums(HssneSums& out) const override { out = sums_; }
+  HssneState state() const override { return {y_, prev_, velocity_, gains_}; }
+  HssneTotals restore(const HssneState& s) override {
+    for (const MatrixD* m : {&s.y, &s.prev, &s.velocity, &s.gains})
+      if (m->rows != N_ || m->cols != dim_) internal_error("hssne: a saved state has the wrong shape");
+    y_ = s.y;
+    prev_ = s.prev;
+    trial_ = s.y;
+    velocity_ = s.velocity;
+    gains_ = s.gains;
+    return cur_ = evaluate(y_, sums_);
+  }
 
  private:
   HssneTotals evaluate(const MatrixD& Y, HssneSums& out) const {

@@ -480,6 +480,10 @@ class CpuNervEngine final : public NervEngine {
     at(NervVector::x) = Y;
   }
   MatrixD vector(NervVector v) const override { return v_[static_cast<size_t>(v)]; }
+  void set_vector(NervVector v, const MatrixD& V) override {
+    if (V.rows != n_ || V.cols != at(v).cols) internal_error("nerv: a vector has the wrong shape");
+    at(v) = V;
+  }
   double evaluate(bool with_gradient) override {
     return cpu::evaluate<T>(store_.input(n_), beta_, at(NervVector::x), lambda_,
                             with_gradient ? &at(NervVector::gradient) : nullptr, threads_);

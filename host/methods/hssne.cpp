@@ -12,6 +12,7 @@
 #include "orrery/backend.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/neighbor.hpp"
+#include "orrery/run_control.hpp"
 
 namespace orrery {
 
@@ -128,12 +129,44 @@ namespace {
 
 // The optimisers, on the engine's state; each iteration exchanges O(1) values with it.
 HssneResult fit_impl(HssneEngine& engine, const Entropy& ent, index_t N, const HssneParams& prm,
-                     unsigned long long seed, const std::function<void(int, double)>& progress) {
+                     unsigned long long seed, const std::function<void(int, double)>& progress,
+                     RunControl* control) {
   HssneResult res;
-  MatrixD start(N, prm.dim);
-  start.data = seeded_gaussian(start.data.size(), seed, prm.init_scale);
-  HssneTotals cur = engine.start(start);
-  res.evaluations = 1;
+  HssneTotals cur;
+  int first = 0;  // iterations done before this process
+  int k = 0;      // fixed point: steps since the momentum last restarted
+  double step = 1.0;  // fixed point: the fraction of the update taken
+  if (const RunState* saved = resume_state(control)) {
+    cur = engine.restore({saved->matrix("hssne.y", N, prm.dim), saved->matrix("hssne.prev", N, prm.dim),
+                          saved->matrix("hssne.velocity", N, prm.dim), saved->matrix("hssne.gains", N, prm.dim)});
+    res.objective_trace = saved->get("hssne.trace");
+    res.iterations = first = static_cast<int>(res.objective_trace.size());
+    res.evaluations = saved->count("hssne.evaluations");
+    res.restarts = saved->count("hssne.restarts");
+    res.damped_steps = saved->count("hssne.damped_steps");
+    k = saved->count("hssne.k");
+    step = saved->scalar("hssne.step");
+  } else {
+    MatrixD start(N, prm.dim);
+    start.data = seeded_gaussian(start.data.size(), seed, prm.init_scale);
+    cur = engine.start(start);
+    res.evaluations = 1;
+  }
+  const auto capture = [&] {
+    const HssneState e = engine.state();
+    RunState s;
+    s.put("hssne.y", e.y);
+    s.put("hssne.prev", e.prev);
+    s.put("hssne.velocity", e.velocity);
+    s.put("hssne.gains", e.gains);
+    s.put("hssne.trace", res.objective_trace);
+    s.put("hssne.evaluations", res.evaluations);
+    s.put("hssne.restarts", res.restarts);
+    s.put("hssne.damped_steps", res.damped_steps);
+    s.put("hssne.k", k);
+    s.put("hssne.step", step);
+    return s;
+  };
   const auto exaggeration_at = [&](int it) { return it < prm.exaggeration_iter ? prm.exaggeration : 1.0; };
   const auto record = [&](int it, const HssneTotals& t) {
     res.iterations = it + 1;
@@ -147,9 +180,7 @@ HssneResult fit_impl(HssneEngine& engine, const Entropy& ent, index_t N, const H
     // each halving and grows back by kStepGrowth per clean iteration, so one overshoot does not
     // cost a failed pass on every iteration that follows (1,537 -> 1,091 passes there).
     constexpr double kStepGrowth = 1.1;
-    int k = 0;  // steps since the momentum last restarted
-    double step = 1.0;
-    for (int it = 0; it < prm.max_iter; ++it) {
+    for (int it = first; it < prm.max_iter; ++it) {
       const double c = exaggeration_at(it);
       if (it > 0 && c != exaggeration_at(it - 1)) k = 0;  // the objective changed under the momentum
       const double j_cur = objective(ent, cur, c);
@@ -187,14 +218,16 @@ HssneResult fit_impl(HssneEngine& engine, const Entropy& ent, index_t N, const H
         res.stop_reason = "tol";
         break;
       }
+      if (it + 1 < prm.max_iter) safe_point(control, it + 1, capture);
     }
   } else {
-    for (int it = 0; it < prm.max_iter; ++it) {
+    for (int it = first; it < prm.max_iter; ++it) {
       // The trace holds KL(P || Q) at the map the step is taken from.
       record(it, cur);
       const double mom = it < prm.momentum_switch ? prm.momentum : prm.final_momentum;
       cur = engine.gradient_step(exaggeration_at(it), mom, prm.learning_rate);
       ++res.evaluations;
+      if (it + 1 < prm.max_iter) safe_point(control, it + 1, capture);
     }
   }
   res.coords = engine.coords();
@@ -206,11 +239,12 @@ HssneResult fit_impl(HssneEngine& engine, const Entropy& ent, index_t N, const H
 }  // namespace
 
 HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const HssneParams& prm,
-                      unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress) {
+                      unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress,
+                      RunControl* control) {
   const MatrixD mixed = prm.rho > 0 ? mix_same_class_pairs(P, labels, prm.rho) : MatrixD();
   const MatrixD& Pm = prm.rho > 0 ? mixed : P;
   auto engine = backend.make_hssne(Pm, prm.alpha, prm.dim);
-  return fit_impl(*engine, entropy_terms(Pm.data), P.rows, prm, seed, progress);
+  return fit_impl(*engine, entropy_terms(Pm.data), P.rows, prm, seed, progress, control);
 }
 
 HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const HssneParams& prm,
@@ -220,10 +254,10 @@ HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const Hs
 }
 
 HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& prm, unsigned long long seed, Backend& backend,
-                      const std::function<void(int, double)>& progress) {
+                      const std::function<void(int, double)>& progress, RunControl* control) {
   if (prm.rho > 0) input_error("params.rho: semi-supervised mixing needs dense affinities (input.affinities)");
   auto engine = backend.make_hssne(P, prm.alpha, prm.dim);
-  return fit_impl(*engine, entropy_terms(P.val), P.num_points, prm, seed, progress);
+  return fit_impl(*engine, entropy_terms(P.val), P.num_points, prm, seed, progress, control);
 }
 
 HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& prm, unsigned long long seed, int threads,

@@ -41,12 +41,19 @@ namespace {
 // Conjugate gradient's vectors are the engine's.
 class EngineProblem final : public optim::CgProblem {
  public:
-  explicit EngineProblem(NervEngine& e) : e_(e) {}
+  EngineProblem(NervEngine& e, index_t n, int dim) : e_(e), n_(n), dim_(dim) {}
   double evaluate() override { return e_.evaluate(true); }
   double evaluate_trial(double t) override { return e_.evaluate_trial(t); }
   double dot(Vector a, Vector b) override { return e_.dot(slot(a), slot(b)); }
   void set_direction(double beta) override { e_.update_direction(beta); }
   void accept_trial() override { e_.accept_trial(); }
+  std::vector<double> get(Vector v) override { return e_.vector(slot(v)).data; }
+  void set(Vector v, const std::vector<double>& values) override {
+    MatrixD m(n_, dim_);
+    if (values.size() != m.data.size()) internal_error("checkpoint: a NeRV vector is not N x D");
+    m.data = values;
+    e_.set_vector(slot(v), m);
+  }
 
  private:
   static NervVector slot(Vector v) {
@@ -59,6 +66,8 @@ class EngineProblem final : public optim::CgProblem {
     }
   }
   NervEngine& e_;
+  index_t n_;
+  int dim_;
 };
 
 // The map uses the input bandwidths, so it lives at the input's length scale sigma (the median
@@ -87,7 +96,8 @@ UnitBandwidths unit_bandwidths(const std::vector<double>& beta) {
 // The seeded Gaussian start at the input's length scale (in units of sigma), then conjugate
 // gradient on the engine.
 NervResult fit(NervEngine& engine, index_t N, const UnitBandwidths& unit, const NervParams& prm,
-               unsigned long long seed, const std::function<void(int, double)>& progress, const MatrixD* start) {
+               unsigned long long seed, const std::function<void(int, double)>& progress, const MatrixD* start,
+               RunControl* control) {
   if (static_cast<index_t>(unit.beta.size()) != N) internal_error("fit_nerv: P and beta disagree on N");
   MatrixD Y(N, prm.dim);
   Y.data = seeded_gaussian(static_cast<size_t>(N) * prm.dim, seed, prm.init_scale);
@@ -104,8 +114,8 @@ NervResult fit(NervEngine& engine, index_t N, const UnitBandwidths& unit, const 
   optim::CgOptions o;
   o.max_iter = prm.max_iter;
   o.ftol = prm.ftol;
-  EngineProblem problem(engine);
-  const optim::CgReport rep = optim::cg_minimize(problem, o, progress);
+  EngineProblem problem(engine, N, prm.dim);
+  const optim::CgReport rep = optim::cg_minimize(problem, o, progress, control);
   NervResult res;
   res.coords = engine.vector(NervVector::x);
   for (double& v : res.coords.data) v *= unit.sigma;
@@ -124,19 +134,20 @@ NervOptions engine_options(const NervParams& prm) { return NervOptions{prm.lambd
 }  // namespace
 
 NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm, unsigned long long seed,
-                    Backend& backend, const std::function<void(int, double)>& progress, const MatrixD* start) {
+                    Backend& backend, const std::function<void(int, double)>& progress, const MatrixD* start,
+                    RunControl* control) {
   if (P.rows != P.cols) internal_error("fit_nerv: P is not square");
   const UnitBandwidths unit = unit_bandwidths(beta);
   auto engine = backend.make_nerv(P, unit.beta, engine_options(prm));
-  return fit(*engine, P.rows, unit, prm, seed, progress, start);
+  return fit(*engine, P.rows, unit, prm, seed, progress, start, control);
 }
 
 NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& prm,
                     unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress,
-                    const MatrixD* start) {
+                    const MatrixD* start, RunControl* control) {
   const UnitBandwidths unit = unit_bandwidths(beta);
   auto engine = backend.make_nerv(P, unit.beta, engine_options(prm));
-  return fit(*engine, P.num_points, unit, prm, seed, progress, start);
+  return fit(*engine, P.num_points, unit, prm, seed, progress, start, control);
 }
 
 NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm, unsigned long long seed,

@@ -168,7 +168,7 @@ std::vector<double> log_priors_of(const PeInput& in) {
 }  // namespace
 
 PeResult fit_pe(Backend& backend, const PeInput& in, const PeParams& prm, unsigned long long seed,
-                const PeProgress& progress) {
+                const PeProgress& progress, RunControl* control) {
   const auto t0 = Clock::now();
   const int K = static_cast<int>(in.posteriors.cols), D = prm.dim;
   const index_t N = in.posteriors.rows;
@@ -209,6 +209,7 @@ PeResult fit_pe(Backend& backend, const PeInput& in, const PeParams& prm, unsign
     return J;
   };
 
+  double seconds_before = 0.0;  // fit time of the interrupted run this one continues
   auto record = [&](int iteration, double J, double gsq) {
     PeTraceEntry e;
     e.iteration = iteration;
@@ -217,10 +218,39 @@ PeResult fit_pe(Backend& backend, const PeInput& in, const PeParams& prm, unsign
     e.max_object_grad_sq = last.max_grad_sq;
     e.newton_steps = newton_total;
     e.evaluations = evaluations;
-    e.seconds = seconds_since(t1);
+    e.seconds = seconds_before + seconds_since(t1);
     res.trace.push_back(e);
     if (progress) progress(e);
   };
+  // A checkpoint holds, besides L-BFGS's state, the object coordinates its last evaluation left
+  // (the next Newton solves start from them), the counters and the trace.
+  constexpr size_t kTraceColumns = 7;  // a PeTraceEntry's fields, in order
+  const auto save = [&](RunState& s) {
+    s.put("pe.objects", engine->objects());
+    s.put("pe.newton_total", static_cast<double>(newton_total));
+    s.put("pe.evaluations", evaluations);
+    s.put("pe.max_grad_sq", last.max_grad_sq);
+    s.put("pe.unconverged", static_cast<double>(last.unconverged));
+    std::vector<double> trace;
+    for (const auto& e : res.trace)
+      trace.insert(trace.end(), {static_cast<double>(e.iteration), e.objective, e.class_grad_sq, e.max_object_grad_sq,
+                                 static_cast<double>(e.newton_steps), static_cast<double>(e.evaluations), e.seconds});
+    s.put("pe.trace", trace);
+  };
+  if (const RunState* saved = resume_state(control)) {
+    engine->set_objects(saved->matrix("pe.objects", N, D));
+    newton_total = static_cast<index_t>(saved->scalar("pe.newton_total"));
+    evaluations = saved->count("pe.evaluations");
+    last.max_grad_sq = saved->scalar("pe.max_grad_sq");
+    last.unconverged = static_cast<index_t>(saved->scalar("pe.unconverged"));
+    const auto& trace = saved->get("pe.trace");
+    for (size_t q = 0; q + kTraceColumns <= trace.size(); q += kTraceColumns) {
+      const double* r = trace.data() + q;
+      res.trace.push_back({static_cast<int>(r[0]), r[1], r[2], r[3], static_cast<index_t>(r[4]), static_cast<int>(r[5]),
+                           r[6]});
+    }
+    if (!res.trace.empty()) seconds_before = res.trace.back().seconds;
+  }
 
   if (!prm.fit_classes) {
     std::vector<double> grad;
@@ -236,9 +266,9 @@ PeResult fit_pe(Backend& backend, const PeInput& in, const PeParams& prm, unsign
     lo.max_iter = prm.max_iter;
     lo.grad_sq_tol = prm.eps_phi;
     lo.ftol = prm.ftol;
-    const auto rep = optim::lbfgs_minimize(reduced, phi, lo, [&](const optim::LbfgsState& s) {
-      record(s.iteration, s.f, s.grad_sq);
-    });
+    const auto rep = optim::lbfgs_minimize(
+        reduced, phi, lo, [&](const optim::LbfgsState& s) { record(s.iteration, s.f, s.grad_sq); },
+        {control, save});
     res.objective = rep.last.f;
     res.iterations = rep.last.iteration;
     res.stop_reason = rep.stop_reason;

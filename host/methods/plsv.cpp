@@ -215,7 +215,7 @@ double sum_sq(const std::vector<double>& v) {
 
 // The EM iterations shared by fitting and fold-in (fit_model false: theta and Phi stay fixed).
 PlsvResult run_em(PlsvEngine& eng, const Corpus& c, const PlsvParams& prm, std::vector<double> phi, bool fit_model,
-                  const PlsvProgress& progress, Clock::time_point t0) {
+                  const PlsvProgress& progress, Clock::time_point t0, RunControl* control) {
   const index_t N = c.num_docs();
   const int Z = prm.topics, D = prm.dim;
   const double beta = prm.beta_per_document * static_cast<double>(N);
@@ -228,7 +228,42 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, const PlsvParams& prm, std::
   nopt.max_iter = prm.newton_max_iter;
   double prev = 0.0;
   int newton = 0;
-  for (int it = 0;; ++it) {
+  int first = 0;
+  double seconds_before = 0.0;  // fit time of the interrupted run this one continues
+  // A safe point ends an EM iteration: the next one starts from X, theta and Phi alone (its E-step
+  // recomputes the rest), so those, the counters and the trace are the whole state.
+  constexpr size_t kTraceColumns = 6;  // a PlsvTraceEntry's fields, in order
+  if (const RunState* saved = resume_state(control)) {
+    eng.set_docs(saved->matrix("plsv.docs", N, D));
+    eng.set_theta(saved->matrix("plsv.theta", Z, c.num_words));
+    phi = saved->get("plsv.phi");
+    if (phi.size() != static_cast<size_t>(Z) * D) internal_error("checkpoint: PLSV's topic coordinates are not Z x D");
+    prev = saved->scalar("plsv.prev");
+    newton = saved->count("plsv.newton");
+    first = saved->count("plsv.iteration");
+    const auto& trace = saved->get("plsv.trace");
+    for (size_t q = 0; q + kTraceColumns <= trace.size(); q += kTraceColumns) {
+      const double* r = trace.data() + q;
+      res.trace.push_back({static_cast<int>(r[0]), r[1], r[2], static_cast<int>(r[3]), static_cast<index_t>(r[4]), r[5]});
+    }
+    if (!res.trace.empty()) seconds_before = res.trace.back().seconds;
+  }
+  const auto capture = [&](int next) {
+    RunState s;
+    s.put("plsv.docs", eng.docs());
+    s.put("plsv.theta", eng.theta());
+    s.put("plsv.phi", phi);
+    s.put("plsv.prev", prev);
+    s.put("plsv.newton", newton);
+    s.put("plsv.iteration", next);
+    std::vector<double> trace;
+    for (const auto& e : res.trace)
+      trace.insert(trace.end(), {static_cast<double>(e.iteration), e.log_posterior, e.log_likelihood,
+                                 static_cast<double>(e.newton_steps), static_cast<double>(e.relocated), e.seconds});
+    s.put("plsv.trace", trace);
+    return s;
+  };
+  for (int it = first;; ++it) {
     const auto es = eng.e_step(phi, prm.alpha);
     const double lp = es.log_likelihood + es.theta_log_prior - 0.5 * gamma * es.docs_sq - 0.5 * beta * sum_sq(phi);
     if (!std::isfinite(lp)) internal_error("PLSV log posterior became non-finite (" + std::to_string(lp) + ")");
@@ -237,7 +272,7 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, const PlsvParams& prm, std::
     e.log_posterior = lp;
     e.log_likelihood = es.log_likelihood;
     e.newton_steps = newton;
-    e.seconds = seconds_since(t1);
+    e.seconds = seconds_before + seconds_since(t1);
     res.trace.push_back(e);
     if (progress) progress(e);
     res.log_posterior = lp;
@@ -256,6 +291,7 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, const PlsvParams& prm, std::
     if (!fit_model) {
       newton += static_cast<int>(eng.solve_docs(phi, gamma, nopt, nullptr).newton_steps);
       if (relocate) res.trace.back().relocated = eng.relocate_docs(phi, gamma);
+      safe_point(control, it + 1, [&] { return capture(it + 1); });
       continue;
     }
     eng.m_step_theta(prm.alpha);
@@ -276,6 +312,7 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, const PlsvParams& prm, std::
     // A rejected trial may have left X solved for another Phi: solve once more for the accepted one.
     if (accepted_at != evaluations) newton += static_cast<int>(eng.solve_docs(phi, gamma, nopt, nullptr).newton_steps);
     if (relocate) res.trace.back().relocated = eng.relocate_docs(phi, gamma);
+    safe_point(control, it + 1, [&] { return capture(it + 1); });
   }
   res.doc_coords = eng.docs();
   res.model.topic_coords = MatrixD(Z, D);
@@ -304,19 +341,21 @@ std::unique_ptr<PlsvEngine> make_engine(Backend& backend, const Corpus& corpus, 
 }  // namespace
 
 PlsvResult fit_plsv(Backend& backend, const Corpus& c, const PlsvParams& prm, unsigned long long seed,
-                    const PlsvProgress& progress) {
+                    const PlsvProgress& progress, RunControl* control) {
   const auto t0 = Clock::now();
   if (prm.topics < 2) input_error("params.topics: PLSV needs at least 2 topics, found " + std::to_string(prm.topics));
   if (c.num_docs() < 1) input_error("corpus: no documents to fit");
-  const Start s = initial_state(backend, c, prm, seed);
   auto eng = make_engine(backend, c, prm.topics, prm.dim);
+  // A resumed fit takes X, theta and Phi from the checkpoint: its start (a PE fit) is not redone.
+  if (resume_state(control)) return run_em(*eng, c, prm, {}, true, progress, t0, control);
+  const Start s = initial_state(backend, c, prm, seed);
   eng->set_docs(s.X);
   eng->set_theta(s.theta);
-  return run_em(*eng, c, prm, s.phi, true, progress, t0);
+  return run_em(*eng, c, prm, s.phi, true, progress, t0, control);
 }
 
 PlsvResult fold_in_plsv(Backend& backend, const Corpus& c, const PlsvModel& model, const PlsvParams& params,
-                        const PlsvProgress& progress) {
+                        const PlsvProgress& progress, RunControl* control) {
   const auto t0 = Clock::now();
   PlsvParams prm = params;
   prm.topics = static_cast<int>(model.topic_coords.rows);
@@ -328,7 +367,7 @@ PlsvResult fold_in_plsv(Backend& backend, const Corpus& c, const PlsvModel& mode
   eng->set_docs(MatrixD(c.num_docs(), prm.dim, 0.0));
   eng->set_theta(model.theta);
   eng->relocate_docs(model.topic_coords.data, prm.gamma_per_topic * prm.topics);
-  PlsvResult r = run_em(*eng, c, prm, model.topic_coords.data, false, progress, t0);
+  PlsvResult r = run_em(*eng, c, prm, model.topic_coords.data, false, progress, t0, control);
   r.model = model;
   return r;
 }

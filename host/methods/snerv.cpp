@@ -397,7 +397,8 @@ AffinityResult snerv_affinities(const MatrixD& D, double perplexity, bool sparse
 }
 
 SnervResult fit_snerv(const MatrixD& X, const std::vector<int>& labels, const SnervParams& prm,
-                      unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress) {
+                      unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress,
+                      RunControl* control) {
   const int threads = backend.threads();
   const index_t N = X.rows;
   SnervResult r;
@@ -414,8 +415,8 @@ SnervResult fit_snerv(const MatrixD& X, const std::vector<int>& labels, const Sn
   const AffinityResult aff = snerv_affinities(r.metric_distances, r.perplexity, prm.sparse, threads);
   const MatrixD start = prm.nerv.init == NervInit::pca ? pca_project(U, prm.nerv.dim, threads) : MatrixD();
   const MatrixD* s = prm.nerv.init == NervInit::pca ? &start : nullptr;
-  r.nerv = prm.sparse ? fit_nerv(aff.sparse_conditional, aff.beta, prm.nerv, seed, backend, progress, s)
-                      : fit_nerv(aff.conditional, aff.beta, prm.nerv, seed, backend, progress, s);
+  r.nerv = prm.sparse ? fit_nerv(aff.sparse_conditional, aff.beta, prm.nerv, seed, backend, progress, s, control)
+                      : fit_nerv(aff.conditional, aff.beta, prm.nerv, seed, backend, progress, s, control);
   return r;
 }
 

@@ -4,19 +4,48 @@
 #include <cmath>
 
 #include "optim/line_search.hpp"
+#include "orrery/error.hpp"
 
 namespace orrery::optim {
 
-CgReport cg_minimize(CgProblem& p, const CgOptions& o, const std::function<void(int, double)>& progress) {
+CgReport cg_minimize(CgProblem& p, const CgOptions& o, const std::function<void(int, double)>& progress,
+                     RunControl* control) {
   using V = CgProblem;
   CgReport rep;
-  rep.f = p.evaluate();
-  rep.evaluations = 1;
-  p.set_direction(0.0);
-  double step = 1.0 / std::max(1.0, std::sqrt(p.dot(V::kGradient, V::kGradient)));
-  rep.stop_reason = "max_iter";
+  double step = 0.0;
   bool grow = true;  // the last line search took its first trial
-  for (int it = 0; it < o.max_iter; ++it) {
+  int first = 0;
+  if (const RunState* saved = resume_state(control)) {
+    p.set(V::kX, saved->get("cg.x"));
+    p.set(V::kGradient, saved->get("cg.g"));
+    p.set(V::kDirection, saved->get("cg.d"));
+    rep.f = saved->scalar("cg.f");
+    rep.evaluations = saved->count("cg.evaluations");
+    rep.iterations = first = saved->count("cg.iterations");
+    rep.trace = saved->get("cg.trace");
+    step = saved->scalar("cg.step");
+    grow = saved->scalar("cg.grow") != 0.0;
+  } else {
+    rep.f = p.evaluate();
+    rep.evaluations = 1;
+    p.set_direction(0.0);
+    step = 1.0 / std::max(1.0, std::sqrt(p.dot(V::kGradient, V::kGradient)));
+  }
+  rep.stop_reason = "max_iter";
+  const auto capture = [&] {
+    RunState s;
+    s.put("cg.x", p.get(V::kX));
+    s.put("cg.g", p.get(V::kGradient));
+    s.put("cg.d", p.get(V::kDirection));
+    s.put("cg.f", rep.f);
+    s.put("cg.evaluations", rep.evaluations);
+    s.put("cg.iterations", rep.iterations);
+    s.put("cg.trace", rep.trace);
+    s.put("cg.step", step);
+    s.put("cg.grow", grow ? 1.0 : 0.0);
+    return s;
+  };
+  for (int it = first; it < o.max_iter; ++it) {
     const double gsq = p.dot(V::kGradient, V::kGradient);
     if (gsq < o.grad_sq_tol) {
       rep.stop_reason = "gradient";
@@ -51,6 +80,7 @@ CgReport cg_minimize(CgProblem& p, const CgOptions& o, const std::function<void(
       rep.stop_reason = "ftol";
       break;
     }
+    if (it + 1 < o.max_iter) safe_point(control, it + 1, capture);
   }
   return rep;
 }
@@ -83,9 +113,14 @@ class HostProblem final : public CgProblem {
     x_.swap(t_);
     g_.swap(tg_);
   }
+  std::vector<double> get(Vector v) override { return vec(v); }
+  void set(Vector v, const std::vector<double>& values) override {
+    if (values.size() != x_.size()) internal_error("checkpoint: a conjugate-gradient vector has the wrong size");
+    vec(v) = values;
+  }
 
  private:
-  const std::vector<double>& vec(Vector v) const {
+  std::vector<double>& vec(Vector v) {
     switch (v) {
       case kX: return x_;
       case kGradient: return g_;
@@ -102,9 +137,9 @@ class HostProblem final : public CgProblem {
 }  // namespace
 
 CgReport cg_minimize(const CgObjective& f, std::vector<double>& x, const CgOptions& o,
-                     const std::function<void(int, double)>& progress) {
+                     const std::function<void(int, double)>& progress, RunControl* control) {
   HostProblem p(f, x);
-  return cg_minimize(p, o, progress);
+  return cg_minimize(p, o, progress, control);
 }
 
 }  // namespace orrery::optim

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "orrery/run_control.hpp"
+
 namespace orrery::optim {
 
 struct CgOptions {
@@ -42,15 +44,21 @@ class CgProblem {
   virtual double dot(Vector a, Vector b) = 0;   // a . b, summed in a fixed order
   virtual void set_direction(double beta) = 0;  // d = -g + beta d (beta = 0: d = -g)
   virtual void accept_trial() = 0;              // x, g <- trial, its gradient
+  // Copies of x, g or d to and from the host, for checkpoints only.
+  virtual std::vector<double> get(Vector v) = 0;
+  virtual void set(Vector v, const std::vector<double>& values) = 0;
 };
 
-// Minimises from the problem's current x, leaving the last accepted iterate there.
+// Minimises from the problem's current x, leaving the last accepted iterate there. With a control
+// (orrery/run_control.hpp), the end of every iteration that does not stop the minimisation is a
+// safe point whose state is x, g, d, the step scale and the counters and trace ("cg.*"); with a
+// state to resume, the minimisation continues from it (x, g and d are set, nothing is evaluated).
 CgReport cg_minimize(CgProblem& problem, const CgOptions& options,
-                     const std::function<void(int, double)>& progress = {});
+                     const std::function<void(int, double)>& progress = {}, RunControl* control = nullptr);
 
 // The same on host vectors: x is the start and, on return, the last accepted iterate.
 using CgObjective = std::function<double(const std::vector<double>& x, std::vector<double>& grad)>;
 CgReport cg_minimize(const CgObjective& f, std::vector<double>& x, const CgOptions& options,
-                     const std::function<void(int, double)>& progress = {});
+                     const std::function<void(int, double)>& progress = {}, RunControl* control = nullptr);
 
 }  // namespace orrery::optim

@@ -40,18 +40,62 @@ std::vector<double> direction(const std::deque<Pair>& mem, const std::vector<dou
   return q;
 }
 
+// The whole optimiser state, for a checkpoint: pairs flattened oldest first.
+RunState save_state(const std::vector<double>& x, const std::vector<double>& g, const LbfgsState& st,
+                    const std::deque<Pair>& mem) {
+  RunState s;
+  s.put("lbfgs.x", x);
+  s.put("lbfgs.g", g);
+  s.put("lbfgs.f", st.f);
+  s.put("lbfgs.grad_sq", st.grad_sq);
+  s.put("lbfgs.iteration", st.iteration);
+  s.put("lbfgs.evaluations", st.evaluations);
+  std::vector<double> sv, yv, rho;
+  for (const Pair& p : mem) {
+    sv.insert(sv.end(), p.s.begin(), p.s.end());
+    yv.insert(yv.end(), p.y.begin(), p.y.end());
+    rho.push_back(p.rho);
+  }
+  s.put("lbfgs.s", sv);
+  s.put("lbfgs.y", yv);
+  s.put("lbfgs.rho", rho);
+  return s;
+}
+
+void load_state(const RunState& s, std::vector<double>& x, std::vector<double>& g, LbfgsState& st,
+                std::deque<Pair>& mem) {
+  const size_t n = x.size();
+  x = s.get("lbfgs.x");
+  g = s.get("lbfgs.g");
+  const std::vector<double>&sv = s.get("lbfgs.s"), &yv = s.get("lbfgs.y"), &rho = s.get("lbfgs.rho");
+  if (x.size() != n || g.size() != n || sv.size() != rho.size() * n || yv.size() != sv.size())
+    internal_error("checkpoint: the L-BFGS state does not match the problem's size");
+  st.f = s.scalar("lbfgs.f");
+  st.grad_sq = s.scalar("lbfgs.grad_sq");
+  st.iteration = s.count("lbfgs.iteration");
+  st.evaluations = s.count("lbfgs.evaluations");
+  for (size_t i = 0; i < rho.size(); ++i)
+    mem.push_back({std::vector<double>(sv.begin() + i * n, sv.begin() + (i + 1) * n),
+                   std::vector<double>(yv.begin() + i * n, yv.begin() + (i + 1) * n), rho[i]});
+}
+
 }  // namespace
 
 LbfgsReport lbfgs_minimize(const LbfgsObjective& f, std::vector<double>& x, const LbfgsOptions& options,
-                           const std::function<void(const LbfgsState&)>& on_iteration) {
+                           const std::function<void(const LbfgsState&)>& on_iteration,
+                           const LbfgsCheckpoint& checkpoint) {
   LbfgsReport report;
   LbfgsState& st = report.last;
   std::vector<double> g(x.size());
-  st.f = f(x, g);
-  st.evaluations = 1;
-  st.grad_sq = dot(g, g);
-  if (on_iteration) on_iteration(st);
   std::deque<Pair> mem;
+  if (const RunState* saved = resume_state(checkpoint.control)) {
+    load_state(*saved, x, g, st, mem);
+  } else {
+    st.f = f(x, g);
+    st.evaluations = 1;
+    st.grad_sq = dot(g, g);
+    if (on_iteration) on_iteration(st);
+  }
   std::vector<double> x_new(x.size()), g_new(x.size());
   while (true) {
     if (st.grad_sq < options.grad_sq_tol) {
@@ -102,6 +146,11 @@ LbfgsReport lbfgs_minimize(const LbfgsObjective& f, std::vector<double>& x, cons
       report.stop_reason = "ftol";
       break;
     }
+    safe_point(checkpoint.control, st.iteration, [&] {
+      RunState s = save_state(x, g, st, mem);
+      if (checkpoint.save) checkpoint.save(s);
+      return s;
+    });
   }
   return report;
 }

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "orrery/run_control.hpp"
+
 namespace orrery::optim {
 
 struct LbfgsOptions {
@@ -31,9 +33,19 @@ struct LbfgsReport {
   std::string stop_reason;  // "eps_phi", "ftol", "max_iter", "line_search"
 };
 
+// Interruptible minimisation (orrery/run_control.hpp): after every accepted step that does not end
+// the run, the control's safe point may save x, the gradient, the curvature pairs and the counters
+// ("lbfgs.*"), plus what `save` adds for the caller. With a state to resume, the minimisation
+// continues from it: no evaluation at the start, no on_iteration for the steps already taken.
+struct LbfgsCheckpoint {
+  RunControl* control = nullptr;
+  std::function<void(RunState&)> save;
+};
+
 // Minimises f from x (updated in place). on_iteration is called after the initial evaluation
 // (iteration 0) and after every accepted step.
 LbfgsReport lbfgs_minimize(const LbfgsObjective& f, std::vector<double>& x, const LbfgsOptions& options,
-                           const std::function<void(const LbfgsState&)>& on_iteration = {});
+                           const std::function<void(const LbfgsState&)>& on_iteration = {},
+                           const LbfgsCheckpoint& checkpoint = {});
 
 }  // namespace orrery::optim

@@ -15,6 +15,7 @@
 namespace orrery {
 
 class Backend;
+class RunControl;
 
 // HssneParams::optimizer.
 enum class HssneOptimizer { fixed_point, gradient };
@@ -88,6 +89,12 @@ struct HssneTotals {
   double z = 0.0, p_log_h = 0.0;
 };
 
+// An engine's per-point optimiser state (N x D each), for checkpoints: the map, the previous
+// iterate (fixed-point momentum), and the gradient method's velocity and gains.
+struct HssneState {
+  MatrixD y, prev, velocity, gains;
+};
+
 // Affinities and the optimiser's state resident on one backend: the current map Y with its
 // per-point sums, the previous iterate, a trial map with its sums, and the gradient method's
 // velocity and gains. The optimisers (host/methods/hssne.cpp) drive it with O(1) values per
@@ -114,6 +121,10 @@ class HssneEngine {
   // Copies to the host: the current map, and its per-point sums.
   virtual MatrixD coords() const = 0;
   virtual void current_sums(HssneSums& out) const = 0;
+  // A checkpoint's state going out and coming back; restore() recomputes the sums at its map with
+  // the same arithmetic as every step, so the run continues with the same bits.
+  virtual HssneState state() const = 0;
+  virtual HssneTotals restore(const HssneState& s) = 0;
 };
 
 // Engines come from Backend::make_hssne (P dense N x N or sparse CSR, which must outlive the
@@ -128,8 +139,11 @@ double hssne_objective(const SparseAffinity& P, const MatrixD& Y, double alpha, 
 
 // Fits on dense P; labels (-1 unknown) are used only when rho > 0. The backend holds P and the
 // map and runs every step (an engine above); `threads` means the CPU.
+// With a control (orrery/run_control.hpp) a fit can stop at the end of an iteration and continue
+// from the saved state with the same bits.
 HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const HssneParams& params,
-                      unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {});
+                      unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {},
+                      RunControl* control = nullptr);
 HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const HssneParams& params,
                       unsigned long long seed, int threads = 0,
                       const std::function<void(int, double)>& progress = {});
@@ -137,7 +151,7 @@ HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const Hs
 // Fits on sparse P (kNN affinities): the attraction runs over the neighbour lists only, the
 // repulsion still over all pairs (exact). rho > 0 is an input error (mixing needs dense P).
 HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& params, unsigned long long seed, Backend& backend,
-                      const std::function<void(int, double)>& progress = {});
+                      const std::function<void(int, double)>& progress = {}, RunControl* control = nullptr);
 HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& params, unsigned long long seed, int threads = 0,
                       const std::function<void(int, double)>& progress = {});
 

@@ -13,6 +13,7 @@
 
 namespace orrery {
 
+class RunControl;
 struct SparseAffinity;
 
 // The arithmetic of the CPU's NeRV evaluations (NervParams::precision).
@@ -133,6 +134,8 @@ class NervEngine {
   virtual void set_coords(const MatrixD& Y) = 0;
   // A copy of one vector on the host.
   virtual MatrixD vector(NervVector v) const = 0;
+  // One vector <- V (N x D): a checkpoint's x, gradient and direction coming back.
+  virtual void set_vector(NervVector v, const MatrixD& V) = 0;
   // E at x, and its gradient into NervVector::gradient when with_gradient.
   virtual double evaluate(bool with_gradient) = 0;
   // trial <- x + t direction; E there, its gradient into NervVector::trial_gradient.
@@ -150,13 +153,15 @@ class Backend;
 // Fits on the backend's device: the seeded Gaussian start at the input's length scale, then
 // Polak-Ribiere conjugate gradient on the engine. `start` (N x D), when given, replaces the
 // seeded Gaussian: it is rescaled so that its first column has standard deviation init_scale x
-// the median bandwidth (params.init = "pca" passes the principal components here).
+// the median bandwidth (params.init = "pca" passes the principal components here). With a control
+// (orrery/run_control.hpp) the fit can stop at the end of an iteration and continue from the saved
+// state with the same bits.
 NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& params,
                     unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {},
-                    const MatrixD* start = nullptr);
+                    const MatrixD* start = nullptr, RunControl* control = nullptr);
 NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& params,
                     unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {},
-                    const MatrixD* start = nullptr);
+                    const MatrixD* start = nullptr, RunControl* control = nullptr);
 // The same on the CPU with `threads` threads.
 NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& params,
                     unsigned long long seed, int threads = 0, const std::function<void(int, double)>& progress = {});

@@ -8,6 +8,7 @@
 
 #include "orrery/backend.hpp"
 #include "orrery/config.hpp"
+#include "orrery/run_control.hpp"
 #include "orrery/types.hpp"
 
 namespace orrery {
@@ -86,9 +87,11 @@ struct PeResult {
 
 using PeProgress = std::function<void(const PeTraceEntry&)>;
 
-// Fits PE on `backend`. Same input, seed and backend -> same result, bit for bit.
+// Fits PE on `backend`. Same input, seed and backend -> same result, bit for bit. With a control
+// (orrery/run_control.hpp) the fit can stop at the end of an L-BFGS iteration and continue from the
+// saved state with the same bits (classes fixed: a single evaluation, nothing to interrupt).
 PeResult fit_pe(Backend& backend, const PeInput& input, const PeParams& params, unsigned long long seed,
-                const PeProgress& progress = {});
+                const PeProgress& progress = {}, RunControl* control = nullptr);
 
 // Posterior q_nk = p(c_k | r_n) of the fitted map (N x K), for reports and tests.
 MatrixD pe_map_posteriors(const MatrixD& object_coords, const MatrixD& class_coords,

@@ -23,6 +23,7 @@
 #include "orrery/backend.hpp"
 #include "orrery/config.hpp"
 #include "orrery/corpus.hpp"
+#include "orrery/run_control.hpp"
 #include "orrery/types.hpp"
 
 namespace orrery {
@@ -143,14 +144,16 @@ class PlsvEngine {
 
 // Engines come from Backend::make_plsv (the corpus must outlive the engine; Z >= 2, dim 2 or 3).
 
-// MAP-EM from the chosen start. Same corpus, params, seed and backend: same result.
+// MAP-EM from the chosen start. Same corpus, params, seed and backend: same result. With a control
+// (orrery/run_control.hpp) the fit (or fold-in) can stop at the end of an EM iteration and continue
+// from the saved state with the same bits.
 PlsvResult fit_plsv(Backend& backend, const Corpus& corpus, const PlsvParams& params, unsigned long long seed,
-                    const PlsvProgress& progress = {});
+                    const PlsvProgress& progress = {}, RunControl* control = nullptr);
 
 // Places the documents of `corpus` (whose word ids index the model's theta columns) with the model
 // fixed: EM over their coordinates only. The result's model is the given one.
 PlsvResult fold_in_plsv(Backend& backend, const Corpus& corpus, const PlsvModel& model, const PlsvParams& params,
-                        const PlsvProgress& progress = {});
+                        const PlsvProgress& progress = {}, RunControl* control = nullptr);
 
 // --- by the definitions, for tests and reports ---
 

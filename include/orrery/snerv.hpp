@@ -114,8 +114,11 @@ struct SnervResult {
 };
 
 // X: N x d vectors, labels: N entries (-1 unknown; at least two classes labelled). The distances
-// and the map run on `backend`; the class model on the host with the backend's threads.
+// and the map run on `backend`; the class model on the host with the backend's threads. A control
+// (orrery/run_control.hpp) reaches the map's iterations only: a resumed fit recomputes the class
+// model and the distances (deterministic, and short next to the map), then continues the map.
 SnervResult fit_snerv(const MatrixD& X, const std::vector<int>& labels, const SnervParams& params,
-                      unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {});
+                      unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {},
+                      RunControl* control = nullptr);
 
 }  // namespace orrery

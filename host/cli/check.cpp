@@ -50,10 +50,7 @@ Options parse(const std::vector<std::string>& args) {
       std::stringstream ss(value());
       for (std::string d; std::getline(ss, d, ',');) o.devices.push_back(d);
     } else if (opt == "--iterations") {
-      const std::string v = value();
-      if (v.empty() || v.size() > 4 || v.find_first_not_of("0123456789") != std::string::npos || std::stoi(v) < 1)
-        input_error("check: --iterations: expected an integer in [1, 9999], found '" + v + "'");
-      o.iterations = std::stoi(v);
+      o.iterations = static_cast<int>(parse_int_option(value(), "check: --iterations", 1, 9999));
     } else if (opt == "--out") {
       o.out = value();
     } else if (opt == "--quiet" || opt == "-q") {

@@ -62,11 +62,7 @@ PeRunConfig read_pe_config(const RunConfig& run) {
     const json& h = run.output_extra["prec_h"];
     cfg.prec_h.clear();
     if (!h.is_array()) input_error("output.prec_h: expected a list of positive integers");
-    for (const auto& v : h) {
-      if (!v.is_number_integer() || v.get<long long>() < 1)
-        input_error("output.prec_h: expected positive integers, found " + v.dump());
-      cfg.prec_h.push_back(v.get<long long>());
-    }
+    for (const auto& v : h) cfg.prec_h.push_back(count_value(v, "output.prec_h", 1, 1000000000000));
   }
   return cfg;
 }

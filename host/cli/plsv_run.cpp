@@ -19,6 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 constexpr index_t kQualityMaxDocs = 200000;
+constexpr index_t kMaxTopWords = 1000000;  // output.top_words: capped at the vocabulary anyway
 
 }  // namespace
 
@@ -72,7 +73,7 @@ PlsvRunInput read_input(const RunConfig& run) {
   r.spec.text = in.text;
   read_fields(run.params, r.params, plsv_fields(), "params");
   check_keys(run.output_extra, "output", {"dir", "format", "svg", "top_words"});
-  r.top_words = static_cast<int>(get_count(run.output_extra, "top_words", "output", 10));
+  r.top_words = static_cast<int>(get_count(run.output_extra, "top_words", "output", 10, 0, kMaxTopWords));
   return r;
 }
 

@@ -101,6 +101,17 @@ struct FieldInfo {
 };
 
 namespace detail {
+// A JSON value as an error message shows it: scalars as written (long strings cut), containers by
+// kind and size. Never the whole of an array or object: a value nested 100,000 deep or megabytes
+// long must not recurse off the stack or flood the terminal while an error is being reported.
+inline std::string shown(const json& v) {
+  constexpr size_t kMaxText = 80;
+  if (v.is_array()) return "an array of " + std::to_string(v.size()) + " element(s)";
+  if (v.is_object()) return "an object with " + std::to_string(v.size()) + " key(s)";
+  std::string text = v.dump();
+  if (text.size() > kMaxText) text = text.substr(0, kMaxText) + "...(" + std::to_string(text.size()) + " characters)";
+  return text;
+}
 inline std::string number_text(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   std::ostringstream os;
@@ -123,18 +134,32 @@ std::string range_text(const Field<P>& f) {
   if (hi) return "<= " + number_text(f.max);
   return "";
 }
+// `found`: the value as the config wrote it (integers exactly, not rounded through a double).
 template <class P>
-void check_number(const Field<P>& f, double v, const std::string& where) {
+void check_number(const Field<P>& f, double v, const std::string& where, const std::string& found = "") {
   const bool below = f.min_exclusive ? !(v > f.min) : !(v >= f.min);
   if (below || !(v <= f.max) || !std::isfinite(v)) {
-    input_error(where + "." + f.key + ": expected a value in " + range_text(f) + ", found " + number_text(v));
+    input_error(where + "." + f.key + ": expected a value in " + range_text(f) + ", found " +
+                (found.empty() ? number_text(v) : found));
   }
 }
-// A JSON integer as a double for the range check: values beyond long long (or unsigned ones
-// beyond it) are out of every range an int or index_t field allows.
-inline double integer_value(const json& v) {
-  return v.is_number_unsigned() ? static_cast<double>(v.get<unsigned long long>())
-                                : static_cast<double>(v.get<long long>());
+// A JSON integer for a field of type T, range-checked in the type it arrives in (nlohmann keeps
+// non-negative integers as unsigned 64-bit, negative ones as signed) before it is narrowed to T, so
+// that no value wraps: 4294967298 is refused, never read as 2. Then checked against the field's range.
+template <class T, class P>
+T integer_field(const Field<P>& f, const json& v, const std::string& where) {
+  const std::string name = where + "." + f.key;
+  if (!v.is_number_integer()) input_error(name + ": expected an integer, found " + shown(v));
+  const bool fits = v.is_number_unsigned()
+                        ? v.get<unsigned long long>() <= static_cast<unsigned long long>(std::numeric_limits<T>::max())
+                        : v.get<long long>() >= static_cast<long long>(std::numeric_limits<T>::min()) &&
+                              v.get<long long>() <= static_cast<long long>(std::numeric_limits<T>::max());
+  if (!fits)
+    input_error(name + ": expected an integer in " + (range_text(f).empty() ? "range" : range_text(f)) + ", found " +
+                detail::shown(v));
+  const T x = v.is_number_unsigned() ? static_cast<T>(v.get<unsigned long long>()) : static_cast<T>(v.get<long long>());
+  check_number(f, static_cast<double>(x), where, detail::shown(v));
+  return x;
 }
 template <class T>
 void read_list(const json& v, ListInput<T>& out, const std::string& name) {
@@ -145,12 +170,12 @@ void read_list(const json& v, ListInput<T>& out, const std::string& name) {
     return;
   }
   const char* what = std::is_same_v<T, double> ? "numbers" : "strings";
-  if (!v.is_array()) input_error(name + ": expected a file path or a list of " + what + ", found " + v.dump());
+  if (!v.is_array()) input_error(name + ": expected a file path or a list of " + what + ", found " + detail::shown(v));
   for (const auto& x : v) {
     if constexpr (std::is_same_v<T, double>) {
-      if (!x.is_number()) input_error(name + ": expected numbers, found " + x.dump());
+      if (!x.is_number()) input_error(name + ": expected numbers, found " + detail::shown(x));
     } else {
-      if (!x.is_string()) input_error(name + ": expected strings, found " + x.dump());
+      if (!x.is_string()) input_error(name + ": expected strings, found " + detail::shown(x));
     }
     out.values.push_back(x.get<T>());
   }
@@ -187,7 +212,7 @@ void read_fields(const json& j, P& params, const std::vector<Field<P>>& fields, 
         [&](const auto& member) {
           using M = std::decay_t<decltype(member)>;
           if constexpr (std::is_same_v<M, EnumRef<P>>) {
-            if (!v.is_string()) input_error(name + ": expected a string, found " + v.dump());
+            if (!v.is_string()) input_error(name + ": expected a string, found " + detail::shown(v));
             const std::string s = v.get<std::string>();
             for (size_t i = 0; i < member.names.size(); ++i)
               if (member.names[i] == s) return member.set(params, static_cast<int>(i));
@@ -197,22 +222,16 @@ void read_fields(const json& j, P& params, const std::vector<Field<P>>& fields, 
           } else {
             using T = std::decay_t<decltype(params.*member)>;
             if constexpr (std::is_same_v<T, bool>) {
-              if (!v.is_boolean()) input_error(name + ": expected true or false, found " + v.dump());
+              if (!v.is_boolean()) input_error(name + ": expected true or false, found " + detail::shown(v));
               params.*member = v.get<bool>();
             } else if constexpr (std::is_same_v<T, int> || std::is_same_v<T, index_t>) {
-              if (!v.is_number_integer()) input_error(name + ": expected an integer, found " + v.dump());
-              const double x = detail::integer_value(v);
-              detail::check_number(*f, x, where);
-              if (!(x >= static_cast<double>(std::numeric_limits<T>::min()) &&
-                    x <= static_cast<double>(std::numeric_limits<T>::max())))
-                input_error(name + ": " + v.dump() + " is out of range");
-              params.*member = static_cast<T>(v.get<long long>());
+              params.*member = detail::integer_field<T>(*f, v, where);
             } else if constexpr (std::is_same_v<T, double>) {
-              if (!v.is_number()) input_error(name + ": expected a number, found " + v.dump());
-              detail::check_number(*f, v.get<double>(), where);
+              if (!v.is_number()) input_error(name + ": expected a number, found " + detail::shown(v));
+              detail::check_number(*f, v.get<double>(), where, detail::shown(v));
               params.*member = v.get<double>();
             } else if constexpr (std::is_same_v<T, std::string>) {
-              if (!v.is_string()) input_error(name + ": expected a string, found " + v.dump());
+              if (!v.is_string()) input_error(name + ": expected a string, found " + detail::shown(v));
               params.*member = v.get<std::string>();
             } else {
               detail::read_list(v, params.*member, name);

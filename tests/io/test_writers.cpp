@@ -20,15 +20,9 @@ using orrery::MatrixD;
 using orrery::io::OutputSet;
 
 using orrery::test::TempDir;
+using orrery::test::slurp;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 MatrixD sample_matrix() {
   MatrixD m(3, 2);

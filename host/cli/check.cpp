@@ -261,6 +261,8 @@ json group_json(const Group& g) {
 int cmd_check(const std::vector<std::string>& args) {
   const Options o = parse(args);
   const RunConfig run = read_run_config(o.config);
+  const std::string out = !o.out.empty() ? o.out : (std::filesystem::path(run.output.dir) / "check.json").string();
+  io::check_output_paths({out}, run_inputs(run));
   auto ref = make_cpu_backend(run.threads);
   std::vector<std::string> devices = o.devices;
   std::string note;
@@ -305,8 +307,8 @@ int cmd_check(const std::vector<std::string>& args) {
     if (!o.quiet) std::printf("%s\n", note.c_str());
   }
   report["agrees"] = all_ok;
-  const std::string out = !o.out.empty() ? o.out : (std::filesystem::path(run.output.dir) / "check.json").string();
   io::OutputSet files;
+  for (const std::string& p : run_inputs(run)) files.protect(p);
   files.add(out, report.dump(2) + "\n");
   files.commit();
   if (!o.quiet) std::printf("wrote %s\n", out.c_str());

@@ -89,6 +89,11 @@ int cmd_evaluate(const std::vector<std::string>& args) {
   }
   if (data.empty()) input_error("evaluate: --data (input vectors, or distances with --distances) is required");
   if (embedding.empty()) input_error("evaluate: --embedding (the map, N x D) is required");
+  std::vector<std::string> inputs = {data, embedding}, outputs;
+  if (!labels_path.empty()) inputs.push_back(labels_path);
+  for (const std::string& p : {out, svg})
+    if (!p.empty()) outputs.push_back(p);
+  io::check_output_paths(outputs, inputs);  // before the work, and again when the files are committed
   const auto t0 = Clock::now();
   const MatrixD X = io::read_matrix(data), Y = io::read_matrix(embedding);
   if (X.rows != Y.rows)
@@ -116,6 +121,7 @@ int cmd_evaluate(const std::vector<std::string>& args) {
     std::printf("%lld points, %.2f s\n", static_cast<long long>(rep.num_points), seconds);
   }
   io::OutputSet files;
+  for (const std::string& p : inputs) files.protect(p);
   if (!out.empty()) {
     json j = quality_json(rep);
     j["data"] = data;

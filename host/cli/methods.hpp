@@ -23,6 +23,9 @@ struct MethodEntry {
   std::function<std::string(const RunConfig&)> validate;
   // Fits and writes the outputs; returns the report.
   std::function<json(const RunConfig&, bool quiet)> run;
+  // The files a run may write in output.dir (run_common.hpp: run_outputs), checked against the
+  // inputs before anything is read or fitted.
+  std::vector<std::string> outputs;
 };
 
 const std::vector<MethodEntry>& methods();

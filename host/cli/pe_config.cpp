@@ -164,6 +164,18 @@ PeRunData load_pe_data(const PeRunConfig& cfg) {
   return data;
 }
 
+PePrepared prepare_pe(const RunConfig& run) {
+  PePrepared p;
+  p.started = std::chrono::steady_clock::now();
+  p.cfg = read_pe_config(run);
+  p.data = load_pe_data(p.cfg);
+  p.backend = make_backend(run.device, run.threads);
+  const MemoryInfo mem = p.backend->memory();
+  p.plan = plan_pe(p.data.objects, p.data.classes, mem.device_bytes > 0);
+  check_memory_plan(p.plan, mem, mem.device_bytes > 0);
+  return p;
+}
+
 void fit_posterior_model_step(const PeRunConfig& cfg, PeRunData& data) {
   if (!cfg.input.use_posterior_model()) return;
   const auto t1 = std::chrono::steady_clock::now();

@@ -17,6 +17,7 @@
 #include "cli/ne_config.hpp"
 #include "cli/pe_config.hpp"
 #include "cli/plsv_run.hpp"
+#include "cli/run_common.hpp"
 #include "common/cli_runner.hpp"
 #include "common/temp_dir.hpp"
 #include "orrery/config.hpp"
@@ -188,4 +189,154 @@ TEST(Hardening, JsonThatIsNotAUsableConfigIsAnInputErrorNamingTheFile) {
   expect_refused(o, {"input.vectors", "an array of 100000 element(s)"});
   EXPECT_LT(o.output.size(), 400u);
   EXPECT_FALSE(fs::exists(t.path("out")));
+}
+
+TEST(Hardening, NonFiniteResultsAreNeverWritten) {
+  TempDir t;
+  const Points pts = write_points(t);
+  const std::string out = t.path("out");
+  // The obvious cause is refused before the fit.
+  const json hssne = {{"method", "hssne"},
+                      {"input", {{"vectors", pts.vectors}, {"perplexity", 5}}},
+                      {"params", {{"init_scale", 1e300}, {"max_iter", 20}}},
+                      {"output", {{"dir", out}}},
+                      {"device", "cpu"}};
+  expect_refused(orrery::test::run_orrery("run " + write_json(t, "scale.json", hssne) + " --quiet"),
+                 {"params.init_scale"});
+  // Affinities near the largest double: whatever becomes of them, no map or report with NaN in it.
+  std::string mtx = "%%MatrixMarket matrix coordinate real general\n60 60 3540\n";
+  for (int i = 1; i <= 60; ++i)
+    for (int j = 1; j <= 60; ++j)
+      if (i != j) mtx += std::to_string(i) + " " + std::to_string(j) + " 1e308\n";
+  const json huge = {{"method", "hssne"},
+                     {"input", {{"affinity_matrix", t.write("huge.mtx", mtx)}}},
+                     {"params", {{"max_iter", 20}}},
+                     {"output", {{"dir", out}}},
+                     {"device", "cpu"}};
+  expect_refused(orrery::test::run_orrery("run " + write_json(t, "huge.json", huge) + " --quiet"), {});
+  EXPECT_FALSE(fs::exists(out));
+
+  // What every run's outputs pass through before anything is written.
+  cli::RunConfig run;
+  run.method = "hssne";
+  run.output.dir = out;
+  MatrixD Y(3, 2);
+  Y.data = {0, 1, 2, 3, std::nan(""), 5};
+  io::OutputSet set;
+  json outputs;
+  try {
+    cli::add_coordinates(set, outputs, run, "embedding", Y);
+    ADD_FAILURE() << "NaN coordinates accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::input);
+    EXPECT_NE(std::string(e.what()).find("embedding coordinates (row 3)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("init_scale"), std::string::npos) << e.what();
+  }
+  for (const char* key : {"result", "trace"}) {
+    json report = {{"result", {{"objective", 1.0}}}, {"trace", {1.0, 2.0}}};
+    if (std::string(key) == "result") report["result"]["objective"] = kInf;
+    else report["trace"][1] = std::nan("");
+    io::OutputSet files;
+    files.add(t.path("out/embedding.npy"), "x");
+    try {
+      cli::commit_run(files, report, run);
+      ADD_FAILURE() << "a non-finite " << key << " was written";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::input);
+      EXPECT_NE(std::string(e.what()).find(std::string(key) == "result" ? "result.objective" : "trace[1]"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_FALSE(fs::exists(out));
+  }
+}
+
+TEST(Hardening, OutputsNeverReplaceInputs) {
+  TempDir t;
+  const Points pts = write_points(t);
+  // evaluate --out naming its own --data.
+  const std::string data = t.write("data.csv", slurp(pts.vectors));
+  expect_refused(orrery::test::run_orrery("evaluate --data " + data + " --embedding " + pts.vectors + " --out " + data +
+                                          " --quiet"),
+                 {"data.csv", "would replace the input"});
+  expect_refused(orrery::test::run_orrery("evaluate --data " + pts.vectors + " --embedding " + data + " --svg " +
+                                          t.path("sub/../data.csv") + " --quiet"),
+                 {"would replace the input"});
+  EXPECT_EQ(slurp(data), slurp(pts.vectors));
+  // A NeRV run whose output directory holds its input as embedding.csv, reached through "..".
+  fs::create_directories(t.path("out"));
+  const std::string inside = t.write("out/embedding.csv", slurp(pts.vectors));
+  const json ne = {{"method", "nerv"},
+                   {"input", {{"vectors", inside}, {"perplexity", 5}}},
+                   {"params", {{"max_iter", 2}}},
+                   {"output", {{"dir", t.path("out/../out")}, {"format", "both"}}},
+                   {"device", "cpu"}};
+  expect_refused(orrery::test::run_orrery("run " + write_json(t, "ne.json", ne) + " --quiet"),
+                 {"embedding.csv", "would replace the input"});
+  // A PLSV run writing into its corpus directory.
+  fs::create_directories(t.path("corpus/a"));
+  t.write("corpus/a/1.txt", "apple banana cherry apple\n");
+  t.write("corpus/a/2.txt", "dog cat mouse dog\n");
+  const json plsv = {{"method", "plsv"},
+                     {"input", {{"corpus", t.path("corpus")}}},
+                     {"params", {{"topics", 2}, {"max_iter", 1}}},
+                     {"output", {{"dir", t.path("corpus/run")}}},
+                     {"device", "cpu"}};
+  expect_refused(orrery::test::run_orrery("run " + write_json(t, "plsv.json", plsv) + " --quiet"),
+                 {"inside the input directory"});
+  // A report that would go to the terminal through a symlink.
+  fs::create_directories(t.path("term"));
+  fs::create_symlink("/dev/stdout", t.path("term/report.json"));
+  json to_term = ne;
+  to_term["input"]["vectors"] = pts.vectors;
+  to_term["output"]["dir"] = t.path("term");
+  expect_refused(orrery::test::run_orrery("run " + write_json(t, "term.json", to_term) + " --quiet"),
+                 {"report.json", "symbolic link"});
+  EXPECT_EQ(slurp(inside), slurp(pts.vectors));
+  EXPECT_EQ(t.listing(), (std::vector<std::string>{"corpus/a/1.txt", "corpus/a/2.txt", "data.csv", "labels.csv",
+                                                   "ne.json", "out/embedding.csv", "plsv.json", "term.json",
+                                                   "x.csv"}));
+}
+
+TEST(Hardening, ValidateRefusesWhatRunRefusesBeforeFitting) {
+  TempDir t;
+  const Points pts = write_points(t);
+  fs::create_directories(t.path("out"));
+  const std::string inside = t.write("out/embedding.npy", "not a result");
+  const json ok = {{"method", "nerv"},
+                   {"input", {{"vectors", pts.vectors}, {"perplexity", 5}}},
+                   {"params", {{"max_iter", 2}}},
+                   {"output", {{"dir", t.path("out2")}}},
+                   {"device", "cpu"}};
+  std::vector<json> refused;
+  json j = ok;
+  j["output"]["dir"] = t.path("out");  // replaces out/embedding.npy, an input below
+  j["input"]["labels"] = inside;
+  refused.push_back(j);
+  j = ok;
+  j["input"]["perplexity"] = 59;  // not below N - 1
+  refused.push_back(j);
+  j = ok;
+  j["input"]["pca"] = 4294967298LL;
+  refused.push_back(j);
+  j = ok;
+  j["output"]["dir"] = t.path("null_dir");
+  fs::create_directories(t.path("null_dir"));
+  fs::create_symlink("/dev/null", t.path("null_dir/map.svg"));
+  refused.push_back(j);
+  j = ok;
+  j["output"]["dir"] = t.path("fifo_dir");
+  fs::create_directories(t.path("fifo_dir"));
+  ASSERT_EQ(::mkfifo(t.path("fifo_dir/embedding.npy").c_str(), 0600), 0);
+  refused.push_back(j);
+  for (size_t i = 0; i < refused.size(); ++i) {
+    const std::string cfg = write_json(t, "c" + std::to_string(i) + ".json", refused[i]);
+    const Outcome run = orrery::test::run_orrery("run " + cfg + " --quiet");
+    const Outcome validate = orrery::test::run_orrery("validate " + cfg);
+    EXPECT_EQ(run.code, 2) << run.output;
+    EXPECT_EQ(validate.code, 2) << refused[i].dump() << "\n" << validate.output;
+    EXPECT_EQ(validate.output, run.output);
+  }
+  EXPECT_EQ(slurp(inside), "not a result");
+  EXPECT_EQ(orrery::test::run_orrery("validate " + write_json(t, "ok.json", ok)).code, 0);
 }

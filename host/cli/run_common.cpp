@@ -118,6 +118,7 @@ std::string first_non_finite(const json& j, const std::string& where) {
 
 std::vector<std::string> run_inputs(const RunConfig& run) {
   std::vector<std::string> out;
+  if (!run.path.empty()) out.push_back(run.path);  // the config itself
   collect_paths(run.input, out);
   return out;
 }

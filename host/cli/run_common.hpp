@@ -25,8 +25,8 @@ void add_coordinates(io::OutputSet& out, json& outputs, const RunConfig& run, co
 
 std::vector<int> argmax_rows(const MatrixD& M);
 
-// The run's input files and directories: every string under the config's "input" that names an
-// existing file or directory (the readers' paths). Outputs never replace them.
+// The run's input files and directories: the config file and every string under its "input" that
+// names an existing file or directory (the readers' paths). Outputs never replace them.
 std::vector<std::string> run_inputs(const RunConfig& run);
 
 // The files a run of a method may write in output.dir: `names` as the method lists them, a name

@@ -28,7 +28,8 @@ void write_synced(const std::string& tmp, const std::string& bytes, const std::s
   const auto fail = [&](int err) {
     input_error("cannot write " + in_quotes(path) + " (via temporary " + in_quotes(tmp) + "): " + std::strerror(err));
   };
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  // A new file only: an existing name (a symlink planted there, a stale temporary) is never written through.
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
   if (fd < 0) fail(errno);
   temps.push_back(tmp);
   size_t done = 0;

@@ -11,8 +11,8 @@
 namespace orrery::io {
 
 // Collects every output file of a run, then writes them together. commit() first checks every
-// target (check_output_paths against the protected inputs), writes each file to
-// "<path>.tmp.<pid>" in its target directory (creating the directory) and flushes it to disk; then
+// target (check_output_paths against the protected inputs), writes each file to a
+// new "<path>.tmp.<pid>" (never through an existing name) in its target directory (creating the directory) and flushes it to disk; then
 // moves every existing target aside to "<path>.old.<pid>" and renames the new files into place,
 // removing the old ones only when every rename succeeded. A failure at any step removes the
 // temporaries, puts every old file back and throws Error(input) naming the path and the system's

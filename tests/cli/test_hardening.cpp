@@ -292,10 +292,17 @@ TEST(Hardening, OutputsNeverReplaceInputs) {
   to_term["output"]["dir"] = t.path("term");
   expect_refused(orrery::test::run_orrery("run " + write_json(t, "term.json", to_term) + " --quiet"),
                  {"report.json", "symbolic link"});
+  // The config is an input too.
+  fs::create_directories(t.path("self"));
+  json self = to_term;
+  self["output"]["dir"] = t.path("self");
+  const std::string self_cfg = write_json(t, "self/report.json", self);
+  expect_refused(orrery::test::run_orrery("run " + self_cfg + " --quiet"), {"report.json", "would replace the input"});
+  EXPECT_EQ(json::parse(slurp(self_cfg)), self);
   EXPECT_EQ(slurp(inside), slurp(pts.vectors));
   EXPECT_EQ(t.listing(), (std::vector<std::string>{"corpus/a/1.txt", "corpus/a/2.txt", "data.csv", "labels.csv",
-                                                   "ne.json", "out/embedding.csv", "plsv.json", "term.json",
-                                                   "x.csv"}));
+                                                   "ne.json", "out/embedding.csv", "plsv.json", "self/report.json",
+                                                   "term.json", "x.csv"}));
 }
 
 TEST(Hardening, ValidateRefusesWhatRunRefusesBeforeFitting) {

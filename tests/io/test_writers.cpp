@@ -156,7 +156,7 @@ TEST(OutputSet, FailedWriteRemovesTheOtherTemporaries) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::input);
     EXPECT_NE(std::string(e.what()).find("third.csv"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("Is a directory"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("File exists"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(tmp.listing().empty());
 }
@@ -288,6 +288,12 @@ TEST(OutputSet, NeverReplacesAnInputOrAnythingButARegularFile) {
   expect_refused_output(tmp, in, tmp.path("stdout.json"), "is a symbolic link");
   expect_refused_output(tmp, in, tmp.path("link.csv"), "is a symbolic link");
   expect_refused_output(tmp, in, tmp.path("sub"), "is a directory");
+  // A symlink squatting on a temporary's name is not written through.
+  const std::string victim = tmp.write("victim.txt", "input");
+  fs::create_symlink(victim, tmp.path("out.csv.tmp." + std::to_string(::getpid())));
+  expect_refused_output(tmp, in, tmp.path("out.csv"), "File exists");
+  fs::remove(tmp.path("out.csv.tmp." + std::to_string(::getpid())));
+  EXPECT_EQ(slurp(victim), "input");
   // Beside the inputs is fine; an input that does not exist protects nothing.
   OutputSet out;
   out.protect(in);

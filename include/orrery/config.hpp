@@ -155,10 +155,13 @@ T integer_field(const Field<P>& f, const json& v, const std::string& where) {
                         : v.get<long long>() >= static_cast<long long>(std::numeric_limits<T>::min()) &&
                               v.get<long long>() <= static_cast<long long>(std::numeric_limits<T>::max());
   if (!fits)
-    input_error(name + ": expected an integer in " + (range_text(f).empty() ? "range" : range_text(f)) + ", found " +
-                detail::shown(v));
+    input_error(name + ": expected a value in " +
+                (range_text(f).empty() ? "[" + std::to_string(std::numeric_limits<T>::min()) + ", " +
+                                             std::to_string(std::numeric_limits<T>::max()) + "]"
+                                       : range_text(f)) +
+                ", found " + v.dump());
   const T x = v.is_number_unsigned() ? static_cast<T>(v.get<unsigned long long>()) : static_cast<T>(v.get<long long>());
-  check_number(f, static_cast<double>(x), where, detail::shown(v));
+  check_number(f, static_cast<double>(x), where, v.dump());
   return x;
 }
 template <class T>

@@ -28,6 +28,7 @@
 #include "orrery/plsv.hpp"
 #include "orrery/posterior_model.hpp"
 #include "orrery/snerv.hpp"
+#include "report/svg_map.hpp"
 
 namespace fs = std::filesystem;
 using namespace orrery;
@@ -215,6 +216,13 @@ TEST(Hardening, NonFiniteResultsAreNeverWritten) {
                      {"device", "cpu"}};
   expect_refused(orrery::test::run_orrery("run " + write_json(t, "huge.json", huge) + " --quiet"), {});
   EXPECT_FALSE(fs::exists(out));
+
+  // A finite map spanning nearly all doubles is drawn with finite numbers.
+  report::MapPicture pic;
+  pic.objects = MatrixD(3, 2);
+  pic.objects.data = {1e308, -1.7e308, 1.7e308, 1.7e308, 1.5e308, 0};
+  const std::string svg = report::render_map_svg(pic);
+  for (const char* bad : {"nan", "inf"}) EXPECT_EQ(svg.find(bad), std::string::npos) << bad;
 
   // What every run's outputs pass through before anything is written.
   cli::RunConfig run;

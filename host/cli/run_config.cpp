@@ -21,7 +21,7 @@ void check_keys(const json& j, const std::string& where, const std::vector<std::
     if (!ok) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      input_error(where + ": unknown key '" + it.key() + "' (known keys: " + list + ")");
+      input_error(where + ": unknown key '" + detail::shown_text(it.key()) + "' (known keys: " + list + ")");
     }
   }
 }
@@ -30,6 +30,7 @@ std::string get_path(const json& j, const std::string& key, const std::string& w
   if (!j.contains(key)) return "";
   if (!j[key].is_string() || j[key].get<std::string>().empty())
     input_error(where + "." + key + ": expected a non-empty string (a file path), found " + detail::shown(j[key]));
+  detail::check_path_text(j[key].get<std::string>(), where + "." + key);
   return j[key].get<std::string>();
 }
 
@@ -161,7 +162,7 @@ RunConfig run_config_from_json(json raw, const std::string& path) {
     const bool ok = cfg.device == "auto" || cfg.device == "cpu" || cfg.device == "cuda" ||
                     (cfg.device.rfind("cuda:", 0) == 0 && cfg.device.size() > 5 &&
                      cfg.device.find_first_not_of("0123456789", 5) == std::string::npos);
-    if (!ok) input_error("device: expected auto, cpu, cuda or cuda:N, found \"" + cfg.device + "\"");
+    if (!ok) input_error("device: expected auto, cpu, cuda or cuda:N, found \"" + detail::shown_text(cfg.device) + "\"");
   }
   if (j.contains("threads")) {
     const json& t = j["threads"];

@@ -27,6 +27,26 @@ using json = nlohmann::json;
 
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// The longest file path a config may give (Linux's PATH_MAX).
+inline constexpr size_t kMaxPathLength = 4096;
+
+namespace detail {
+// A string from a config as an error message shows it: cut after 80 characters, so that a key or
+// value megabytes long cannot flood the terminal.
+inline std::string shown_text(const std::string& s) {
+  constexpr size_t kMaxText = 80;
+  return s.size() <= kMaxText ? s : s.substr(0, kMaxText) + "...(" + std::to_string(s.size()) + " characters)";
+}
+// Every string a config gives as a file path: one the system can open as written. A NUL would cut
+// the path short, so another file would be read (or written) than the one named.
+inline void check_path_text(const std::string& s, const std::string& name) {
+  if (s.size() > kMaxPathLength)
+    input_error(name + ": expected a file path of at most " + std::to_string(kMaxPathLength) + " characters, found " +
+                std::to_string(s.size()));
+  if (s.find('\0') != std::string::npos) input_error(name + ": a file path cannot contain a NUL character");
+}
+}  // namespace detail
+
 // The names of an enum class's values, in declaration order, written once next to the enum by a
 // specialisation: template <> struct EnumNames<E> { static constexpr std::array<const char*, 2>
 // names = {"a", "b"}; };  They are the values a config takes and a report shows.
@@ -51,7 +71,7 @@ template <class E>
 E parse_enum(const std::string& name, const std::string& where) {
   for (size_t i = 0; i < EnumNames<E>::names.size(); ++i)
     if (name == EnumNames<E>::names[i]) return static_cast<E>(i);
-  input_error(where + ": expected one of " + enum_choices<E>() + ", found \"" + name + "\"");
+  input_error(where + ": expected one of " + enum_choices<E>() + ", found \"" + detail::shown_text(name) + "\"");
 }
 
 // A list that a config gives inline (a JSON array) or as a file to read (a string: its path).
@@ -105,12 +125,9 @@ namespace detail {
 // kind and size. Never the whole of an array or object: a value nested 100,000 deep or megabytes
 // long must not recurse off the stack or flood the terminal while an error is being reported.
 inline std::string shown(const json& v) {
-  constexpr size_t kMaxText = 80;
   if (v.is_array()) return "an array of " + std::to_string(v.size()) + " element(s)";
   if (v.is_object()) return "an object with " + std::to_string(v.size()) + " key(s)";
-  std::string text = v.dump();
-  if (text.size() > kMaxText) text = text.substr(0, kMaxText) + "...(" + std::to_string(text.size()) + " characters)";
-  return text;
+  return shown_text(v.dump());
 }
 inline std::string number_text(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
@@ -170,6 +187,7 @@ void read_list(const json& v, ListInput<T>& out, const std::string& name) {
   if (v.is_string()) {
     out.path = v.get<std::string>();
     if (out.path.empty()) input_error(name + ": expected a file path or a list, found an empty string");
+    check_path_text(out.path, name);
     return;
   }
   const char* what = std::is_same_v<T, double> ? "numbers" : "strings";
@@ -207,7 +225,7 @@ void read_fields(const json& j, P& params, const std::vector<Field<P>>& fields, 
     if (!f) {
       std::string known;
       for (const auto& cand : fields) known += (known.empty() ? "" : ", ") + std::string(cand.key);
-      input_error(where + ": unknown key '" + it.key() + "' (known keys: " + known + ")");
+      input_error(where + ": unknown key '" + detail::shown_text(it.key()) + "' (known keys: " + known + ")");
     }
     const json& v = it.value();
     const std::string name = where + "." + f->key;
@@ -219,7 +237,7 @@ void read_fields(const json& j, P& params, const std::vector<Field<P>>& fields, 
             const std::string s = v.get<std::string>();
             for (size_t i = 0; i < member.names.size(); ++i)
               if (member.names[i] == s) return member.set(params, static_cast<int>(i));
-            input_error(name + ": expected one of " + detail::range_text(*f) + ", found \"" + s + "\"");
+            input_error(name + ": expected one of " + detail::range_text(*f) + ", found \"" + detail::shown_text(s) + "\"");
           } else if constexpr (std::is_same_v<M, SubTable<P>>) {
             member.read(v, params, name);
           } else {
@@ -235,6 +253,7 @@ void read_fields(const json& j, P& params, const std::vector<Field<P>>& fields, 
               params.*member = v.get<double>();
             } else if constexpr (std::is_same_v<T, std::string>) {
               if (!v.is_string()) input_error(name + ": expected a string, found " + detail::shown(v));
+              detail::check_path_text(v.get<std::string>(), name);  // every string field is a file path
               params.*member = v.get<std::string>();
             } else {
               detail::read_list(v, params.*member, name);

@@ -189,6 +189,25 @@ TEST(Hardening, JsonThatIsNotAUsableConfigIsAnInputErrorNamingTheFile) {
   const Outcome o = orrery::test::run_orrery("validate " + write_json(t, "wrong.json", wrong));
   expect_refused(o, {"input.vectors", "an array of 100000 element(s)"});
   EXPECT_LT(o.output.size(), 400u);
+  // Nor a key or a string of a megabyte.
+  json long_key = wrong;
+  long_key["input"] = {{std::string(1 << 20, 'k'), 1}};
+  const Outcome k = orrery::test::run_orrery("validate " + write_json(t, "key.json", long_key));
+  expect_refused(k, {"unknown key 'kkkk", "(1048576 characters)"});
+  EXPECT_LT(k.output.size(), 400u);
+  json long_device = wrong;
+  long_device["input"] = {{"vectors", pts.vectors}};
+  long_device["device"] = std::string(1 << 20, 'd');
+  const Outcome d = orrery::test::run_orrery("validate " + write_json(t, "device.json", long_device));
+  expect_refused(d, {"device"});
+  EXPECT_LT(d.output.size(), 400u);
+  // A path the system would cut short at a NUL reads another file: refused.
+  json nul = wrong;
+  nul["input"] = {{"vectors", pts.vectors + std::string(1, '\0') + ".ignored"}};
+  expect_refused(orrery::test::run_orrery("validate " + write_json(t, "nul.json", nul)), {"input.vectors", "NUL"});
+  nul["input"] = {{"vectors", pts.vectors}};
+  nul["output"]["dir"] = t.path("out") + std::string(1, '\0') + "x";
+  expect_refused(orrery::test::run_orrery("validate " + write_json(t, "nul2.json", nul)), {"output.dir", "NUL"});
   EXPECT_FALSE(fs::exists(t.path("out")));
 }
 

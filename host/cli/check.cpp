@@ -50,10 +50,7 @@ Options parse(const std::vector<std::string>& args) {
       std::stringstream ss(value());
       for (std::string d; std::getline(ss, d, ',');) o.devices.push_back(d);
     } else if (opt == "--iterations") {
-      const std::string v = value();
-      if (v.empty() || v.size() > 4 || v.find_first_not_of("0123456789") != std::string::npos || std::stoi(v) < 1)
-        input_error("check: --iterations: expected an integer in [1, 9999], found '" + v + "'");
-      o.iterations = std::stoi(v);
+      o.iterations = static_cast<int>(parse_int_option(value(), "check: --iterations", 1, 9999));
     } else if (opt == "--out") {
       o.out = value();
     } else if (opt == "--quiet" || opt == "-q") {
@@ -264,6 +261,8 @@ json group_json(const Group& g) {
 int cmd_check(const std::vector<std::string>& args) {
   const Options o = parse(args);
   const RunConfig run = read_run_config(o.config);
+  const std::string out = !o.out.empty() ? o.out : (std::filesystem::path(run.output.dir) / "check.json").string();
+  io::check_output_paths({out}, run_inputs(run));
   auto ref = make_cpu_backend(run.threads);
   std::vector<std::string> devices = o.devices;
   std::string note;
@@ -308,8 +307,8 @@ int cmd_check(const std::vector<std::string>& args) {
     if (!o.quiet) std::printf("%s\n", note.c_str());
   }
   report["agrees"] = all_ok;
-  const std::string out = !o.out.empty() ? o.out : (std::filesystem::path(run.output.dir) / "check.json").string();
   io::OutputSet files;
+  for (const std::string& p : run_inputs(run)) files.protect(p);
   files.add(out, report.dump(2) + "\n");
   files.commit();
   if (!o.quiet) std::printf("wrote %s\n", out.c_str());

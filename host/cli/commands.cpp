@@ -12,6 +12,7 @@
 #include "cli/checkpoint.hpp"
 #include "cli/evaluate.hpp"
 #include "cli/methods.hpp"
+#include "cli/run_common.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/build_info.hpp"
 #include "orrery/error.hpp"
@@ -109,6 +110,7 @@ int cmd_run(const std::vector<std::string>& args, bool validate_only) {
   if (config.empty()) input_error(std::string(validate_only ? "validate" : "run") + ": missing CONFIG.json");
   const RunConfig cfg = read_run_config(config);
   const MethodEntry* method = find_method(cfg.method);
+  check_run_outputs(cfg, method->outputs);  // validate and run alike, before any input is read
   if (validate_only) {
     std::printf("%s: valid (%s)\n", config.c_str(), method->validate(cfg).c_str());
     return 0;

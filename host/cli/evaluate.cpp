@@ -14,32 +14,20 @@
 namespace orrery::cli {
 namespace {
 
+// Neighbourhood sizes; each is also checked against N - 1 once the data is read.
+constexpr long long kMaxNeighbours = 1000000000;
+// Perplexity is an effective number of neighbours: at most 1 leaves no neighbour to calibrate on
+// (the bandwidth search would run off to 0 and the measures come out NaN).
+constexpr double kMaxPerplexity = 1e9;
+
 std::vector<int> parse_int_list(const std::string& text, const std::string& option) {
   std::vector<int> out;
   std::stringstream ss(text);
   std::string item;
-  while (std::getline(ss, item, ',')) {
-    try {
-      size_t used = 0;
-      const long v = std::stol(item, &used);
-      if (used != item.size() || v < 1 || v > 1000000000) throw std::invalid_argument(item);
-      out.push_back(static_cast<int>(v));
-    } catch (const std::exception&) {
-      input_error(option + ": expected a comma list of positive integers, found '" + text + "'");
-    }
-  }
+  while (std::getline(ss, item, ','))
+    out.push_back(static_cast<int>(parse_int_option(item, option + " (a comma list)", 1, kMaxNeighbours)));
   if (out.empty()) input_error(option + ": expected a comma list of positive integers, found '" + text + "'");
   return out;
-}
-
-double parse_number(const std::string& text, const std::string& option) {
-  try {
-    size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::exception&) {
-  }
-  input_error(option + ": expected a number, found '" + text + "'");
 }
 
 json nan_to_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
@@ -89,18 +77,23 @@ int cmd_evaluate(const std::vector<std::string>& args) {
     else if (opt == "--embedding") embedding = value();
     else if (opt == "--labels") labels_path = value();
     else if (opt == "--k") req.ks = parse_int_list(value(), "--k");
-    else if (opt == "--kmax") req.kmax = parse_int_list(value(), "--kmax").front();
-    else if (opt == "--perplexity") req.perplexity = parse_number(value(), "--perplexity");
+    else if (opt == "--kmax") req.kmax = static_cast<int>(parse_int_option(value(), "--kmax", 1, kMaxNeighbours));
+    else if (opt == "--perplexity") req.perplexity = parse_real_option(value(), "--perplexity", 1, kMaxPerplexity, true);
     else if (opt == "--distances") req.input_is_distance_matrix = true;
     else if (opt == "--out") out = value();
     else if (opt == "--svg") svg = value();
-    else if (opt == "--threads") req.threads = parse_int_list(value(), "--threads").front();
+    else if (opt == "--threads") req.threads = parse_threads_option(value(), "--threads");
     else if (opt == "--device") device = value();
     else if (opt == "--quiet" || opt == "-q") quiet = true;
     else input_error("evaluate: unknown option '" + opt + "'");
   }
   if (data.empty()) input_error("evaluate: --data (input vectors, or distances with --distances) is required");
   if (embedding.empty()) input_error("evaluate: --embedding (the map, N x D) is required");
+  std::vector<std::string> inputs = {data, embedding}, outputs;
+  if (!labels_path.empty()) inputs.push_back(labels_path);
+  for (const std::string& p : {out, svg})
+    if (!p.empty()) outputs.push_back(p);
+  io::check_output_paths(outputs, inputs);  // before the work, and again when the files are committed
   const auto t0 = Clock::now();
   const MatrixD X = io::read_matrix(data), Y = io::read_matrix(embedding);
   if (X.rows != Y.rows)
@@ -128,6 +121,7 @@ int cmd_evaluate(const std::vector<std::string>& args) {
     std::printf("%lld points, %.2f s\n", static_cast<long long>(rep.num_points), seconds);
   }
   io::OutputSet files;
+  for (const std::string& p : inputs) files.protect(p);
   if (!out.empty()) {
     json j = quality_json(rep);
     j["data"] = data;

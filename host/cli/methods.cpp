@@ -22,35 +22,33 @@ const std::vector<MethodEntry>& methods() {
         {"pe_input", [] { return describe_fields(pe_input_fields()); }},
         {"posterior_model", [] { return describe_fields(posterior_model_fields()); }}},
        [](const RunConfig& run) {
-         const PeRunConfig cfg = read_pe_config(run);
-         const PeRunData data = load_pe_data(cfg);
-         const MemoryInfo mem = make_backend(run.device, run.threads)->memory();
-         const MemoryPlan plan = plan_pe(data.objects, data.classes, mem.device_bytes > 0);
-         check_memory_plan(plan, mem, mem.device_bytes > 0);
-         return "pe, " + std::to_string(data.objects) + " objects, " + std::to_string(data.classes) + " classes" +
-                (cfg.input.use_posterior_model() ? " (posterior model to fit on the vectors)" : "") +
-                ", D = " + std::to_string(cfg.params.dim) + ", planned peak " + format_bytes(plan.host_peak()) +
-                " host" + (plan.device_peak() > 0 ? " + " + format_bytes(plan.device_peak()) + " GPU" : "");
+         const PePrepared p = prepare_pe(run);
+         return "pe, " + std::to_string(p.data.objects) + " objects, " + std::to_string(p.data.classes) + " classes" +
+                (p.cfg.input.use_posterior_model() ? " (posterior model to fit on the vectors)" : "") +
+                ", D = " + std::to_string(p.cfg.params.dim) + ", planned peak " + format_bytes(p.plan.host_peak()) +
+                " host" + (p.plan.device_peak() > 0 ? " + " + format_bytes(p.plan.device_peak()) + " GPU" : "");
        },
-       [](const RunConfig& run, bool quiet, RunControl* control) { return run_pe(read_pe_config(run), quiet, control); }},
+       [](const RunConfig& run, bool quiet, RunControl* control) { return run_pe(prepare_pe(run), quiet, control); },
+       {"objects.*", "classes.*", "map.svg", "report.json"}},
       {"hssne", "Heavy-tailed symmetric SNE (alpha: 0 Gaussian, 1 t-SNE) with the fixed-point optimiser",
        {{"hssne", [] { return describe_fields(hssne_fields()); }},
         {"hssne_input", [] { return describe_fields(ne_input_fields("hssne"), ne_input_defaults("hssne")); }}},
-       validate_ne, run_ne},
+       validate_ne, run_ne, {"embedding.*", "map.svg", "report.json"}},
       {"nerv", "Neighbour retrieval visualisation: precision/recall trade-off lambda, conjugate gradient",
        {{"nerv", [] { return describe_fields(nerv_fields()); }},
         {"nerv_input", [] { return describe_fields(ne_input_fields("nerv"), ne_input_defaults("nerv")); }}},
-       validate_ne, run_ne},
+       validate_ne, run_ne, {"embedding.*", "map.svg", "report.json"}},
       {"snerv", "Supervised NeRV: NeRV on learning-metric distances from a class-posterior model of the labels",
        {{"nerv", [] { return describe_fields(nerv_fields()); }},
         {"snerv_input", [] { return describe_fields(ne_input_fields("snerv"), ne_input_defaults("snerv")); }},
         {"metric", [] { return describe_fields(class_mixture_fields()); }}},
-       validate_ne, run_ne},
+       validate_ne, run_ne, {"embedding.*", "map.svg", "report.json"}},
       {"plsv", "Probabilistic latent semantic visualisation: documents and topics of a corpus in one map (MAP-EM)",
        {{"plsv", [] { return describe_fields(plsv_fields()); }},
         {"plsv_input", [] { return describe_fields(plsv_input_fields()); }},
         {"text", [] { return describe_fields(text_fields()); }}},
-       validate_plsv, run_plsv},
+       validate_plsv, run_plsv,
+       {"documents.*", "topics.*", "theta.npy", "vocab.txt", "doc_index.npy", "map.svg", "report.json"}},
   };
   return all;
 }

@@ -25,6 +25,9 @@ struct MethodEntry {
   // Fits and writes the outputs; returns the report. The control (null: none) lets a long fit
   // stop and resume (cli/checkpoint.hpp).
   std::function<json(const RunConfig&, bool quiet, RunControl* control)> run;
+  // The files a run may write in output.dir (run_common.hpp: run_outputs), checked against the
+  // inputs before anything is read or fitted.
+  std::vector<std::string> outputs;
 };
 
 const std::vector<MethodEntry>& methods();

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <memory>
 
 #include "cli/evaluate.hpp"
 #include "cli/ne_config.hpp"
@@ -55,32 +56,49 @@ NervResult fit_nerv_run(const NeRunConfig& cfg, const NeData& d, const AffinityR
                 : fit_nerv(a.conditional, a.beta, p, cfg.run.seed, backend, progress, s, control);
 }
 
+// Everything a run checks before it fits (keys, input files, memory plan): `orrery validate` is
+// this and nothing more, so it refuses what a run would refuse before fitting.
+struct NePrepared {
+  NeRunConfig cfg;
+  NeData d;
+  std::unique_ptr<Backend> backend;
+  MemoryInfo mem;
+  bool device = false;
+  NePlan plan;
+};
+
+NePrepared prepare_ne(const RunConfig& run) {
+  NePrepared p;
+  p.cfg = read_ne_config(run);
+  p.d = load_ne_data(p.cfg);
+  p.backend = make_backend(run.device, run.threads);
+  p.mem = p.backend->memory();
+  p.device = p.mem.device_bytes > 0;
+  p.plan = plan_ne_run(p.cfg, p.d.points(), p.mem, p.device);
+  check_memory_plan(p.plan.memory, p.mem, p.device);
+  return p;
+}
+
 }  // namespace
 
 std::string validate_ne(const RunConfig& run) {
-  const NeRunConfig cfg = read_ne_config(run);
-  const NeData d = load_ne_data(cfg);
-  auto backend = make_backend(run.device, run.threads);
-  const MemoryInfo mem = backend->memory();
-  const bool device = mem.device_bytes > 0;
-  const NePlan plan = plan_ne_run(cfg, d.points(), mem, device);
-  check_memory_plan(plan.memory, mem, device);
-  return describe(cfg, d) + ", " + affinity_text(plan) + " affinities, planned peak " +
-         format_bytes(plan.memory.host_peak()) + " host" +
-         (device ? " + " + format_bytes(plan.memory.device_peak()) + " GPU" : "");
+  const NePrepared p = prepare_ne(run);
+  return describe(p.cfg, p.d) + ", " + affinity_text(p.plan) + " affinities, planned peak " +
+         format_bytes(p.plan.memory.host_peak()) + " host" +
+         (p.device ? " + " + format_bytes(p.plan.memory.device_peak()) + " GPU" : "");
 }
 
 json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   const auto t0 = Clock::now();
-  const NeRunConfig cfg = read_ne_config(run);
+  const NePrepared prep = prepare_ne(run);
+  const NeRunConfig& cfg = prep.cfg;
   const std::string& method = run.method;
-  const NeData d = load_ne_data(cfg);
+  const NeData& d = prep.d;
   const index_t N = d.points();
-  auto backend = make_backend(run.device, run.threads);
-  const MemoryInfo mem = backend->memory();
-  const bool device = mem.device_bytes > 0;
-  const NePlan plan = plan_ne_run(cfg, N, mem, device);
-  check_memory_plan(plan.memory, mem, device);
+  const std::unique_ptr<Backend>& backend = prep.backend;
+  const MemoryInfo& mem = prep.mem;
+  const bool device = prep.device;
+  const NePlan& plan = prep.plan;
   if (!quiet)
     std::fprintf(stderr, "[%s] %s, %s affinities on %s; planned peak %s host%s\n", method.c_str(),
                  describe(cfg, d).c_str(), affinity_text(plan).c_str(), backend->name().c_str(),
@@ -225,8 +243,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
                        {"total", seconds_since(t0)}};
   outputs["report"] = (dir / "report.json").string();
   report["outputs"] = outputs;
-  out.add((dir / "report.json").string(), report.dump(2) + "\n");
-  out.commit();
+  commit_run(out, report, run);
   if (!quiet) std::fprintf(stderr, "[%s] wrote %s\n", method.c_str(), run.output.dir.c_str());
   return report;
 }

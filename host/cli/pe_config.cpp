@@ -62,11 +62,7 @@ PeRunConfig read_pe_config(const RunConfig& run) {
     const json& h = run.output_extra["prec_h"];
     cfg.prec_h.clear();
     if (!h.is_array()) input_error("output.prec_h: expected a list of positive integers");
-    for (const auto& v : h) {
-      if (!v.is_number_integer() || v.get<long long>() < 1)
-        input_error("output.prec_h: expected positive integers, found " + v.dump());
-      cfg.prec_h.push_back(v.get<long long>());
-    }
+    for (const auto& v : h) cfg.prec_h.push_back(count_value(v, "output.prec_h", 1, 1000000000000));
   }
   return cfg;
 }
@@ -184,6 +180,18 @@ PeRunData load_pe_data(const PeRunConfig& cfg) {
   }
   data.seconds_read = seconds_since(t0);
   return data;
+}
+
+PePrepared prepare_pe(const RunConfig& run) {
+  PePrepared p;
+  p.started = std::chrono::steady_clock::now();
+  p.cfg = read_pe_config(run);
+  p.data = load_pe_data(p.cfg);
+  p.backend = make_backend(run.device, run.threads);
+  const MemoryInfo mem = p.backend->memory();
+  p.plan = plan_pe(p.data.objects, p.data.classes, mem.device_bytes > 0);
+  check_memory_plan(p.plan, mem, mem.device_bytes > 0);
+  return p;
 }
 
 void fit_posterior_model_step(const PeRunConfig& cfg, PeRunData& data) {

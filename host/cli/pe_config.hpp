@@ -1,12 +1,16 @@
 // The PE part of a run configuration: its "input", "params" and "output.prec_h", and the reading
 // and validation of its input files (shapes, ranges, NaN/Inf with file and row).
 #pragma once
+#include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/run_config.hpp"
+#include "orrery/backend.hpp"
 #include "orrery/config.hpp"
+#include "orrery/memory_plan.hpp"
 #include "orrery/pe.hpp"
 #include "orrery/posterior_model.hpp"
 #include "orrery/types.hpp"
@@ -56,6 +60,17 @@ struct PeRunData {
 PeRunData load_pe_data(const PeRunConfig& cfg);
 // With input.vectors: fits the posterior model and sets pe.posteriors from it.
 void fit_posterior_model_step(const PeRunConfig& cfg, PeRunData& data);
+
+// Everything a PE run checks before it fits (keys, input files, memory plan): `orrery validate` is
+// this and nothing more, so it refuses what a run would refuse before fitting.
+struct PePrepared {
+  std::chrono::steady_clock::time_point started;
+  PeRunConfig cfg;
+  PeRunData data;
+  std::unique_ptr<Backend> backend;
+  MemoryPlan plan;
+};
+PePrepared prepare_pe(const RunConfig& run);
 
 // Checks posteriors in place: finite, non-negative, K >= 2, rows summing to 1 (or normalised
 // when normalize_rows). `source` names the file in messages.

@@ -74,14 +74,13 @@ double agreement(const std::vector<int>& a, const std::vector<int>& labels) {
 
 }  // namespace
 
-json run_pe(const PeRunConfig& cfg, bool quiet, RunControl* control) {
-  const auto t0 = Clock::now();
-  PeRunData data = load_pe_data(cfg);
+json run_pe(PePrepared prepared, bool quiet, RunControl* control) {
+  const auto t0 = prepared.started;
+  const PeRunConfig& cfg = prepared.cfg;
+  PeRunData& data = prepared.data;
   fit_posterior_model_step(cfg, data);
   const index_t N = data.pe.posteriors.rows, K = data.pe.posteriors.cols;
-  auto backend = make_backend(cfg.run.device, cfg.run.threads);
-  const MemoryInfo mem = backend->memory();
-  check_memory_plan(plan_pe(N, K, mem.device_bytes > 0), mem, mem.device_bytes > 0);
+  const std::unique_ptr<Backend>& backend = prepared.backend;
   if (!quiet)
     std::fprintf(stderr, "[pe] %lld objects, %lld classes, D = %d on %s\n", static_cast<long long>(N),
                  static_cast<long long>(K), cfg.params.dim, backend->name().c_str());
@@ -185,8 +184,7 @@ json run_pe(const PeRunConfig& cfg, bool quiet, RunControl* control) {
                        {"init", res.seconds_init},      {"fit", res.seconds_fit},
                        {"evaluate", seconds_eval},      {"write", seconds_since(t_write)},
                        {"total", seconds_since(t0)}};
-  out.add((dir / "report.json").string(), report.dump(2) + "\n");
-  out.commit();
+  commit_run(out, report, cfg.run);
   if (!quiet) {
     std::fprintf(stderr, "[pe] wrote %s (", cfg.run.output.dir.c_str());
     bool first = true;

@@ -4,8 +4,8 @@
 
 namespace orrery::cli {
 
-// Runs a validated PE configuration: fit, evaluate, and write embedding, report and map as one
+// Runs a prepared PE configuration (prepare_pe): fit, evaluate, and write embedding, report and map as one
 // atomic set. Progress goes to stderr unless quiet. Returns the report.
-json run_pe(const PeRunConfig& cfg, bool quiet, RunControl* control = nullptr);
+json run_pe(PePrepared prepared, bool quiet, RunControl* control = nullptr);
 
 }  // namespace orrery::cli

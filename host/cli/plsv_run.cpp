@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "cli/run_common.hpp"
 #include "io/corpus.hpp"
@@ -19,6 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 constexpr index_t kQualityMaxDocs = 200000;
+constexpr index_t kMaxTopWords = 1000000;  // output.top_words: capped at the vocabulary anyway
 
 }  // namespace
 
@@ -72,7 +74,7 @@ PlsvRunInput read_input(const RunConfig& run) {
   r.spec.text = in.text;
   read_fields(run.params, r.params, plsv_fields(), "params");
   check_keys(run.output_extra, "output", {"dir", "format", "svg", "top_words"});
-  r.top_words = static_cast<int>(get_count(run.output_extra, "top_words", "output", 10));
+  r.top_words = static_cast<int>(get_count(run.output_extra, "top_words", "output", 10, 0, kMaxTopWords));
   return r;
 }
 
@@ -128,6 +130,26 @@ MemoryPlan check_plan(const Loaded& L, int topics, const Backend& backend) {
 
 std::string word_name(const Corpus& c, int w) { return c.vocab.empty() ? "#" + std::to_string(w) : c.vocab[static_cast<size_t>(w)]; }
 
+// Everything a run checks before it fits (keys, corpus or model, memory plan): `orrery validate`
+// is this and nothing more.
+struct PlsvPrepared {
+  PlsvRunInput in;
+  Loaded L;
+  std::unique_ptr<Backend> backend;
+  int topics = 0;
+  MemoryPlan plan;
+};
+
+PlsvPrepared prepare_plsv(const RunConfig& run) {
+  PlsvPrepared p;
+  p.in = read_input(run);
+  p.L = load(p.in);
+  p.backend = make_backend(run.device, run.threads);
+  p.topics = p.in.input.model.empty() ? p.in.params.topics : static_cast<int>(p.L.model.topic_coords.rows);
+  p.plan = check_plan(p.L, p.topics, *p.backend);
+  return p;
+}
+
 }  // namespace
 
 PlsvRunSetup read_plsv_setup(const RunConfig& run) {
@@ -137,29 +159,26 @@ PlsvRunSetup read_plsv_setup(const RunConfig& run) {
 }
 
 std::string validate_plsv(const RunConfig& run) {
-  const PlsvRunInput in = read_input(run);
-  const Loaded L = load(in);
-  const int topics = in.input.model.empty() ? in.params.topics : static_cast<int>(L.model.topic_coords.rows);
-  const MemoryPlan plan = check_plan(L, topics, *make_backend(run.device, run.threads));
-  return std::string(in.input.model.empty() ? "plsv" : "plsv fold-in") + ", " + std::to_string(L.corpus.num_docs()) +
-         " documents, " + std::to_string(L.corpus.num_words) + " words, " + std::to_string(L.corpus.nnz()) +
-         " nonzeros, Z = " +
-         std::to_string(in.input.model.empty() ? in.params.topics : static_cast<int>(L.model.topic_coords.rows)) +
-         (L.corpus.skipped_empty ? ", " + std::to_string(L.corpus.skipped_empty) + " empty documents skipped" : "") +
-         ", planned peak " + format_bytes(plan.host_peak()) + " host" +
-         (plan.device_peak() > 0 ? " + " + format_bytes(plan.device_peak()) + " GPU" : "");
+  const PlsvPrepared p = prepare_plsv(run);
+  const Corpus& c = p.L.corpus;
+  return std::string(p.in.input.model.empty() ? "plsv" : "plsv fold-in") + ", " + std::to_string(c.num_docs()) +
+         " documents, " + std::to_string(c.num_words) + " words, " + std::to_string(c.nnz()) +
+         " nonzeros, Z = " + std::to_string(p.topics) +
+         (c.skipped_empty ? ", " + std::to_string(c.skipped_empty) + " empty documents skipped" : "") +
+         ", planned peak " + format_bytes(p.plan.host_peak()) + " host" +
+         (p.plan.device_peak() > 0 ? " + " + format_bytes(p.plan.device_peak()) + " GPU" : "");
 }
 
 json run_plsv(const RunConfig& run, bool quiet, RunControl* control) {
   const auto t0 = Clock::now();
-  const PlsvRunInput in = read_input(run);
-  const Loaded L = load(in);
+  const PlsvPrepared prep = prepare_plsv(run);
+  const PlsvRunInput& in = prep.in;
+  const Loaded& L = prep.L;
   const Corpus& c = L.corpus;
   const bool fold = !in.input.model.empty();
-  auto backend = make_backend(run.device, run.threads);
-  const int Z = fold ? static_cast<int>(L.model.topic_coords.rows) : in.params.topics;
+  const std::unique_ptr<Backend>& backend = prep.backend;
+  const int Z = prep.topics;
   const int D = fold ? static_cast<int>(L.model.topic_coords.cols) : in.params.dim;
-  check_plan(L, Z, *backend);
   if (!quiet)
     std::fprintf(stderr, "[plsv] %s%lld documents, %lld words, %lld nonzeros%s; Z = %d, D = %d on %s\n",
                  fold ? "fold-in of " : "", static_cast<long long>(c.num_docs()), static_cast<long long>(c.num_words),
@@ -221,6 +240,7 @@ json run_plsv(const RunConfig& run, bool quiet, RunControl* control) {
   add_coordinates(out, outputs, run, "documents", res.doc_coords);
   add_coordinates(out, outputs, run, "topics", res.model.topic_coords);
   if (!fold) {
+    check_finite_result(run, "theta", res.model.theta);
     out.add((dir / "theta.npy").string(), io::npy_bytes(res.model.theta));
     outputs["theta_npy"] = (dir / "theta.npy").string();
     if (!c.vocab.empty()) {
@@ -283,8 +303,7 @@ json run_plsv(const RunConfig& run, bool quiet, RunControl* control) {
   report["outputs"]["report"] = (dir / "report.json").string();
   report["timings"] = {{"read", L.seconds_read},   {"init", res.seconds_init}, {"fit", res.seconds_fit},
                        {"write", seconds_since(t_write)}, {"total", seconds_since(t0)}};
-  out.add((dir / "report.json").string(), report.dump(2) + "\n");
-  out.commit();
+  commit_run(out, report, run);
   if (!quiet) {
     for (int z = 0; z < std::min(Z, 10); ++z) std::fprintf(stderr, "[plsv] topic %s\n", topic_labels[static_cast<size_t>(z)].c_str());
     if (Z > 10) std::fprintf(stderr, "[plsv] ... %d more topics in report.json\n", Z - 10);

@@ -2,11 +2,13 @@
 
 #include <omp.h>
 
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 
 #include "orrery/build_info.hpp"
+#include "orrery/error.hpp"
 
 namespace orrery::cli {
 
@@ -39,6 +41,7 @@ json report_header(const RunConfig& run, const Backend& backend) {
 void add_coordinates(io::OutputSet& out, json& outputs, const RunConfig& run, const std::string& name,
                      const MatrixD& M) {
   namespace fs = std::filesystem;
+  check_finite_result(run, name + " coordinates", M);
   const fs::path dir(run.output.dir);
   if (run.output.format != "csv") {
     const std::string p = (dir / (name + ".npy")).string();
@@ -64,6 +67,97 @@ std::vector<int> argmax_rows(const MatrixD& M) {
     out[static_cast<size_t>(n)] = best;
   }
   return out;
+}
+
+namespace {
+
+void collect_paths(const json& j, std::vector<std::string>& out) {
+  if (j.is_string()) {
+    std::error_code ec;
+    if (!j.get<std::string>().empty() && std::filesystem::exists(j.get<std::string>(), ec))
+      out.push_back(j.get<std::string>());
+  } else if (j.is_structured()) {
+    for (const auto& v : j) collect_paths(v, out);
+  }
+}
+
+// What makes a fit of each method run off to Inf or NaN, as far as the user can change it.
+std::string divergence_causes(const std::string& method) {
+  if (method == "pe") return "posteriors with extreme ratios, or params eta_r, eta_phi or init_scale far from their defaults";
+  if (method == "hssne")
+    return "input values or affinities of extreme magnitude, or params init_scale, learning_rate or exaggeration far "
+           "from their defaults";
+  if (method == "plsv")
+    return "params alpha, beta_per_document, gamma_per_topic or init_scale far from their defaults";
+  return "input values of extreme magnitude, or params init_scale far from its default";
+}
+
+[[noreturn]] void non_finite(const RunConfig& run, const std::string& what) {
+  input_error(run.method + ": " + what + " is not finite: the fit diverged (likely causes: " +
+              divergence_causes(run.method) + "); nothing was written");
+}
+
+// Every number below `j`; the path of the first non-finite one, or "".
+std::string first_non_finite(const json& j, const std::string& where) {
+  if (j.is_number_float() && !std::isfinite(j.get<double>())) return where;
+  if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) {
+      const std::string w = first_non_finite(j[i], where + "[" + std::to_string(i) + "]");
+      if (!w.empty()) return w;
+    }
+  } else if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string w = first_non_finite(it.value(), where + "." + it.key());
+      if (!w.empty()) return w;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> run_inputs(const RunConfig& run) {
+  std::vector<std::string> out;
+  if (!run.path.empty()) out.push_back(run.path);  // the config itself
+  collect_paths(run.input, out);
+  return out;
+}
+
+std::vector<std::string> run_outputs(const RunConfig& run, const std::vector<std::string>& names) {
+  const std::filesystem::path dir(run.output.dir);
+  std::vector<std::string> out;
+  for (const std::string& n : names) {
+    if (n.size() > 2 && n.compare(n.size() - 2, 2, ".*") == 0) {
+      const std::string stem = n.substr(0, n.size() - 2);
+      if (run.output.format != "csv") out.push_back((dir / (stem + ".npy")).string());
+      if (run.output.format != "npy") out.push_back((dir / (stem + ".csv")).string());
+    } else if (run.output.svg || n.size() < 4 || n.compare(n.size() - 4, 4, ".svg") != 0) {  // pictures: with output.svg
+      out.push_back((dir / n).string());
+    }
+  }
+  return out;
+}
+
+void check_run_outputs(const RunConfig& run, const std::vector<std::string>& names) {
+  io::check_output_paths(run_outputs(run, names), run_inputs(run));
+}
+
+void check_finite_result(const RunConfig& run, const std::string& what, const MatrixD& M) {
+  for (size_t i = 0; i < M.data.size(); ++i)
+    if (!std::isfinite(M.data[i]))
+      non_finite(run, what + " (row " + std::to_string(static_cast<index_t>(i) / M.cols + 1) + ")");
+}
+
+void commit_run(io::OutputSet& out, const json& report, const RunConfig& run) {
+  // The result and its trace; quality measures may be NaN by definition (no labels) and say so.
+  for (const char* key : {"result", "trace"})
+    if (report.contains(key)) {
+      const std::string w = first_non_finite(report[key], key);
+      if (!w.empty()) non_finite(run, "the report's " + w);
+    }
+  out.add((std::filesystem::path(run.output.dir) / "report.json").string(), report.dump(2) + "\n");
+  for (const std::string& p : run_inputs(run)) out.protect(p);
+  out.commit();
 }
 
 }  // namespace orrery::cli

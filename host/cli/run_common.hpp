@@ -25,4 +25,24 @@ void add_coordinates(io::OutputSet& out, json& outputs, const RunConfig& run, co
 
 std::vector<int> argmax_rows(const MatrixD& M);
 
+// The run's input files and directories: the config file and every string under its "input" that
+// names an existing file or directory (the readers' paths). Outputs never replace them.
+std::vector<std::string> run_inputs(const RunConfig& run);
+
+// The files a run of a method may write in output.dir: `names` as the method lists them, a name
+// ending in ".*" standing for the coordinate files of output.format (NAME.npy and/or NAME.csv).
+std::vector<std::string> run_outputs(const RunConfig& run, const std::vector<std::string>& names);
+
+// The output checks a run makes before it fits (io::check_output_paths of run_outputs against
+// run_inputs): `orrery validate` makes the same.
+void check_run_outputs(const RunConfig& run, const std::vector<std::string>& names);
+
+// Refuses a non-finite result before anything is written: an input error naming `what`, the
+// method and the likely causes (input of extreme magnitude, parameters far from their defaults).
+void check_finite_result(const RunConfig& run, const std::string& what, const MatrixD& M);
+
+// Finishes a run's outputs: checks every number of the report's result and trace is finite (as
+// above), adds OUTPUT_DIR/report.json, protects the run's inputs and commits the set.
+void commit_run(io::OutputSet& out, const json& report, const RunConfig& run);
+
 }  // namespace orrery::cli

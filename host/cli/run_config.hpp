@@ -31,13 +31,36 @@ struct RunConfig {
   unsigned long long seed = 0;
 };
 
+// Thread counts, wherever they are given (a config's "threads", `evaluate --threads`): 0 = all
+// cores, at most this many; more is refused rather than handed to OpenMP.
+inline constexpr int kMaxThreads = 4096;
+// A config nests a few levels; deeper JSON is refused while it is parsed.
+inline constexpr int kMaxJsonDepth = 64;
+
 // Parses the JSON and the shared keys; checks that the method exists (names the known ones).
 RunConfig read_run_config(const std::string& path);
+// The same from the JSON text of a config (`path` names it in messages); a config file's text is
+// read and parsed by read_config_json, which refuses a directory, an unreadable file, invalid JSON,
+// a number out of double's range and nesting deeper than kMaxJsonDepth, naming `path`.
+RunConfig parse_run_config(const std::string& text, const std::string& path);
+json read_config_json(const std::string& path);
+json parse_config_json(const std::string& text, const std::string& path);
+
+// Command-line numbers, range-checked as the type they arrive in before any narrowing; errors
+// name the option and the range. `parse_int_option` takes a plain decimal integer in [lo, hi].
+long long parse_int_option(const std::string& text, const std::string& option, long long lo, long long hi);
+// A finite decimal number in [lo, hi] (or (lo, hi] when lo_exclusive).
+double parse_real_option(const std::string& text, const std::string& option, double lo, double hi,
+                         bool lo_exclusive = false);
+int parse_threads_option(const std::string& text, const std::string& option);
 
 // Small readers for method-specific keys; every error names `where.key`.
 void check_keys(const json& j, const std::string& where, const std::vector<std::string>& known);
 std::string get_path(const json& j, const std::string& key, const std::string& where);  // "" when absent
 bool get_bool(const json& j, const std::string& key, const std::string& where, bool fallback);
-index_t get_count(const json& j, const std::string& key, const std::string& where, index_t fallback);
+// An integer in [lo, hi], checked before it is narrowed; errors name `name`.
+index_t count_value(const json& v, const std::string& name, index_t lo, index_t hi);
+index_t get_count(const json& j, const std::string& key, const std::string& where, index_t fallback, index_t lo = 0,
+                  index_t hi = 1000000000000);
 
 }  // namespace orrery::cli

@@ -1,6 +1,7 @@
 #include "io/writers.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,7 +28,8 @@ void write_synced(const std::string& tmp, const std::string& bytes, const std::s
   const auto fail = [&](int err) {
     input_error("cannot write " + in_quotes(path) + " (via temporary " + in_quotes(tmp) + "): " + std::strerror(err));
   };
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  // A new file only: an existing name (a symlink planted there, a stale temporary) is never written through.
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
   if (fd < 0) fail(errno);
   temps.push_back(tmp);
   size_t done = 0;
@@ -94,9 +96,89 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
+// Where a path's directory entry is: its directory resolved (symlinks, "..") and its own name not
+// followed, so that a symlink and its target are told apart; "." and ".." are resolved whole.
+fs::path entry_of(const std::string& path) {
+  const fs::path abs = fs::absolute(path);
+  std::error_code ec;
+  const fs::path name = abs.filename();
+  if (name.empty() || name == "." || name == "..") return fs::weakly_canonical(abs, ec);
+  return fs::weakly_canonical(abs.parent_path(), ec) / name;
+}
+
+// A path as the checks compare it: its entry, and when it exists, the file it resolves to.
+struct Identity {
+  fs::path entry, target;
+  bool exists = false, is_dir = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
+Identity identify(const std::string& path) {
+  Identity id;
+  id.entry = id.target = entry_of(path);
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    std::error_code ec;
+    id.exists = true;
+    id.is_dir = S_ISDIR(st.st_mode);
+    id.dev = st.st_dev;
+    id.ino = st.st_ino;
+    const fs::path t = fs::canonical(path, ec);
+    if (!ec) id.target = t;
+  }
+  return id;
+}
+
+bool inside(const fs::path& p, const fs::path& dir) {
+  const fs::path rel = p.lexically_relative(dir);
+  return !rel.empty() && rel != "." && *rel.begin() != "..";
+}
+
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
 }  // namespace
 
+void check_output_paths(const std::vector<std::string>& outputs, const std::vector<std::string>& inputs) {
+  std::vector<Identity> in;
+  for (const std::string& p : inputs) in.push_back(identify(p));
+  std::vector<fs::path> seen;
+  for (const std::string& out : outputs) {
+    struct stat st;
+    if (::lstat(out.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      input_error("output " + in_quotes(out) + " exists and is " + file_kind(st.st_mode) +
+                  "; outputs replace regular files only: remove it or choose another output path");
+    const Identity o = identify(out);
+    for (const fs::path& e : seen)
+      if (e == o.entry) input_error("output path " + in_quotes(out) + " names a file another output of the run names");
+    seen.push_back(o.entry);
+    for (size_t i = 0; i < in.size(); ++i) {
+      const Identity& x = in[i];
+      if (!x.exists) continue;
+      const bool same = o.entry == x.entry || o.entry == x.target ||
+                        (o.exists && (o.target == x.target || (o.dev == x.dev && o.ino == x.ino)));
+      if (same)
+        input_error("output " + in_quotes(out) + " would replace the input " + in_quotes(inputs[i]) +
+                    "; choose another output path");
+      if (x.is_dir && (inside(o.entry, x.target) || inside(o.entry, x.entry)))
+        input_error("output " + in_quotes(out) + " lies inside the input directory " + in_quotes(inputs[i]) +
+                    "; choose an output path outside it");
+    }
+  }
+}
+
+OutputSet::OutputSet(RenameFn rename) : rename_(std::move(rename)) {}
+
 OutputSet::~OutputSet() { remove_temps(); }
+
+void OutputSet::protect(const std::string& input_path) { inputs_.push_back(input_path); }
 
 void OutputSet::add(const std::string& path, std::string bytes) {
   for (const auto& f : files_)
@@ -111,12 +193,19 @@ void OutputSet::remove_temps() noexcept {
 
 void OutputSet::commit() {
   const std::string pid = std::to_string(::getpid());
+  std::vector<std::string> targets;
+  for (const auto& f : files_) targets.push_back(f.first);
+  const auto rename = [this](const std::string& from, const std::string& to) {
+    return rename_ ? rename_(from.c_str(), to.c_str()) : std::rename(from.c_str(), to.c_str());
+  };
   std::set<fs::path> dirs;
+  std::vector<std::string> aside(files_.size());  // where an existing target waits ("" when none)
+  size_t placed = 0;
   try {
+    check_output_paths(targets, inputs_);
     // Directories first, so a target that cannot exist fails before any data is written.
-    for (const auto& [path, bytes] : files_) {
+    for (const std::string& path : targets) {
       std::error_code ec;
-      if (fs::is_directory(path, ec)) input_error("cannot write " + in_quotes(path) + ": it is a directory");
       const fs::path parent = fs::path(path).parent_path();
       if (!parent.empty()) {
         fs::create_directories(parent, ec);
@@ -127,16 +216,38 @@ void OutputSet::commit() {
       dirs.insert(parent);
     }
     for (const auto& [path, bytes] : files_) write_synced(path + ".tmp." + pid, bytes, path, temps_);
-    // Renames within one directory do not fail for want of space; a failure here is a permission
-    // or file-system fault, and files renamed before it stay complete.
-    for (size_t i = 0; i < files_.size(); ++i)
-      if (std::rename(temps_[i].c_str(), files_[i].first.c_str()) != 0)
-        input_error("cannot write " + in_quotes(files_[i].first) + ": renaming " + in_quotes(temps_[i]) +
+    // The old files aside, then the new ones in: renames within a directory, so no data is copied,
+    // and every step can be undone. A rename fails for permissions (another user's file in a
+    // sticky directory) or a file-system fault, not for want of space.
+    for (size_t i = 0; i < targets.size(); ++i) {
+      struct stat st;
+      if (::lstat(targets[i].c_str(), &st) != 0) continue;
+      const std::string old = targets[i] + ".old." + pid;
+      if (rename(targets[i], old) != 0)
+        input_error("cannot replace " + in_quotes(targets[i]) + ": moving it aside to " + in_quotes(old) +
+                    " failed: " + std::strerror(errno));
+      aside[i] = old;
+    }
+    for (; placed < targets.size(); ++placed)
+      if (rename(temps_[placed], targets[placed]) != 0)
+        input_error("cannot write " + in_quotes(targets[placed]) + ": renaming " + in_quotes(temps_[placed]) +
                     " into place failed: " + std::strerror(errno));
+  } catch (const Error& e) {
+    // Back as it was: the new files out, the old ones in.
+    std::string stranded;
+    for (size_t i = 0; i < placed; ++i) ::unlink(targets[i].c_str());
+    for (size_t i = 0; i < aside.size(); ++i)
+      if (!aside[i].empty() && rename(aside[i], targets[i]) != 0) stranded += " " + in_quotes(aside[i]);
+    remove_temps();
+    if (!stranded.empty())
+      input_error(std::string(e.what()) + "; the previous files could not be put back and are kept as" + stranded);
+    throw;
   } catch (...) {
     remove_temps();
     throw;
   }
+  for (const std::string& old : aside)
+    if (!old.empty()) ::unlink(old.c_str());
   temps_.clear();
   files_.clear();
   for (const fs::path& d : dirs) sync_directory(d);

@@ -30,14 +30,14 @@ const std::vector<Field<HssneParams>>& hssne_fields() {
        "fixed_point: largest momentum of the accelerated update (restarted whenever J would rise); "
        "0 = the paper's plain update.",
        0, 1},
-      {"learning_rate", &HssneParams::learning_rate, "gradient: step size.", 0, kInf, true},
+      {"learning_rate", &HssneParams::learning_rate, "gradient: step size.", 0, 1e6, true},
       {"momentum", &HssneParams::momentum, "gradient: momentum before momentum_switch.", 0, 1},
       {"final_momentum", &HssneParams::final_momentum, "gradient: momentum from momentum_switch on.", 0, 1},
       {"momentum_switch", &HssneParams::momentum_switch, "gradient: iteration where momentum changes.", 0, 1e8},
       {"exaggeration", &HssneParams::exaggeration, "P is multiplied by this early on (1 = off).", 1, 1e4},
       {"exaggeration_iter", &HssneParams::exaggeration_iter, "Iterations with exaggeration.", 0, 1e8},
       {"rho", &HssneParams::rho, "Semi-supervised mixing weight of same-class pairs (0 = unsupervised).", 0, 1},
-      {"init_scale", &HssneParams::init_scale, "Standard deviation of the seeded Gaussian start.", 0, kInf, true},
+      {"init_scale", &HssneParams::init_scale, "Standard deviation of the seeded Gaussian start.", 0, 1e3, true},
   };
   return fields;
 }

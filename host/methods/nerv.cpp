@@ -26,7 +26,7 @@ const std::vector<Field<NervParams>>& nerv_fields() {
        "Start: random (seeded Gaussian) or pca (the input vectors' first D principal components).", -kInf, kInf,
        },
       {"init_scale", &NervParams::init_scale,
-       "Standard deviation of the seeded Gaussian start, in units of the median input bandwidth sigma.", 0, kInf, true},
+       "Standard deviation of the seeded Gaussian start, in units of the median input bandwidth sigma.", 0, 1e3, true},
       {"precision", &NervParams::precision,
        "CPU arithmetic: float (pair terms in single precision, summed in double per tile of 512; about 2x faster; "
        "holds P and log P in float, half the memory) or double (the reference). CUDA always uses float.",

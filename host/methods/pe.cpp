@@ -28,17 +28,17 @@ const std::vector<Field<PeParams>>& pe_fields() {
       {"eta_r", &PeParams::eta_r,
        "Weight of the prior eta_r |r_n|^2 on object coordinates: keeps each object's problem strictly convex "
        "and pulls ambiguous objects to the centre. Paper: 0.1.",
-       0, kInf, true},
+       0, 1e6, true},
       {"eta_phi", &PeParams::eta_phi,
        "Weight of the prior eta_phi |phi_k|^2 on class coordinates: larger values draw the classes together. "
        "Paper: 50.",
-       0, kInf, true},
-      {"eps_r", &PeParams::eps_r, "An object is converged when |dJ/dr_n|^2 < eps_r (paper step 3).", 0, kInf, true},
-      {"eps_phi", &PeParams::eps_phi, "The fit stops when |dJ/dPhi|^2 < eps_phi (paper step 7).", 0, kInf, true},
+       0, 1e6, true},
+      {"eps_r", &PeParams::eps_r, "An object is converged when |dJ/dr_n|^2 < eps_r (paper step 3).", 0, 1e6, true},
+      {"eps_phi", &PeParams::eps_phi, "The fit stops when |dJ/dPhi|^2 < eps_phi (paper step 7).", 0, 1e6, true},
       {"ftol", &PeParams::ftol,
        "The fit also stops when an iteration lowers J by less than ftol * max(|J|, 1); reached first for "
        "large N in float arithmetic.",
-       0, kInf},
+       0, 1},
       {"max_iter", &PeParams::max_iter, "Cap on L-BFGS iterations on the class coordinates.", 0, 1e9},
       {"newton_max_iter", &PeParams::newton_max_iter, "Cap on Newton iterations per object per sweep.", 1, 1e6},
       {"lbfgs_memory", &PeParams::lbfgs_memory, "Number of curvature pairs kept by L-BFGS.", 1, 1000},
@@ -46,7 +46,7 @@ const std::vector<Field<PeParams>>& pe_fields() {
        "Initial class coordinates: mds (classical MDS of the posterior columns; deterministic), random "
        "(Gaussian, seeded) or file (input.class_coords).",
        },
-      {"init_scale", &PeParams::init_scale, "RMS radius of the initial class coordinates (mds and random).", 0, kInf,
+      {"init_scale", &PeParams::init_scale, "RMS radius of the initial class coordinates (mds and random).", 0, 1e3,
        true},
       {"fit_classes", &PeParams::fit_classes,
        "false: keep input.class_coords fixed and place the objects only (out-of-sample mode)."},

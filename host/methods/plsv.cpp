@@ -25,23 +25,23 @@ const std::vector<Field<PlsvParams>>& plsv_fields() {
       {"alpha", &PlsvParams::alpha,
        "Dirichlet smoothing of the topics' word distributions: theta_zw = (S_zw + alpha) / (sum_w S_zw + alpha W). "
        "Paper: 0.01.",
-       0, kInf, true},
+       0, 1e6, true},
       {"beta_per_document", &PlsvParams::beta_per_document,
        "Prior precision of topic coordinates, beta = beta_per_document * N; larger draws the topics together. "
        "Paper: 0.1.",
-       0, kInf},
+       0, 1e6},
       {"gamma_per_topic", &PlsvParams::gamma_per_topic,
        "Prior precision of document coordinates, gamma = gamma_per_topic * Z; larger draws documents to the centre. "
        "Paper: 0.1.",
-       0, kInf},
+       0, 1e6},
       {"tol", &PlsvParams::tol,
-       "EM stops when an iteration raises the log posterior by less than tol * |log posterior|.", 0, kInf},
+       "EM stops when an iteration raises the log posterior by less than tol * |log posterior|.", 0, 1},
       {"max_iter", &PlsvParams::max_iter, "Cap on EM iterations.", 0, 1e9},
       {"coord_iter", &PlsvParams::coord_iter,
        "L-BFGS iterations on the topic coordinates per EM iteration (each solves every document by Newton).", 1,
        1000},
       {"eps_x", &PlsvParams::eps_x,
-       "A document's Newton solve stops when |dQ_n/dx_n|^2 / M_n^2 < eps_x (M_n: its number of words).", 0, kInf,
+       "A document's Newton solve stops when |dQ_n/dx_n|^2 / M_n^2 < eps_x (M_n: its number of words).", 0, 1e6,
        true},
       {"newton_max_iter", &PlsvParams::newton_max_iter, "Cap on Newton iterations per document per solve.", 1, 1e6},
       {"lbfgs_memory", &PlsvParams::lbfgs_memory, "Curvature pairs kept by L-BFGS on the topic coordinates.", 1, 1000},
@@ -56,7 +56,7 @@ const std::vector<Field<PlsvParams>>& plsv_fields() {
        "documents). Both seeded.",
        },
       {"init_scale", &PlsvParams::init_scale, "RMS radius of the topics' start in PE's own initialisation (init documents).",
-       0, kInf, true},
+       0, 1e3, true},
   };
   return fields;
 }

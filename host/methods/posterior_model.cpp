@@ -27,7 +27,7 @@ const std::vector<Field<PosteriorModelParams>>& posterior_model_fields() {
       {"width", &PosteriorModelParams::width,
        "s: shared isotropic width of every component, in input units. 0 chooses s by maximising the held-out "
        "log-likelihood of the true class; > 0 is used as given. Small s: hard posteriors; large s: uniform.",
-       0, kInf},
+       0, 1e100},
       {"width_grid", &PosteriorModelParams::width_grid,
        "Log-spaced candidate widths, from 0.05 to 2 times the root median squared distance of held-out objects "
        "to centres, before the golden-section refinement. Ignored when width > 0.",

@@ -235,7 +235,7 @@ const std::vector<Field<ClassMixtureParams>>& class_mixture_fields() {
       {"components", &ClassMixtureParams::components,
        "Gaussian components K of the class-posterior model; 0 chooses from {C, 2C, 4C} by validation.", 0, 1e6},
       {"width", &ClassMixtureParams::width,
-       "Shared component width s (input units); 0 chooses from {1/2, 1, 2} x a data scale by validation.", 0, kInf},
+       "Shared component width s (input units); 0 chooses from {1/2, 1, 2} x a data scale by validation.", 0, 1e100},
       {"folds", &ClassMixtureParams::folds, "Folds of the internal validation that chooses K and s.", 2, 100},
       {"model_max_iter", &ClassMixtureParams::max_iter, "Conjugate-gradient iterations of the model's final fit.", 1,
        1e6},

@@ -112,11 +112,13 @@ void check_picture(const MapPicture& p) {
   check_finite(p.classes, "class");
 }
 
-// Maps data coordinates to the page with one scale for both axes, centred on the data.
+// Maps data coordinates to the page with one scale for both axes, centred on the data. Centre,
+// offsets and span are taken in halves, so that maps reaching towards the largest double stay
+// finite on the page (lo + hi or hi - lo would overflow).
 struct Frame {
-  double cx = 0, cy = 0, scale = 1;
-  double x(double v) const { return kPlot / 2 + (v - cx) * scale; }
-  double y(double v) const { return kTitleH + kPlot / 2 - (v - cy) * scale; }
+  double cx = 0, cy = 0, scale = 1;  // scale: page units per half data unit
+  double x(double v) const { return kPlot / 2 + (v / 2 - cx / 2) * scale; }
+  double y(double v) const { return kTitleH + kPlot / 2 - (v / 2 - cy / 2) * scale; }
 };
 
 Frame fit_frame(const MapPicture& p) {
@@ -129,12 +131,12 @@ Frame fit_frame(const MapPicture& p) {
       }
   Frame f;
   if (!(lo[0] <= hi[0])) return f;  // nothing to draw
-  f.cx = (lo[0] + hi[0]) / 2;
-  f.cy = (lo[1] + hi[1]) / 2;
-  double span = std::max(hi[0] - lo[0], hi[1] - lo[1]);
+  f.cx = lo[0] / 2 + hi[0] / 2;
+  f.cy = lo[1] / 2 + hi[1] / 2;
+  double half_span = std::max(hi[0] / 2 - lo[0] / 2, hi[1] / 2 - lo[1] / 2);
   // A single point or a collapsed map still needs a finite scale.
-  if (!(span > 0)) span = std::max(1.0, std::abs(f.cx) + std::abs(f.cy));
-  f.scale = (kPlot - 2 * kMargin) / span;
+  if (!(half_span > 0)) half_span = std::max(0.5, std::abs(f.cx) / 2 + std::abs(f.cy) / 2);
+  f.scale = (kPlot - 2 * kMargin) / half_span;
   return f;
 }
 

@@ -27,6 +27,26 @@ using json = nlohmann::json;
 
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// The longest file path a config may give (Linux's PATH_MAX).
+inline constexpr size_t kMaxPathLength = 4096;
+
+namespace detail {
+// A string from a config as an error message shows it: cut after 80 characters, so that a key or
+// value megabytes long cannot flood the terminal.
+inline std::string shown_text(const std::string& s) {
+  constexpr size_t kMaxText = 80;
+  return s.size() <= kMaxText ? s : s.substr(0, kMaxText) + "...(" + std::to_string(s.size()) + " characters)";
+}
+// Every string a config gives as a file path: one the system can open as written. A NUL would cut
+// the path short, so another file would be read (or written) than the one named.
+inline void check_path_text(const std::string& s, const std::string& name) {
+  if (s.size() > kMaxPathLength)
+    input_error(name + ": expected a file path of at most " + std::to_string(kMaxPathLength) + " characters, found " +
+                std::to_string(s.size()));
+  if (s.find('\0') != std::string::npos) input_error(name + ": a file path cannot contain a NUL character");
+}
+}  // namespace detail
+
 // The names of an enum class's values, in declaration order, written once next to the enum by a
 // specialisation: template <> struct EnumNames<E> { static constexpr std::array<const char*, 2>
 // names = {"a", "b"}; };  They are the values a config takes and a report shows.
@@ -51,7 +71,7 @@ template <class E>
 E parse_enum(const std::string& name, const std::string& where) {
   for (size_t i = 0; i < EnumNames<E>::names.size(); ++i)
     if (name == EnumNames<E>::names[i]) return static_cast<E>(i);
-  input_error(where + ": expected one of " + enum_choices<E>() + ", found \"" + name + "\"");
+  input_error(where + ": expected one of " + enum_choices<E>() + ", found \"" + detail::shown_text(name) + "\"");
 }
 
 // A list that a config gives inline (a JSON array) or as a file to read (a string: its path).
@@ -101,6 +121,14 @@ struct FieldInfo {
 };
 
 namespace detail {
+// A JSON value as an error message shows it: scalars as written (long strings cut), containers by
+// kind and size. Never the whole of an array or object: a value nested 100,000 deep or megabytes
+// long must not recurse off the stack or flood the terminal while an error is being reported.
+inline std::string shown(const json& v) {
+  if (v.is_array()) return "an array of " + std::to_string(v.size()) + " element(s)";
+  if (v.is_object()) return "an object with " + std::to_string(v.size()) + " key(s)";
+  return shown_text(v.dump());
+}
 inline std::string number_text(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   std::ostringstream os;
@@ -123,18 +151,35 @@ std::string range_text(const Field<P>& f) {
   if (hi) return "<= " + number_text(f.max);
   return "";
 }
+// `found`: the value as the config wrote it (integers exactly, not rounded through a double).
 template <class P>
-void check_number(const Field<P>& f, double v, const std::string& where) {
+void check_number(const Field<P>& f, double v, const std::string& where, const std::string& found = "") {
   const bool below = f.min_exclusive ? !(v > f.min) : !(v >= f.min);
   if (below || !(v <= f.max) || !std::isfinite(v)) {
-    input_error(where + "." + f.key + ": expected a value in " + range_text(f) + ", found " + number_text(v));
+    input_error(where + "." + f.key + ": expected a value in " + range_text(f) + ", found " +
+                (found.empty() ? number_text(v) : found));
   }
 }
-// A JSON integer as a double for the range check: values beyond long long (or unsigned ones
-// beyond it) are out of every range an int or index_t field allows.
-inline double integer_value(const json& v) {
-  return v.is_number_unsigned() ? static_cast<double>(v.get<unsigned long long>())
-                                : static_cast<double>(v.get<long long>());
+// A JSON integer for a field of type T, range-checked in the type it arrives in (nlohmann keeps
+// non-negative integers as unsigned 64-bit, negative ones as signed) before it is narrowed to T, so
+// that no value wraps: 4294967298 is refused, never read as 2. Then checked against the field's range.
+template <class T, class P>
+T integer_field(const Field<P>& f, const json& v, const std::string& where) {
+  const std::string name = where + "." + f.key;
+  if (!v.is_number_integer()) input_error(name + ": expected an integer, found " + shown(v));
+  const bool fits = v.is_number_unsigned()
+                        ? v.get<unsigned long long>() <= static_cast<unsigned long long>(std::numeric_limits<T>::max())
+                        : v.get<long long>() >= static_cast<long long>(std::numeric_limits<T>::min()) &&
+                              v.get<long long>() <= static_cast<long long>(std::numeric_limits<T>::max());
+  if (!fits)
+    input_error(name + ": expected a value in " +
+                (range_text(f).empty() ? "[" + std::to_string(std::numeric_limits<T>::min()) + ", " +
+                                             std::to_string(std::numeric_limits<T>::max()) + "]"
+                                       : range_text(f)) +
+                ", found " + v.dump());
+  const T x = v.is_number_unsigned() ? static_cast<T>(v.get<unsigned long long>()) : static_cast<T>(v.get<long long>());
+  check_number(f, static_cast<double>(x), where, v.dump());
+  return x;
 }
 template <class T>
 void read_list(const json& v, ListInput<T>& out, const std::string& name) {
@@ -142,15 +187,16 @@ void read_list(const json& v, ListInput<T>& out, const std::string& name) {
   if (v.is_string()) {
     out.path = v.get<std::string>();
     if (out.path.empty()) input_error(name + ": expected a file path or a list, found an empty string");
+    check_path_text(out.path, name);
     return;
   }
   const char* what = std::is_same_v<T, double> ? "numbers" : "strings";
-  if (!v.is_array()) input_error(name + ": expected a file path or a list of " + what + ", found " + v.dump());
+  if (!v.is_array()) input_error(name + ": expected a file path or a list of " + what + ", found " + detail::shown(v));
   for (const auto& x : v) {
     if constexpr (std::is_same_v<T, double>) {
-      if (!x.is_number()) input_error(name + ": expected numbers, found " + x.dump());
+      if (!x.is_number()) input_error(name + ": expected numbers, found " + detail::shown(x));
     } else {
-      if (!x.is_string()) input_error(name + ": expected strings, found " + x.dump());
+      if (!x.is_string()) input_error(name + ": expected strings, found " + detail::shown(x));
     }
     out.values.push_back(x.get<T>());
   }
@@ -179,7 +225,7 @@ void read_fields(const json& j, P& params, const std::vector<Field<P>>& fields, 
     if (!f) {
       std::string known;
       for (const auto& cand : fields) known += (known.empty() ? "" : ", ") + std::string(cand.key);
-      input_error(where + ": unknown key '" + it.key() + "' (known keys: " + known + ")");
+      input_error(where + ": unknown key '" + detail::shown_text(it.key()) + "' (known keys: " + known + ")");
     }
     const json& v = it.value();
     const std::string name = where + "." + f->key;
@@ -187,32 +233,27 @@ void read_fields(const json& j, P& params, const std::vector<Field<P>>& fields, 
         [&](const auto& member) {
           using M = std::decay_t<decltype(member)>;
           if constexpr (std::is_same_v<M, EnumRef<P>>) {
-            if (!v.is_string()) input_error(name + ": expected a string, found " + v.dump());
+            if (!v.is_string()) input_error(name + ": expected a string, found " + detail::shown(v));
             const std::string s = v.get<std::string>();
             for (size_t i = 0; i < member.names.size(); ++i)
               if (member.names[i] == s) return member.set(params, static_cast<int>(i));
-            input_error(name + ": expected one of " + detail::range_text(*f) + ", found \"" + s + "\"");
+            input_error(name + ": expected one of " + detail::range_text(*f) + ", found \"" + detail::shown_text(s) + "\"");
           } else if constexpr (std::is_same_v<M, SubTable<P>>) {
             member.read(v, params, name);
           } else {
             using T = std::decay_t<decltype(params.*member)>;
             if constexpr (std::is_same_v<T, bool>) {
-              if (!v.is_boolean()) input_error(name + ": expected true or false, found " + v.dump());
+              if (!v.is_boolean()) input_error(name + ": expected true or false, found " + detail::shown(v));
               params.*member = v.get<bool>();
             } else if constexpr (std::is_same_v<T, int> || std::is_same_v<T, index_t>) {
-              if (!v.is_number_integer()) input_error(name + ": expected an integer, found " + v.dump());
-              const double x = detail::integer_value(v);
-              detail::check_number(*f, x, where);
-              if (!(x >= static_cast<double>(std::numeric_limits<T>::min()) &&
-                    x <= static_cast<double>(std::numeric_limits<T>::max())))
-                input_error(name + ": " + v.dump() + " is out of range");
-              params.*member = static_cast<T>(v.get<long long>());
+              params.*member = detail::integer_field<T>(*f, v, where);
             } else if constexpr (std::is_same_v<T, double>) {
-              if (!v.is_number()) input_error(name + ": expected a number, found " + v.dump());
-              detail::check_number(*f, v.get<double>(), where);
+              if (!v.is_number()) input_error(name + ": expected a number, found " + detail::shown(v));
+              detail::check_number(*f, v.get<double>(), where, detail::shown(v));
               params.*member = v.get<double>();
             } else if constexpr (std::is_same_v<T, std::string>) {
-              if (!v.is_string()) input_error(name + ": expected a string, found " + v.dump());
+              if (!v.is_string()) input_error(name + ": expected a string, found " + detail::shown(v));
+              detail::check_path_text(v.get<std::string>(), name);  // every string field is a file path
               params.*member = v.get<std::string>();
             } else {
               detail::read_list(v, params.*member, name);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/cli_runner.hpp"
+#include "common/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -17,15 +18,9 @@ using json = nlohmann::json;
 namespace {
 
 using orrery::test::Outcome;
+using orrery::test::slurp;
 
 Outcome run_cli(const std::string& args) { return orrery::test::run_orrery(args); }
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class Cli : public ::testing::Test {
  protected:

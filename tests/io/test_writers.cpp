@@ -1,8 +1,11 @@
 // Writers: npy/csv bytes that read back exactly, and OutputSet leaving either every file or none.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -20,15 +23,9 @@ using orrery::MatrixD;
 using orrery::io::OutputSet;
 
 using orrery::test::TempDir;
+using orrery::test::slurp;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 MatrixD sample_matrix() {
   MatrixD m(3, 2);
@@ -159,7 +156,7 @@ TEST(OutputSet, FailedWriteRemovesTheOtherTemporaries) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::input);
     EXPECT_NE(std::string(e.what()).find("third.csv"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("Is a directory"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("File exists"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(tmp.listing().empty());
 }
@@ -198,4 +195,113 @@ TEST(OutputSet, UncommittedSetWritesNothing) {
     out.add(tmp.path("never.txt"), "x");
   }
   EXPECT_TRUE(tmp.listing().empty());
+}
+
+// A rename that fails on its k-th call (counting from 1), as a full disk, a permission or another
+// user's file in a sticky directory would make it.
+OutputSet::RenameFn failing_rename(int k, int& calls) {
+  return [k, &calls](const char* from, const char* to) {
+    if (++calls == k) {
+      errno = EPERM;
+      return -1;
+    }
+    return std::rename(from, to);
+  };
+}
+
+TEST(OutputSet, AFailedRenameAnywherePutsEveryOldOutputBack) {
+  // Two targets exist (moved aside: renames 1-2), three are placed (renames 3-5).
+  for (int k = 1; k <= 6; ++k) {
+    TempDir tmp;
+    std::ofstream(tmp.path("a.txt")) << "old a";
+    std::ofstream(tmp.path("b.txt")) << "old b";
+    int calls = 0;
+    OutputSet out(failing_rename(k, calls));
+    out.add(tmp.path("a.txt"), "new a");
+    out.add(tmp.path("c.txt"), "new c");
+    out.add(tmp.path("b.txt"), "new b");
+    if (k == 6) {  // no failure: every file new, nothing else left
+      out.commit();
+      EXPECT_EQ(calls, 5);
+      EXPECT_EQ(slurp(tmp.path("a.txt")), "new a");
+      EXPECT_EQ(slurp(tmp.path("b.txt")), "new b");
+      EXPECT_EQ(slurp(tmp.path("c.txt")), "new c");
+      EXPECT_EQ(tmp.listing(), (std::vector<std::string>{"a.txt", "b.txt", "c.txt"}));
+      continue;
+    }
+    try {
+      out.commit();
+      ADD_FAILURE() << "rename " << k << " failed, yet the commit succeeded";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::input);
+      EXPECT_NE(std::string(e.what()).find("Operation not permitted"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(slurp(tmp.path("a.txt")), "old a") << "rename " << k;
+    EXPECT_EQ(slurp(tmp.path("b.txt")), "old b") << "rename " << k;
+    EXPECT_EQ(tmp.listing(), (std::vector<std::string>{"a.txt", "b.txt"})) << "rename " << k;
+  }
+}
+
+// Expects the commit of `target` (with `input` protected) to be refused naming `fragment`, and to
+// change nothing in the directory.
+void expect_refused_output(const TempDir& tmp, const std::string& input, const std::string& target,
+                           const std::string& fragment) {
+  const std::vector<std::string> before = tmp.listing();
+  OutputSet out;
+  out.protect(input);
+  out.add(target, "output");
+  try {
+    out.commit();
+    ADD_FAILURE() << target << " replaced the input " << input;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::input);
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(target), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(tmp.listing(), before) << target;
+  if (fs::is_regular_file(input)) {
+    EXPECT_EQ(slurp(input), "input") << target;
+  }
+}
+
+TEST(OutputSet, NeverReplacesAnInputOrAnythingButARegularFile) {
+  TempDir tmp;
+  const std::string in = tmp.write("in.csv", "input");
+  fs::create_directories(tmp.path("sub"));
+  fs::create_symlink(in, tmp.path("link.csv"));
+  fs::create_directory_symlink(tmp.dir(), tmp.path("alias"));
+  fs::create_hard_link(in, tmp.path("hard.csv"));
+  fs::create_directories(tmp.path("corpus"));
+  tmp.write("corpus/doc.txt", "input");
+  const std::string replaces = "would replace the input";
+  expect_refused_output(tmp, in, in, replaces);
+  expect_refused_output(tmp, in, tmp.path("sub/../in.csv"), replaces);
+  expect_refused_output(tmp, in, tmp.path("alias/in.csv"), replaces);
+  expect_refused_output(tmp, tmp.path("link.csv"), in, replaces);  // the file an input symlink names
+  expect_refused_output(tmp, in, tmp.path("hard.csv"), replaces);  // the same inode
+  expect_refused_output(tmp, tmp.path("corpus"), tmp.path("corpus/report.json"), "inside the input directory");
+  expect_refused_output(tmp, tmp.path("alias/corpus"), tmp.path("corpus/new/map.svg"), "inside the input directory");
+  // Not regular files, whatever the inputs.
+  ASSERT_EQ(::mkfifo(tmp.path("fifo").c_str(), 0600), 0);
+  fs::create_symlink("/dev/stdout", tmp.path("stdout.json"));
+  expect_refused_output(tmp, in, tmp.path("fifo"), "is a FIFO");
+  expect_refused_output(tmp, in, tmp.path("stdout.json"), "is a symbolic link");
+  expect_refused_output(tmp, in, tmp.path("link.csv"), "is a symbolic link");
+  expect_refused_output(tmp, in, tmp.path("sub"), "is a directory");
+  // A symlink squatting on a temporary's name is not written through.
+  const std::string victim = tmp.write("victim.txt", "input");
+  fs::create_symlink(victim, tmp.path("out.csv.tmp." + std::to_string(::getpid())));
+  expect_refused_output(tmp, in, tmp.path("out.csv"), "File exists");
+  fs::remove(tmp.path("out.csv.tmp." + std::to_string(::getpid())));
+  EXPECT_EQ(slurp(victim), "input");
+  // Beside the inputs is fine; an input that does not exist protects nothing.
+  OutputSet out;
+  out.protect(in);
+  out.protect(tmp.path("corpus"));
+  out.protect(tmp.path("missing.csv"));
+  out.add(tmp.path("out.csv"), "output");
+  out.add(tmp.path("missing.csv"), "output");
+  out.commit();
+  EXPECT_EQ(slurp(tmp.path("out.csv")), "output");
+  EXPECT_EQ(slurp(in), "input");
 }

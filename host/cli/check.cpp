@@ -17,6 +17,7 @@
 #include "cli/run_common.hpp"
 #include "io/corpus.hpp"
 #include "io/writers.hpp"
+#include "orrery/affinity.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/error.hpp"
 #include "orrery/hssne.hpp"
@@ -127,7 +128,10 @@ Checks check_ne(const RunConfig& run, Backend& ref, Backend& dev, int iterations
   Checks out;
   if (vectors && m != "snerv") {
     const int k = static_cast<int>(std::min<index_t>(N - 1, sparse_neighbours(cfg.input.perplexity)));
-    const KnnGraph gr = ref.knn(d.X, k), gd = dev.knn(d.X, k);
+    // on the data the run searches: divided by a power of two when its scale would overflow float
+    const int e = float_safe_exponent(d.X);
+    const MatrixD& X = e ? times_power_of_two(d.X, -e) : d.X;
+    const KnnGraph gr = ref.knn(X, k), gd = dev.knn(X, k);
     // Sorted distances agree even where two near-equal ones swap their points.
     out.push_back({"knn", {{"squared distances of the k nearest", "knn.distances",
                             compare(gr.dist2, gd.dist2, tolerance("knn.distances"))}}});
@@ -135,11 +139,18 @@ Checks check_ne(const RunConfig& run, Backend& ref, Backend& dev, int iterations
   AffinityResult aff;
   MatrixD metric;
   if (m == "snerv") {
-    const ClassMixture model = fit_class_mixture(d.X, d.labels, cfg.input.metric, run.seed, ref.threads());
-    metric = ref.learning_metric_distances(model, d.X, cfg.input.metric.pieces);
+    // As fit_snerv does: the model and its distances on X / input_scale(X), so the device's float
+    // arithmetic sees data of unit scale whatever the input's units.
+    const double scale = input_scale(d.X);
+    MatrixD U = d.X;
+    for (double& v : U.data) v /= scale;
+    ClassMixtureParams unit = cfg.input.metric;
+    unit.width = cfg.input.metric.width / scale;
+    const ClassMixture model = fit_class_mixture(U, d.labels, unit, run.seed, ref.threads());
+    metric = ref.learning_metric_distances(model, U, cfg.input.metric.pieces);
     out.push_back({"learning-metric distances",
                    {{"distances", "snerv.distances",
-                     compare(metric.data, dev.learning_metric_distances(model, d.X, cfg.input.metric.pieces).data,
+                     compare(metric.data, dev.learning_metric_distances(model, U, cfg.input.metric.pieces).data,
                              tolerance("snerv.distances"))}}});
     aff = snerv_affinities(metric, snerv_perplexity(cfg.input.perplexity, N, model.centres.rows), plan.sparse,
                            ref.threads());
@@ -193,8 +204,10 @@ Checks check_ne(const RunConfig& run, Backend& ref, Backend& dev, int iterations
   }
   if (cfg.input.affinity_matrix.empty()) {
     // The rank rows of the quality measures, against the input space the run would use.
-    const MatrixD& X = m == "snerv" ? metric : d.X;
+    const MatrixD& input = m == "snerv" ? metric : d.X;
     const bool dm = m == "snerv" || !cfg.input.distances.empty();
+    const int e = float_safe_exponent(input, dm);  // as evaluate_quality scales it for float ranks
+    const MatrixD X = e ? times_power_of_two(input, -e) : input;
     const MatrixD Y = gaussian(N, 2, run.seed + 7, 1.0);
     const int kmax = static_cast<int>(std::min<index_t>(20, N - 1));
     const RankRows rr = ref.rank_rows(X, Y, kmax, dm), rd = dev.rank_rows(X, Y, kmax, dm);

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
-#include <numeric>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -145,22 +144,33 @@ struct Entry {
   index_t source;  // where the entry came from, for messages: a line (uci) or a triple index (mtx)
 };
 
-// Sorts entries by (document, word) into c's rows. `repeated(first, second)` must throw.
+// Sorts entries by (document, word) into c's rows: one row per document that has an entry, its
+// input position in doc_index, the other num_docs documents counted in skipped_empty. Rows only
+// for documents present keep memory in proportion to the file, whatever D its header declares.
+// `repeated(first, second)` must throw.
 template <class F>
 void entries_to_rows(std::vector<Entry>& e, index_t num_docs, Corpus& c, F&& repeated) {
   const auto before = [](const Entry& a, const Entry& b) { return a.doc != b.doc ? a.doc < b.doc : a.word < b.word; };
   if (!std::is_sorted(e.begin(), e.end(), before)) std::stable_sort(e.begin(), e.end(), before);
-  c.row_ptr.assign(static_cast<size_t>(num_docs) + 1, 0);
+  c.row_ptr.assign(1, 0);
+  c.doc_index.clear();
   c.word.reserve(e.size());
   c.count.reserve(e.size());
   for (size_t i = 0; i < e.size(); ++i) {
     if (i > 0 && e[i].doc == e[i - 1].doc && e[i].word == e[i - 1].word) repeated(e[i - 1], e[i]);
-    ++c.row_ptr[static_cast<size_t>(e[i].doc) + 1];
+    if (i == 0 || e[i].doc != e[i - 1].doc) {
+      c.row_ptr.push_back(c.row_ptr.back());
+      c.doc_index.push_back(e[i].doc);
+    }
+    ++c.row_ptr.back();
     c.word.push_back(e[i].word);
     c.count.push_back(e[i].count);
   }
-  std::partial_sum(c.row_ptr.begin(), c.row_ptr.end(), c.row_ptr.begin());
+  c.skipped_empty = num_docs - static_cast<index_t>(c.doc_index.size());
 }
+
+// Documents of the input: the rows plus those entries_to_rows left out.
+index_t input_docs(const Corpus& c) { return c.num_docs() + c.skipped_empty; }
 
 std::string outside_vocab(index_t id, const Vocab& vocab) {
   return "word id " + std::to_string(id) + " is outside the given vocabulary of " + std::to_string(vocab.size()) +
@@ -191,7 +201,8 @@ Corpus read_uci(const CorpusSpec& spec, const Vocab* fixed) {
       if (headers == 1 && header[1] > kMaxWords)
         input_error(where + ": W = " + std::to_string(header[1]) + " exceeds the supported " + std::to_string(kMaxWords));
       header_line[headers++] = line_no;
-      if (headers == 3) e.reserve(static_cast<size_t>(std::min<index_t>(header[2], index_t{1} << 28)));
+      // NNZ is a claim: reserve no more than the rest of the file can hold ("1 1 1\n" per entry).
+      if (headers == 3) e.reserve(static_cast<size_t>(std::min<index_t>(header[2], static_cast<index_t>(text.size() / 6))));
       return true;
     }
     if (tok.size() != 3) input_error(where + ": expected 'docID wordID count', found " + shown(trim(line)));
@@ -566,9 +577,9 @@ void read_label_file(const std::string& path, const std::string& input, Corpus& 
       labels_from_tokens(tokens, false, c);
     }
   }
-  if (c.labels.size() != static_cast<size_t>(c.num_docs()))
+  if (c.labels.size() != static_cast<size_t>(input_docs(c)))
     input_error(in_quotes(path) + " has " + std::to_string(c.labels.size()) + " labels, but " + in_quotes(input) +
-                " has " + std::to_string(c.num_docs()) + " documents (one label per input document, empty ones included)");
+                " has " + std::to_string(input_docs(c)) + " documents (one label per input document, empty ones included)");
 }
 
 Corpus finish(Corpus all, const CorpusSpec& spec, const std::string& empty_hint) {
@@ -577,6 +588,7 @@ Corpus finish(Corpus all, const CorpusSpec& spec, const std::string& empty_hint)
   c.num_words = all.num_words;
   c.vocab = std::move(all.vocab);
   c.label_names = std::move(all.label_names);
+  c.skipped_empty = all.skipped_empty;
   for (index_t d = 0; d < all.num_docs(); ++d) {
     const auto b = static_cast<size_t>(all.row_ptr[static_cast<size_t>(d)]);
     const auto e = static_cast<size_t>(all.row_ptr[static_cast<size_t>(d) + 1]);
@@ -584,15 +596,17 @@ Corpus finish(Corpus all, const CorpusSpec& spec, const std::string& empty_hint)
       ++c.skipped_empty;
       continue;
     }
+    // Input position: rows from entries_to_rows carry it, the others are in input order.
+    const index_t at = all.doc_index.empty() ? d : all.doc_index[static_cast<size_t>(d)];
     c.word.insert(c.word.end(), all.word.begin() + b, all.word.begin() + e);
     c.count.insert(c.count.end(), all.count.begin() + b, all.count.begin() + e);
     c.row_ptr.push_back(static_cast<index_t>(c.word.size()));
-    c.doc_index.push_back(d);
-    if (!all.doc_names.empty()) c.doc_names.push_back(std::move(all.doc_names[static_cast<size_t>(d)]));
-    if (!all.labels.empty()) c.labels.push_back(all.labels[static_cast<size_t>(d)]);
+    c.doc_index.push_back(at);
+    if (!all.doc_names.empty()) c.doc_names.push_back(std::move(all.doc_names[static_cast<size_t>(at)]));
+    if (!all.labels.empty()) c.labels.push_back(all.labels[static_cast<size_t>(at)]);
   }
   if (c.num_docs() == 0)
-    input_error(in_quotes(spec.path) + ": none of its " + std::to_string(all.num_docs()) + " documents has a word" +
+    input_error(in_quotes(spec.path) + ": none of its " + std::to_string(input_docs(all)) + " documents has a word" +
                 empty_hint);
   return c;
 }

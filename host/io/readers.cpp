@@ -425,7 +425,8 @@ SparseTriples read_mtx(const std::string& path) {
       if (!(in >> t.rows >> t.cols >> declared) || t.rows < 1 || t.cols < 1 || declared < 0)
         input_error(where + ": expected the size line 'rows cols entries'");
       sized = true;
-      t.row.reserve(static_cast<size_t>(declared));
+      // The entry count is a claim: reserve no more than the file can hold ("1 1\n" per entry).
+      t.row.reserve(static_cast<size_t>(std::min<index_t>(declared, static_cast<index_t>(text.size() / 4))));
       return true;
     }
     index_t i = 0, j = 0;

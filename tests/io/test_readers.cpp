@@ -13,6 +13,7 @@
 #include <map>
 
 #include "io/readers.hpp"
+#include "common/input_error.hpp"
 #include "common/temp_dir.hpp"
 #include "io/writers.hpp"
 #include "orrery/error.hpp"
@@ -25,21 +26,10 @@ using orrery::io::read_labels;
 using orrery::io::read_matrix;
 using orrery::io::read_names;
 
+using orrery::test::input_error_of;
 using orrery::test::TempDir;
 
 namespace {
-
-// Runs f, expects an input error and returns its message.
-std::string input_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::input) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an orrery::Error";
-  return "";
-}
 
 std::string npy_file(const std::string& descr, const std::string& shape, bool fortran, const std::string& payload) {
   std::string dict = "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") +

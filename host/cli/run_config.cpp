@@ -47,7 +47,7 @@ RunConfig read_run_config(const std::string& path) {
   if (!in) input_error(path + ": cannot open the run configuration");
   try {
     cfg.raw = json::parse(in, nullptr, true, /*ignore_comments=*/true);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large for a double
     input_error(path + ": not valid JSON: " + e.what());
   }
   const json& j = cfg.raw;

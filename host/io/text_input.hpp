@@ -78,18 +78,12 @@ class Source {
   }
 
   // Grows the buffer only as data arrives, so a corrupt header claiming terabytes fails as
-  // "truncated" instead of as a failed allocation; steps double from 1 MiB to 64 MiB, so that a
-  // small corrupt file costs little too.
+  // "truncated" instead of as a failed allocation.
   std::string read_payload(unsigned long long bytes, const std::string& what) {
     std::string buf;
-    size_t step = size_t{1} << 20;
-    for (; buf.size() < bytes; step = std::min(2 * step, size_t{64} << 20)) {
+    for (size_t step = kFirstStep; buf.size() < bytes; step = next_step(step)) {
       const size_t want = static_cast<size_t>(std::min<unsigned long long>(bytes - buf.size(), step));
-      const size_t old = buf.size();
-      buf.resize(old + want);
-      const size_t got = read(&buf[old], want);
-      buf.resize(old + got);
-      if (got < want)
+      if (append(buf, want) < want)
         input_error(in_quotes(path_) + " is truncated: expected " + std::to_string(bytes) + " bytes of " + what +
                     ", found " + std::to_string(buf.size()));
     }
@@ -98,17 +92,26 @@ class Source {
 
   std::string read_all() {
     std::string buf;
-    size_t got = 0;
-    do {
-      const size_t old = buf.size();
-      buf.resize(old + (size_t{1} << 20));
-      got = read(&buf[old], size_t{1} << 20);
-      buf.resize(old + got);
-    } while (got > 0);
+    for (size_t step = kFirstStep; append(buf, step) == step; step = next_step(step)) {
+    }
     return buf;
   }
 
  private:
+  // Reads grow the buffer in steps doubling from 64 KiB to 64 MiB: a small (or small corrupt) file
+  // costs a small buffer, a large one few reads.
+  static constexpr size_t kFirstStep = size_t{1} << 16;
+  static size_t next_step(size_t step) { return std::min(2 * step, size_t{64} << 20); }
+
+  // Appends up to n bytes to buf; fewer only at the end of the data.
+  size_t append(std::string& buf, size_t n) {
+    const size_t old = buf.size();
+    buf.resize(old + n);
+    const size_t got = read(&buf[old], n);
+    buf.resize(old + got);
+    return got;
+  }
+
   std::string path_;
   gzFile file_ = nullptr;
 };

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Installs the Debian packages orrery needs that are missing (build, tests, demo data).
+# Installs the Debian packages orrery needs that are missing (build, tests, demo data; clang, its
+# sanitizer/libFuzzer runtime and its OpenMP for the fuzz targets).
 # Safe to run repeatedly: it installs nothing when everything is present.
 set -euo pipefail
-packages=(cmake g++ make libgtest-dev libgmock-dev nlohmann-json3-dev zlib1g-dev dataset-fashion-mnist)
+packages=(cmake g++ make libgtest-dev libgmock-dev nlohmann-json3-dev zlib1g-dev dataset-fashion-mnist
+          clang libclang-rt-14-dev libomp-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

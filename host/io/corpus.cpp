@@ -149,25 +149,29 @@ struct Entry {
   index_t source;  // where the entry came from, for messages: a line (uci) or a triple index (mtx)
 };
 
-// Sorts entries by (document, word) into c's rows. `repeated(first, second)` must throw. Rows stop
-// at the last document with an entry: the empty ones after it (up to the declared num_docs) are
-// only counted in c.skipped_empty, so a declared D never sizes an array beyond the file's entries.
+// Sorts entries by (document, word) into c's rows, one row per document that has an entry, with
+// the document's number in c.doc_index (finish() reads it). Documents without entries are only
+// counted in c.skipped_empty, so a declared D or a large document id never sizes an array beyond
+// the file's entries. `repeated(first, second)` must throw.
 template <class F>
 void entries_to_rows(std::vector<Entry>& e, index_t num_docs, Corpus& c, F&& repeated) {
   const auto before = [](const Entry& a, const Entry& b) { return a.doc != b.doc ? a.doc < b.doc : a.word < b.word; };
   if (!std::is_sorted(e.begin(), e.end(), before)) std::stable_sort(e.begin(), e.end(), before);
-  const index_t rows = e.empty() ? 0 : e.back().doc + 1;
-  c.skipped_empty = num_docs - rows;
-  c.row_ptr.assign(static_cast<size_t>(rows) + 1, 0);
+  c.row_ptr.assign(1, 0);
   c.word.reserve(e.size());
   c.count.reserve(e.size());
   for (size_t i = 0; i < e.size(); ++i) {
-    if (i > 0 && e[i].doc == e[i - 1].doc && e[i].word == e[i - 1].word) repeated(e[i - 1], e[i]);
-    ++c.row_ptr[static_cast<size_t>(e[i].doc) + 1];
+    if (i > 0 && e[i].doc == e[i - 1].doc) {
+      if (e[i].word == e[i - 1].word) repeated(e[i - 1], e[i]);
+    } else {
+      c.doc_index.push_back(e[i].doc);
+      c.row_ptr.push_back(c.row_ptr.back());
+    }
+    ++c.row_ptr.back();
     c.word.push_back(e[i].word);
     c.count.push_back(e[i].count);
   }
-  std::partial_sum(c.row_ptr.begin(), c.row_ptr.end(), c.row_ptr.begin());
+  c.skipped_empty = num_docs - static_cast<index_t>(c.doc_index.size());
 }
 
 std::string outside_vocab(index_t id, const Vocab& vocab) {
@@ -550,7 +554,7 @@ Corpus read_text_corpus(const CorpusSpec& spec, const Vocab* fixed) {
 
 // A label file holds one label per input document, read by io::read_categories (numbers or names,
 // -1 unlabelled, classes in ascending order of value); label_names keeps the original values.
-// `docs` counts the trailing empty documents that have no row (entries_to_rows).
+// `docs` counts the documents without a row too (entries_to_rows lists only those with entries).
 void read_label_file(const std::string& path, const std::string& input, index_t docs, Corpus& c) {
   Categories cat = read_categories(path);
   c.labels = std::move(cat.index);
@@ -568,9 +572,11 @@ Corpus finish(Corpus all, const CorpusSpec& spec, const std::string& empty_hint)
   c.num_words = all.num_words;
   c.vocab = std::move(all.vocab);
   c.label_names = std::move(all.label_names);
-  for (index_t d = 0; d < all.num_docs(); ++d) {
-    const auto b = static_cast<size_t>(all.row_ptr[static_cast<size_t>(d)]);
-    const auto e = static_cast<size_t>(all.row_ptr[static_cast<size_t>(d) + 1]);
+  for (index_t r = 0; r < all.num_docs(); ++r) {
+    // rows are documents 0..n-1, or (entries_to_rows) the documents listed in all.doc_index
+    const index_t d = all.doc_index.empty() ? r : all.doc_index[static_cast<size_t>(r)];
+    const auto b = static_cast<size_t>(all.row_ptr[static_cast<size_t>(r)]);
+    const auto e = static_cast<size_t>(all.row_ptr[static_cast<size_t>(r) + 1]);
     if (b == e) {
       ++c.skipped_empty;
       continue;

@@ -68,6 +68,10 @@ class Source {
     struct stat st {};
     if (::fstat(fileno(file_.get()), &st) == 0) {
       if (S_ISDIR(st.st_mode)) input_error(in_quotes(path) + " is a directory, expected a file");
+      // A device such as /dev/zero or /dev/urandom never ends: reading it would only end when
+      // memory does. Pipes (a FIFO, /dev/stdin from a pipe) end and stay accepted.
+      if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
+        input_error(in_quotes(path) + " is a device, expected a file (or a pipe)");
       if (S_ISREG(st.st_mode)) file_bytes_ = static_cast<unsigned long long>(st.st_size);
     }
     in_.resize(size_t{1} << 20);

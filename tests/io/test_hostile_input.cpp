@@ -58,3 +58,9 @@ TEST(HostileInput, DeclaredSizesAllocateNothingTheFileDoesNotHold) {
   EXPECT_EQ(mtx.skipped_empty, 1999999999);
   EXPECT_EQ(mtx.word, std::vector<std::int32_t>({0, 2}));
 }
+
+// A device never ends: reading /dev/zero as an input would only stop when memory runs out.
+TEST(HostileInput, DevicesAreNotInputs) {
+  for (const char* dev : {"/dev/zero", "/dev/urandom"})
+    expect_pieces(input_error_of([&] { read_names(dev); }), {dev, "is a device"});
+}

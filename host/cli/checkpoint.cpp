@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 
+#include "cli/run_common.hpp"
 #include "io/writers.hpp"
 #include "orrery/build_info.hpp"
 #include "orrery/error.hpp"
@@ -95,25 +96,12 @@ std::string content_hash(const fs::path& p) {
   return f.hex();
 }
 
-// Every string under `input` that names an existing file or directory, by its key path.
-void input_files(const json& j, const std::string& where, json& out) {
-  if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end(); ++it) input_files(it.value(), where + "." + it.key(), out);
-  } else if (j.is_array()) {
-    for (size_t i = 0; i < j.size(); ++i) input_files(j[i], where + "[" + std::to_string(i) + "]", out);
-  } else if (j.is_string()) {
-    std::error_code ec;
-    const fs::path p(j.get<std::string>());
-    if (!p.empty() && fs::exists(p, ec)) out[where] = content_hash(p);
-  }
-}
-
 json make_fingerprint(const RunConfig& run) {
   json config = run.raw;
   // The interval only says when to save; a resumed run may choose another.
   if (config.contains("output") && config["output"].is_object()) config["output"].erase("checkpoint_seconds");
   json inputs = json::object();
-  input_files(run.raw["input"], "input", inputs);
+  for (const auto& [key, path] : input_paths(run)) inputs[key] = content_hash(path);
   return {{"method", run.method}, {"config", config}, {"inputs", inputs},
           {"orrery", std::string(ORRERY_VERSION) + " " + ORRERY_GIT_REVISION}};
 }

@@ -63,8 +63,8 @@ struct NePrepared {
   NeData d;
   std::unique_ptr<Backend> backend;
   MemoryInfo mem;
-  bool device = false;
   NePlan plan;
+  bool device() const { return mem.device_bytes > 0; }
 };
 
 NePrepared prepare_ne(const RunConfig& run) {
@@ -73,9 +73,8 @@ NePrepared prepare_ne(const RunConfig& run) {
   p.d = load_ne_data(p.cfg);
   p.backend = make_backend(run.device, run.threads);
   p.mem = p.backend->memory();
-  p.device = p.mem.device_bytes > 0;
-  p.plan = plan_ne_run(p.cfg, p.d.points(), p.mem, p.device);
-  check_memory_plan(p.plan.memory, p.mem, p.device);
+  p.plan = plan_ne_run(p.cfg, p.d.points(), p.mem, p.device());
+  check_memory_plan(p.plan.memory, p.mem, p.device());
   return p;
 }
 
@@ -85,7 +84,7 @@ std::string validate_ne(const RunConfig& run) {
   const NePrepared p = prepare_ne(run);
   return describe(p.cfg, p.d) + ", " + affinity_text(p.plan) + " affinities, planned peak " +
          format_bytes(p.plan.memory.host_peak()) + " host" +
-         (p.device ? " + " + format_bytes(p.plan.memory.device_peak()) + " GPU" : "");
+         (p.device() ? " + " + format_bytes(p.plan.memory.device_peak()) + " GPU" : "");
 }
 
 json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
@@ -97,7 +96,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   const index_t N = d.points();
   const std::unique_ptr<Backend>& backend = prep.backend;
   const MemoryInfo& mem = prep.mem;
-  const bool device = prep.device;
+  const bool device = prep.device();
   const NePlan& plan = prep.plan;
   if (!quiet)
     std::fprintf(stderr, "[%s] %s, %s affinities on %s; planned peak %s host%s\n", method.c_str(),

@@ -71,13 +71,15 @@ std::vector<int> argmax_rows(const MatrixD& M) {
 
 namespace {
 
-void collect_paths(const json& j, std::vector<std::string>& out) {
-  if (j.is_string()) {
+void collect_paths(const json& j, const std::string& where, std::vector<std::pair<std::string, std::string>>& out) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) collect_paths(it.value(), where + "." + it.key(), out);
+  } else if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) collect_paths(j[i], where + "[" + std::to_string(i) + "]", out);
+  } else if (j.is_string()) {
     std::error_code ec;
-    if (!j.get<std::string>().empty() && std::filesystem::exists(j.get<std::string>(), ec))
-      out.push_back(j.get<std::string>());
-  } else if (j.is_structured()) {
-    for (const auto& v : j) collect_paths(v, out);
+    const std::string& p = j.get_ref<const std::string&>();
+    if (!p.empty() && std::filesystem::exists(p, ec)) out.emplace_back(where, p);
   }
 }
 
@@ -116,10 +118,16 @@ std::string first_non_finite(const json& j, const std::string& where) {
 
 }  // namespace
 
+std::vector<std::pair<std::string, std::string>> input_paths(const RunConfig& run) {
+  std::vector<std::pair<std::string, std::string>> out;
+  collect_paths(run.input, "input", out);
+  return out;
+}
+
 std::vector<std::string> run_inputs(const RunConfig& run) {
   std::vector<std::string> out;
   if (!run.path.empty()) out.push_back(run.path);  // the config itself
-  collect_paths(run.input, out);
+  for (const auto& named : input_paths(run)) out.push_back(named.second);
   return out;
 }
 

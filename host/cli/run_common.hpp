@@ -2,6 +2,7 @@
 #pragma once
 #include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/run_config.hpp"
@@ -25,8 +26,11 @@ void add_coordinates(io::OutputSet& out, json& outputs, const RunConfig& run, co
 
 std::vector<int> argmax_rows(const MatrixD& M);
 
-// The run's input files and directories: the config file and every string under its "input" that
-// names an existing file or directory (the readers' paths). Outputs never replace them.
+// Every string under the run's "input" that names an existing file or directory (the readers'
+// paths), with its key path ("input.vectors", "input.files[2]"), in the config's order.
+std::vector<std::pair<std::string, std::string>> input_paths(const RunConfig& run);
+
+// The run's input files and directories: the config file and input_paths. Outputs never replace them.
 std::vector<std::string> run_inputs(const RunConfig& run);
 
 // The files a run of a method may write in output.dir: `names` as the method lists them, a name

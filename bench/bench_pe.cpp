@@ -312,6 +312,7 @@ namespace orrery {
 int run_quality_bench(int argc, char** argv);  // bench/bench_quality.cpp
 int run_ne_bench(int argc, char** argv);       // bench/bench_ne.cpp
 int run_ne_scale_bench(int argc, char** argv);  // bench/bench_ne.cpp
+int run_interp_bench(int argc, char** argv);    // bench/bench_interp.cpp
 int run_nerv_bench(int argc, char** argv);            // bench/bench_nerv.cpp
 int run_snerv_distance_bench(int argc, char** argv);  // bench/bench_nerv.cpp
 int run_snerv_cv_bench(int argc, char** argv);        // bench/bench_nerv.cpp
@@ -332,13 +333,14 @@ int main(int argc, char** argv) {
     if (what == "quality") return orrery::run_quality_bench(argc, argv);
     if (what == "hssne") return orrery::run_ne_bench(argc, argv);
     if (what == "hssne-scale") return orrery::run_ne_scale_bench(argc, argv);
+    if (what == "hssne-interp") return orrery::run_interp_bench(argc, argv);
     if (what == "nerv") return orrery::run_nerv_bench(argc, argv);
     if (what == "snerv-distances") return orrery::run_snerv_distance_bench(argc, argv);
     if (what == "snerv-cv") return orrery::run_snerv_cv_bench(argc, argv);
     if (what == "plsv") return orrery::run_plsv_bench(argc, argv);
     if (what != "pe")
       input_error("unknown benchmark '" + what +
-                  "'; expected: pe, quality, hssne, hssne-scale, nerv, snerv-distances, snerv-cv, plsv");
+                  "'; expected: pe, quality, hssne, hssne-scale, hssne-interp, nerv, snerv-distances, snerv-cv, plsv");
     return run_pe(parse_options(argc, argv));
   } catch (const orrery::Error& e) {
     std::cerr << "error: " << e.what() << "\n";

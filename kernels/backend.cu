@@ -107,7 +107,11 @@ class CudaBackend final : public Backend {
   std::unique_ptr<HssneEngine> make_hssne(const MatrixD& P, double alpha, int dim) override {
     return cuda::make_hssne_engine(info_.index, &P, nullptr, alpha, dim);
   }
-  std::unique_ptr<HssneEngine> make_hssne(const SparseAffinity& P, double alpha, int dim) override {
+  std::unique_ptr<HssneEngine> make_hssne(const SparseAffinity& P, double alpha, int dim,
+                                          const HssneRepulsion& repulsion = {}) override {
+    if (repulsion.interpolated)
+      input_error("params.repulsion: interpolated repulsion runs on the CPU only so far; on CUDA use \"exact\" or "
+                  "\"auto\" (device \"cpu\" for interpolated)");
     return cuda::make_hssne_engine(info_.index, nullptr, &P, alpha, dim);
   }
   std::unique_ptr<NervEngine> make_nerv(const MatrixD& P, const std::vector<double>& beta,

@@ -4,7 +4,7 @@
 # Safe to run repeatedly: it installs nothing when everything is present.
 set -euo pipefail
 packages=(cmake g++ make libgtest-dev libgmock-dev nlohmann-json3-dev zlib1g-dev dataset-fashion-mnist
-          clang libclang-rt-14-dev libomp-14-dev)
+          clang libclang-rt-14-dev libomp-14-dev libfftw3-dev libkissfft-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

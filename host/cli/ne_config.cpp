@@ -122,6 +122,14 @@ NeRunConfig read_ne_config(const RunConfig& run) {
     if (p.rho > 0 && in.labels.empty()) input_error("params.rho > 0 needs input.labels (-1 for unknown)");
     if (p.rho > 0 && (in.affinities == AffinityMode::sparse || !in.affinity_matrix.empty()))
       input_error("params.rho: semi-supervised mixing needs dense affinities (input.affinities)");
+    if (p.repulsion == HssneRepulsionMode::interpolated) {
+      if (in.affinities == AffinityMode::dense)
+        input_error("params.repulsion: interpolated repulsion needs sparse affinities, but input.affinities is dense");
+      if (!in.distances.empty())
+        input_error("params.repulsion: interpolated repulsion needs sparse affinities, which a distance matrix does not give");
+      if (p.rho > 0)
+        input_error("params.repulsion: interpolated repulsion needs sparse affinities, but params.rho > 0 needs dense ones");
+    }
   } else {
     read_fields(run.params, cfg.nerv, nerv_fields(), "params");
     if (cfg.nerv.init == NervInit::pca && !in.distances.empty())
@@ -211,6 +219,8 @@ NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& availabl
       plan.sparse = true;
     } else if (p.from_distances || p.mixing) {
       plan.sparse = false;  // distances have no neighbour search; mixing needs dense P
+    } else if (p.method == NeMethod::hssne && cfg.hssne.repulsion == HssneRepulsionMode::interpolated) {
+      plan.sparse = true;  // the grid replaces the all-pairs repulsion of sparse P only
     } else {
       p.dense = true;
       const MemoryPlan dense = plan_neighbour_embedding(p, device);

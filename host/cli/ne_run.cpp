@@ -158,6 +158,11 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
       result = {{"iterations", r.iterations}, {"evaluations", r.evaluations}, {"stop_reason", r.stop_reason},
                 {"restarts", r.restarts}, {"damped_steps", r.damped_steps},
                 {"objective", trace.empty() ? 0.0 : trace.back()}};
+      const HssneRepulsion rep = plan.sparse ? resolve_repulsion(cfg.hssne, N, *backend) : HssneRepulsion{};
+      result["repulsion"] = rep.interpolated ? "interpolated" : "exact";
+      if (rep.interpolated)
+        result["interpolation"] = {{"nodes", rep.grid.nodes}, {"box_width", rep.grid.box_width},
+                                   {"objective_note", "J and its trace use the interpolated normaliser Z"}};
     } else {
       const NervResult r = fit_nerv_run(cfg, d, a, plan.sparse, *backend, progress, control);
       Y = r.coords;

@@ -99,8 +99,10 @@ class CpuBackend final : public Backend {
   std::unique_ptr<HssneEngine> make_hssne(const MatrixD& P, double alpha, int dim) override {
     return cpu::make_hssne_engine(&P, nullptr, alpha, dim, threads_);
   }
-  std::unique_ptr<HssneEngine> make_hssne(const SparseAffinity& P, double alpha, int dim) override {
-    return cpu::make_hssne_engine(nullptr, &P, alpha, dim, threads_);
+  bool has_interpolated_repulsion() const override { return true; }
+  std::unique_ptr<HssneEngine> make_hssne(const SparseAffinity& P, double alpha, int dim,
+                                          const HssneRepulsion& repulsion = {}) override {
+    return cpu::make_hssne_engine(nullptr, &P, alpha, dim, threads_, repulsion);
   }
   std::unique_ptr<NervEngine> make_nerv(const MatrixD& P, const std::vector<double>& beta,
                                         const NervOptions& options) override {

@@ -15,7 +15,7 @@ std::unique_ptr<PeEngine> make_pe_engine(const MatrixD& P, const std::vector<dou
                                          double eta_r, int threads);
 // Exactly one of dense, sparse is non-null.
 std::unique_ptr<HssneEngine> make_hssne_engine(const MatrixD* dense, const SparseAffinity* sparse, double alpha,
-                                               int dim, int threads);
+                                               int dim, int threads, const HssneRepulsion& repulsion = {});
 std::unique_ptr<NervEngine> make_nerv_engine(const MatrixD* dense, const SparseAffinity* sparse,
                                              const std::vector<double>& beta, const NervOptions& options,
                                              int threads);

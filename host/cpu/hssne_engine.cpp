@@ -19,6 +19,7 @@
 #include "orrery/affinity.hpp"
 #include "orrery/error.hpp"
 #include "orrery/hssne.hpp"
+#include "orrery/interp.hpp"
 #include "orrery/math/exp.hpp"
 #include "orrery/math/neighbor.hpp"
 
@@ -148,12 +149,17 @@ ORRERY_CLONES void dense_row(const double* yt, index_t N, index_t i, const doubl
 
 // One pass over all pairs. Dense rows take P_ij inside the all-pairs loop (one distance per
 // pair); sparse rows run the repulsion alone, then the attraction over the row's list.
+// With a grid, the repulsion of every row comes from it (orrery/interp.hpp) and the rows run the
+// attraction alone.
 template <int D>
 void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, int threads,
-              HssneSums& out) {
+              RepulsionGrid* grid, bool exact_when_cheaper, RepulsionSums& rep, HssneSums& out) {
   const index_t N = Y.rows;
   resize_sums(out, N, D);
   const std::vector<double> yt = cpu::by_dimension<double>(Y);
+  // A grid dearer than the pairs (a wide map of few points) gives way to the exact loop.
+  if (grid && exact_when_cheaper && !grid->cheaper_than_exact(Y)) grid = nullptr;
+  if (grid) grid->sums(Y, rep);
 #pragma omp parallel for schedule(static) num_threads(nthreads(threads))
   for (index_t i = 0; i < N; ++i) {
     math::HssneRow<double, D> acc;
@@ -161,7 +167,14 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
       dense_row<D>(yt.data(), N, i, P->row(i), alpha, acc);
     } else {
       const index_t lo = S->row_ptr[static_cast<size_t>(i)], hi = S->row_ptr[static_cast<size_t>(i) + 1];
-      repulsion_row<D>(yt.data(), N, i, alpha, acc);
+      if (grid) {
+        const auto k = static_cast<size_t>(i);
+        acc.h_sum = rep.h[k];
+        acc.hs_sum = rep.hs[k];
+        for (int d = 0; d < D; ++d) acc.hsy[d] = rep.hsy(i, d);
+      } else {
+        repulsion_row<D>(yt.data(), N, i, alpha, acc);
+      }
       attraction_row<D>(yt.data(), N, i, S->col.data(), S->val.data(), lo, hi, alpha, acc);
     }
     const auto k = static_cast<size_t>(i);
@@ -178,8 +191,8 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
 
 template <int D>
 HssneTotals cpu_evaluate(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, int threads,
-                         HssneSums& out) {
-  cpu_sums<D>(Y, alpha, P, S, threads, out);
+                         RepulsionGrid* grid, bool exact_when_cheaper, RepulsionSums& rep, HssneSums& out) {
+  cpu_sums<D>(Y, alpha, P, S, threads, grid, exact_when_cheaper, rep, out);
   HssneTotals t;
   for (size_t i = 0; i < out.h.size(); ++i) {
     t.z += out.h[i];
@@ -192,8 +205,12 @@ HssneTotals cpu_evaluate(const MatrixD& Y, double alpha, const MatrixD* P, const
 // as loops over math/neighbor.hpp's per-coordinate updates (O(N D), next to O(N^2) pairs).
 class CpuHssneEngine final : public HssneEngine {
  public:
-  CpuHssneEngine(const MatrixD* P, const SparseAffinity* S, double alpha, int dim, int threads)
-      : P_(P), S_(S), alpha_(alpha), dim_(dim), threads_(threads), N_(P ? P->rows : S->num_points) {}
+  CpuHssneEngine(const MatrixD* P, const SparseAffinity* S, double alpha, int dim, int threads,
+                 const HssneRepulsion& repulsion)
+      : P_(P), S_(S), alpha_(alpha), dim_(dim), threads_(threads), N_(P ? P->rows : S->num_points) {
+    if (repulsion.interpolated) grid_ = std::make_unique<RepulsionGrid>(dim, alpha, repulsion.grid, threads);
+    exact_when_cheaper_ = repulsion.exact_when_cheaper;
+  }
   std::string name() const override { return "cpu"; }
 
   HssneTotals start(const MatrixD& Y) override {
@@ -257,9 +274,9 @@ class CpuHssneEngine final : public HssneEngine {
   }
 
  private:
-  HssneTotals evaluate(const MatrixD& Y, HssneSums& out) const {
-    return dim_ == 2 ? cpu_evaluate<2>(Y, alpha_, P_, S_, threads_, out)
-                     : cpu_evaluate<3>(Y, alpha_, P_, S_, threads_, out);
+  HssneTotals evaluate(const MatrixD& Y, HssneSums& out) {
+    return dim_ == 2 ? cpu_evaluate<2>(Y, alpha_, P_, S_, threads_, grid_.get(), exact_when_cheaper_, rep_, out)
+                     : cpu_evaluate<3>(Y, alpha_, P_, S_, threads_, grid_.get(), exact_when_cheaper_, rep_, out);
   }
 
   const MatrixD* P_;
@@ -270,15 +287,19 @@ class CpuHssneEngine final : public HssneEngine {
   MatrixD y_, prev_, trial_, velocity_, gains_;
   HssneSums sums_, trial_sums_;
   HssneTotals cur_, trial_totals_;
+  std::unique_ptr<RepulsionGrid> grid_;  // null: exact repulsion over all pairs
+  bool exact_when_cheaper_ = false;
+  RepulsionSums rep_;
 };
 
 }  // namespace
 
 std::unique_ptr<HssneEngine> make_hssne_engine(const MatrixD* dense, const SparseAffinity* sparse, double alpha, int dim,
-                                               int threads) {
+                                               int threads, const HssneRepulsion& repulsion) {
+  if (dense && repulsion.interpolated) internal_error("make_hssne_engine: interpolated repulsion needs sparse P");
   if ((dense == nullptr) == (sparse == nullptr)) internal_error("make_hssne_engine: give dense or sparse P");
   if (dim != 2 && dim != 3) internal_error("make_hssne_engine: D must be 2 or 3");
-  return std::make_unique<CpuHssneEngine>(dense, sparse, alpha, dim, threads);
+  return std::make_unique<CpuHssneEngine>(dense, sparse, alpha, dim, threads, repulsion);
 }
 
 }  // namespace orrery::cpu

@@ -38,6 +38,14 @@ const std::vector<Field<HssneParams>>& hssne_fields() {
       {"exaggeration_iter", &HssneParams::exaggeration_iter, "Iterations with exaggeration.", 0, 1e8},
       {"rho", &HssneParams::rho, "Semi-supervised mixing weight of same-class pairs (0 = unsupervised).", 0, 1},
       {"init_scale", &HssneParams::init_scale, "Standard deviation of the seeded Gaussian start.", 0, 1e3, true},
+      {"repulsion", &HssneParams::repulsion,
+       "exact (all pairs, O(N^2)), interpolated (FFT grid, O(N); sparse affinities; force error ~3e-3 at the "
+       "default grid) or auto (from 5,000 points up where the device has it: interpolated at each map whose grid "
+       "costs less than its pairs; CPU only so far)."},
+      {"interp_nodes", &HssneParams::interp_nodes,
+       "interpolated: nodes per box and dimension (more nodes lose accuracy to the grid's float rounding).", 2, 5},
+      {"interp_box", &HssneParams::interp_box,
+       "interpolated: box width in map units; the error falls as interp_box^interp_nodes.", 0.05, 4, true},
   };
   return fields;
 }
@@ -238,11 +246,24 @@ HssneResult fit_impl(HssneEngine& engine, const Entropy& ent, index_t N, const H
 
 }  // namespace
 
+HssneRepulsion resolve_repulsion(const HssneParams& prm, index_t num_points, const Backend& backend) {
+  HssneRepulsion r;
+  r.grid.nodes = prm.interp_nodes;
+  r.grid.box_width = prm.interp_box;
+  r.interpolated = prm.repulsion == HssneRepulsionMode::interpolated ||
+                   (prm.repulsion == HssneRepulsionMode::automatic && num_points >= kInterpolatedAutoMinPoints &&
+                    backend.has_interpolated_repulsion());
+  r.exact_when_cheaper = prm.repulsion == HssneRepulsionMode::automatic;
+  return r;
+}
+
 HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const HssneParams& prm,
                       unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress,
                       RunControl* control) {
   const MatrixD mixed = prm.rho > 0 ? mix_same_class_pairs(P, labels, prm.rho) : MatrixD();
   const MatrixD& Pm = prm.rho > 0 ? mixed : P;
+  if (prm.repulsion == HssneRepulsionMode::interpolated)
+    input_error("params.repulsion: interpolated repulsion needs sparse affinities (input.affinities: sparse)");
   auto engine = backend.make_hssne(Pm, prm.alpha, prm.dim);
   return fit_impl(*engine, entropy_terms(Pm.data), P.rows, prm, seed, progress, control);
 }
@@ -256,7 +277,7 @@ HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const Hs
 HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& prm, unsigned long long seed, Backend& backend,
                       const std::function<void(int, double)>& progress, RunControl* control) {
   if (prm.rho > 0) input_error("params.rho: semi-supervised mixing needs dense affinities (input.affinities)");
-  auto engine = backend.make_hssne(P, prm.alpha, prm.dim);
+  auto engine = backend.make_hssne(P, prm.alpha, prm.dim, resolve_repulsion(prm, P.num_points, backend));
   return fit_impl(*engine, entropy_terms(P.val), P.num_points, prm, seed, progress, control);
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "orrery/interp.hpp"
 #include "orrery/types.hpp"
 
 namespace orrery {
@@ -119,7 +120,11 @@ class Backend {
   // --- HSSNE (orrery/hssne.hpp): joint affinities, dense N x N or sparse CSR, which must outlive
   // the engine; alpha >= 0; dim 2 or 3.
   virtual std::unique_ptr<HssneEngine> make_hssne(const MatrixD& P, double alpha, int dim) = 0;
-  virtual std::unique_ptr<HssneEngine> make_hssne(const SparseAffinity& P, double alpha, int dim) = 0;
+  // Whether make_hssne can interpolate the repulsion on this device.
+  virtual bool has_interpolated_repulsion() const { return false; }
+  // Sparse P may take its repulsion from an interpolation grid (orrery/interp.hpp) instead of all pairs.
+  virtual std::unique_ptr<HssneEngine> make_hssne(const SparseAffinity& P, double alpha, int dim,
+                                                  const HssneRepulsion& repulsion = {}) = 0;
   // --- NeRV (orrery/nerv.hpp): conditional input probabilities p_{j|i} (dense N x N rows, or
   // sparse CSR rows with the documented floor outside the lists) and the per-point precisions
   // beta; both must outlive the engine.

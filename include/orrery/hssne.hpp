@@ -10,6 +10,7 @@
 
 #include "orrery/affinity.hpp"
 #include "orrery/config.hpp"
+#include "orrery/interp.hpp"
 #include "orrery/types.hpp"
 
 namespace orrery {
@@ -23,6 +24,17 @@ template <>
 struct EnumNames<HssneOptimizer> {
   static constexpr std::array<const char*, 2> names = {"fixed_point", "gradient"};
 };
+
+// HssneParams::repulsion.
+enum class HssneRepulsionMode { automatic, exact, interpolated };
+template <>
+struct EnumNames<HssneRepulsionMode> {
+  static constexpr std::array<const char*, 3> names = {"auto", "exact", "interpolated"};
+};
+
+// `auto` repulsion interpolates from this many points up (sparse P, on a backend that can): below it
+// the exact all-pairs loop is as fast and has no approximation (bench/README.md, hssne-interp).
+constexpr index_t kInterpolatedAutoMinPoints = 5000;
 
 struct HssneParams {
   // Output dimension D (2 or 3).
@@ -55,12 +67,29 @@ struct HssneParams {
   int exaggeration_iter = 250;
   // Semi-supervised mixing P~ = (1 - rho) P + rho U, U uniform over known same-class pairs.
   double rho = 0.0;
+  // Repulsion (the sums over all pairs): "exact" over every pair, O(N^2) per iteration;
+  // "interpolated" on a grid by FFT (orrery/interp.hpp), O(N) per iteration for a map of fixed
+  // extent, with a relative force error ~3e-3 at the defaults below (sparse affinities only; the
+  // optimisers and the fixed-point guard then see the same approximation of J, so J never rises);
+  // "auto": interpolated from kInterpolatedAutoMinPoints points up where the backend has it, and
+  // then at each map only where the grid costs less than the pairs (a wide map of few points, 3-D
+  // above all, can need a grid dearer than all its pairs: RepulsionGrid::cheaper_than_exact).
+  HssneRepulsionMode repulsion = HssneRepulsionMode::automatic;
+  // Interpolation nodes per box and dimension, and the box width (map units; the kernel's length
+  // scale is 1). The force error falls as interp_box^interp_nodes: 4 nodes and box 1 give <= 5e-3
+  // on every tail in 2-D and 3-D (SCALE.md; bench hssne-interp); 4 and 0.5 give <= 3e-4 at 4x the
+  // grid in 2-D. Deterministic either way.
+  int interp_nodes = 4;
+  double interp_box = 1.0;
   // Initial coordinates: Gaussian with this standard deviation (seeded). The fixed-point update
   // barely expands a tiny start (it stalls near the collapsed map), hence 1, not t-SNE's 1e-4.
   double init_scale = 1.0;
 };
 
 const std::vector<Field<HssneParams>>& hssne_fields();
+
+// What params.repulsion means for N points on a backend: exact or interpolated with its settings.
+HssneRepulsion resolve_repulsion(const HssneParams& params, index_t num_points, const Backend& backend);
 
 struct HssneResult {
   MatrixD coords;
@@ -149,7 +178,7 @@ HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const Hs
                       const std::function<void(int, double)>& progress = {});
 
 // Fits on sparse P (kNN affinities): the attraction runs over the neighbour lists only, the
-// repulsion still over all pairs (exact). rho > 0 is an input error (mixing needs dense P).
+// repulsion over all pairs (exact) or on the interpolation grid (params.repulsion). rho > 0 is an input error (mixing needs dense P).
 HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& params, unsigned long long seed, Backend& backend,
                       const std::function<void(int, double)>& progress = {}, RunControl* control = nullptr);
 HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& params, unsigned long long seed, int threads = 0,

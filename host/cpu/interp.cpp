@@ -1,0 +1,371 @@
+// The CPU's interpolated repulsion (orrery/interp.hpp; per-point and per-node arithmetic in
+// math/interp.hpp). One evaluation:
+//   1. the grid: boxes of width w aligned to multiples of w, covering the map, counts per axis
+//      rounded up so that the padded FFT axis 2 p boxes is 2^a 3^b 5^c 7^d;
+//   2. each point's box and Lagrange weights; points ordered by box (a stable counting sort);
+//   3. scatter: each box sums its own points' charges {1, y - c} (c the grid's centre, which keeps the
+//      charges small) into its own p^D nodes, boxes in parallel, points in index order: no two
+//      threads write one node, so there is nothing to race on and the sums have a fixed order;
+//   4. convolution: each charge's grid zero-padded to 2G per axis, transformed, multiplied by the
+//      kernels' transforms (made once per grid shape), transformed back; one charge per thread;
+//   5. gather: each point's potentials from its box's nodes with the same weights; the self term
+//      (H(0) = H S(0) = 1) taken out.
+// Cost per evaluation O(N p^D (2D + 3) + (D + 3) G^D log G), memory O(N p D + G^D) for G nodes per axis.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "cpu/fft.hpp"
+#include "orrery/error.hpp"
+#include "orrery/interp.hpp"
+#include "orrery/math/interp.hpp"
+#include "orrery/math/neighbor.hpp"
+
+namespace orrery {
+namespace {
+
+bool fft_friendly(long n) {
+  for (long f : {2, 3, 5, 7})
+    while (n % f == 0) n /= f;
+  return n == 1;
+}
+
+// Visits the p^D nodes of box `box` (its first node's linear index `base`) with their weights,
+// axis 0 fastest: fn(node_index, weight).
+template <int D, class Fn>
+inline void for_box_nodes(int p, const double* w, const long* stride, long base, Fn&& fn) {
+  if constexpr (D == 2) {
+    for (int k1 = 0; k1 < p; ++k1)
+      for (int k0 = 0; k0 < p; ++k0) fn(base + k1 * stride[1] + k0, w[p + k1] * w[k0]);
+  } else {
+    for (int k2 = 0; k2 < p; ++k2)
+      for (int k1 = 0; k1 < p; ++k1)
+        for (int k0 = 0; k0 < p; ++k0)
+          fn(base + k2 * stride[2] + k1 * stride[1] + k0, w[2 * p + k2] * (w[p + k1] * w[k0]));
+  }
+}
+
+// The grid for Y: box width w, origin and boxes needed per axis (before FFT-friendly rounding).
+struct GridPlan {
+  double w;
+  double origin[3];
+  std::vector<int> need;
+};
+
+GridPlan plan_grid(const MatrixD& Y, const InterpSettings& s) {
+  const index_t N = Y.rows;
+  const int D = static_cast<int>(Y.cols), p = s.nodes;
+  double lo[3], hi[3];
+  for (int d = 0; d < D; ++d) {
+    lo[d] = std::numeric_limits<double>::infinity();
+    hi[d] = -lo[d];
+  }
+  for (index_t i = 0; i < N; ++i)
+    for (int d = 0; d < D; ++d) {
+      lo[d] = std::min(lo[d], Y(i, d));
+      hi[d] = std::max(hi[d], Y(i, d));
+    }
+  GridPlan g;
+  g.w = s.box_width;
+  double widest = 0;
+  for (int d = 0; d < D; ++d) {
+    if (!std::isfinite(lo[d]) || !std::isfinite(hi[d])) internal_error("interpolated repulsion: the map is not finite");
+    widest = std::max(widest, hi[d] - lo[d]);
+  }
+  const int min_boxes = s.min_boxes > 0 ? s.min_boxes : (D == 2 ? 32 : 12);
+  while (widest < min_boxes * g.w && g.w > s.box_width * 0x1p-40) g.w *= 0.5;
+  g.need.resize(static_cast<size_t>(D));
+  for (int d = 0; d < D; ++d) {
+    g.origin[d] = std::floor(lo[d] / g.w) * g.w;
+    const double span = (hi[d] - g.origin[d]) / g.w;
+    if (span * p + p > s.max_nodes_per_axis)
+      input_error("interpolated repulsion: the map spans " + std::to_string(hi[d] - lo[d]) + " along axis " +
+                  std::to_string(d) + ", more than " + std::to_string(s.max_nodes_per_axis) +
+                  " grid nodes at box width " + std::to_string(g.w) + " and " + std::to_string(p) +
+                  " nodes per box; use a larger params.interp_box or exact repulsion");
+    g.need[static_cast<size_t>(d)] = std::max(1, static_cast<int>(std::floor(span)) + 1);
+  }
+  return g;
+}
+
+int friendly_boxes(int n, int p) {
+  while (!fft_friendly(2L * n * p)) ++n;
+  return n;
+}
+
+}  // namespace
+
+struct RepulsionGrid::Impl {
+  int D;
+  double alpha;
+  InterpSettings s;
+  int threads;
+  // The current shape: boxes and nodes per axis, node strides, padded axes.
+  std::vector<int> boxes, nodes, padded;
+  double spacing = 0;  // node spacing h = w / p
+  long node_stride[3] = {1, 0, 0};
+  long num_nodes = 0;
+  std::unique_ptr<cpu::RealFft> fft;
+  cpu::RealFft::ComplexBuffer kernel_h, kernel_hs;  // transforms of the kernels, divided by the size
+  std::vector<cpu::RealFft::RealBuffer> work_r;
+  std::vector<cpu::RealFft::ComplexBuffer> work_c, work_x;
+  std::vector<double> charges;     // (D + 1) x num_nodes: {1, y_0 - c_0, ..., y_{D-1} - c_{D-1}}
+  std::vector<double> potentials;  // (D + 2) x num_nodes: H * 1, HS * 1, HS * (y_d - c_d)
+  std::vector<long> box_start;     // counting sort
+  std::vector<index_t> order;
+  std::vector<long> point_box;  // linear box index per point
+  std::vector<double> weights;  // N x D x p
+  RepulsionGrid::Timings timings;
+
+  Impl(int dim, double a, const InterpSettings& st, int t) : D(dim), alpha(a), s(st), threads(t) {}
+
+  // Makes the grid for `needed` boxes per axis, reusing plans and kernels when nothing changed.
+  void shape(const std::vector<int>& need, double h) {
+    std::vector<int> b(need);
+    for (int& n : b) n = friendly_boxes(n, s.nodes);
+    if (b == boxes && h == spacing && fft) return;
+    spacing = h;
+    boxes = b;
+    nodes.assign(static_cast<size_t>(D), 0);
+    padded.assign(static_cast<size_t>(D), 0);
+    num_nodes = 1;
+    for (int d = 0; d < D; ++d) {
+      nodes[static_cast<size_t>(d)] = boxes[static_cast<size_t>(d)] * s.nodes;
+      padded[static_cast<size_t>(d)] = 2 * nodes[static_cast<size_t>(d)];
+      if (d > 0) node_stride[d] = node_stride[d - 1] * nodes[static_cast<size_t>(d - 1)];
+      num_nodes *= nodes[static_cast<size_t>(d)];
+    }
+    // FFT axes row-major with the map's axis 0 last (fastest).
+    const std::vector<int> dims(padded.rbegin(), padded.rend());
+    fft = std::make_unique<cpu::RealFft>(dims, threads);
+    work_r.assign(static_cast<size_t>(threads), cpu::RealFft::RealBuffer(fft->real_size()));
+    work_c.assign(static_cast<size_t>(threads), cpu::RealFft::ComplexBuffer(fft->complex_size()));
+    work_x.assign(static_cast<size_t>(threads), cpu::RealFft::ComplexBuffer(fft->complex_size()));
+    kernel_h.assign(fft->complex_size(), 0.0f);
+    kernel_hs.assign(fft->complex_size(), 0.0f);
+    const double norm = 1.0 / static_cast<double>(fft->real_size());
+    for (int which = 0; which < 2; ++which) {
+      auto& r = work_r[0];
+      const long M0 = padded[0], M1 = D > 1 ? padded[1] : 1, M2 = D > 2 ? padded[2] : 1;
+      for (long j2 = 0; j2 < M2; ++j2)
+        for (long j1 = 0; j1 < M1; ++j1)
+          for (long j0 = 0; j0 < M0; ++j0) {
+            int o0, o1 = 0, o2 = 0;
+            bool used = math::circular_offset(static_cast<int>(j0), nodes[0], o0);
+            used = math::circular_offset(static_cast<int>(j1), nodes[1], o1) && used;
+            if (D > 2) used = math::circular_offset(static_cast<int>(j2), nodes[2], o2) && used;
+            const double tau = h * h * (double(o0) * o0 + double(o1) * o1 + double(o2) * o2);
+            const double k = which == 0 ? math::tail_kernel_h(tau, alpha) : math::tail_kernel_hs(tau, alpha);
+            r[static_cast<size_t>((j2 * M1 + j1) * M0 + j0)] = used ? static_cast<float>(k * norm) : 0.0f;
+          }
+      fft->forward(0, r.data(), which == 0 ? kernel_h.data() : kernel_hs.data());
+    }
+    charges.assign(static_cast<size_t>((D + 1) * num_nodes), 0.0);
+    potentials.assign(static_cast<size_t>((D + 2) * num_nodes), 0.0);
+  }
+
+  // Charge grid q (num_nodes) into the padded real buffer r.
+  void pad(const double* q, float* r) const {
+    std::fill(r, r + fft->real_size(), 0.0f);
+    const long M0 = padded[0], M1 = D > 1 ? padded[1] : 1;
+    const long G0 = nodes[0], G1 = nodes[1], G2 = D > 2 ? nodes[2] : 1;
+    for (long n2 = 0; n2 < G2; ++n2)
+      for (long n1 = 0; n1 < G1; ++n1)
+        std::transform(q + (n2 * G1 + n1) * G0, q + (n2 * G1 + n1 + 1) * G0, r + (n2 * M1 + n1) * M0,
+                       [](double v) { return static_cast<float>(v); });
+  }
+
+  void unpad(const float* r, double* q) const {
+    const long M0 = padded[0], M1 = D > 1 ? padded[1] : 1;
+    const long G0 = nodes[0], G1 = nodes[1], G2 = D > 2 ? nodes[2] : 1;
+    for (long n2 = 0; n2 < G2; ++n2)
+      for (long n1 = 0; n1 < G1; ++n1)
+        std::copy(r + (n2 * M1 + n1) * M0, r + (n2 * M1 + n1) * M0 + G0, q + (n2 * G1 + n1) * G0);
+  }
+
+  // Potential = kernel * charge: x = spectrum of the charge times the kernel's, transformed back.
+  void apply(int slot, const cpu::RealFft::ComplexBuffer& spectrum, const cpu::RealFft::ComplexBuffer& kernel,
+             double* potential) {
+    auto& x = work_x[static_cast<size_t>(slot)];
+    for (size_t q = 0; q < x.size(); ++q) x[q] = spectrum[q] * kernel[q];
+    auto& r = work_r[static_cast<size_t>(slot)];
+    fft->inverse(slot, x.data(), r.data());
+    unpad(r.data(), potential);
+  }
+
+  template <int D_>
+  void run(const MatrixD& Y, RepulsionSums& out);
+};
+
+template <int D_>
+void RepulsionGrid::Impl::run(const MatrixD& Y, RepulsionSums& out) {
+  const index_t N = Y.rows;
+  const int p = s.nodes;
+  double t = omp_get_wtime();
+  auto lap = [&t](double& into) {
+    const double now = omp_get_wtime();
+    into += now - t;
+    t = now;
+  };
+  ++timings.calls;
+  // 1. the grid
+  const GridPlan plan = plan_grid(Y, s);
+  const double w = plan.w, h = w / p;
+  const double* origin = plan.origin;
+  double centre[3];
+  shape(plan.need, h);
+  for (int d = 0; d < D_; ++d) centre[d] = origin[d] + 0.5 * w * boxes[static_cast<size_t>(d)];
+  long box_stride[3] = {1, 0, 0};
+  for (int d = 1; d < D_; ++d) box_stride[d] = box_stride[d - 1] * boxes[static_cast<size_t>(d - 1)];
+  const long num_boxes = box_stride[D_ - 1] * boxes[static_cast<size_t>(D_ - 1)];
+
+  // 2. boxes and weights, then points ordered by box
+  point_box.resize(static_cast<size_t>(N));
+  weights.resize(static_cast<size_t>(N * D_ * p));
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (index_t i = 0; i < N; ++i) {
+    long b = 0;
+    double* wi = weights.data() + static_cast<size_t>(i * D_ * p);
+    for (int d = 0; d < D_; ++d) {
+      double u;
+      const int bd = math::box_of(Y(i, d), origin[d], w, boxes[static_cast<size_t>(d)], u);
+      math::lagrange_weights(u, p, wi + d * p);
+      b += bd * box_stride[d];
+    }
+    point_box[static_cast<size_t>(i)] = b;
+  }
+  box_start.assign(static_cast<size_t>(num_boxes + 1), 0);
+  for (index_t i = 0; i < N; ++i) ++box_start[static_cast<size_t>(point_box[static_cast<size_t>(i)] + 1)];
+  for (long b = 0; b < num_boxes; ++b) box_start[static_cast<size_t>(b + 1)] += box_start[static_cast<size_t>(b)];
+  order.resize(static_cast<size_t>(N));
+  {
+    std::vector<long> fill(box_start.begin(), box_start.end() - 1);
+    for (index_t i = 0; i < N; ++i) order[static_cast<size_t>(fill[static_cast<size_t>(point_box[static_cast<size_t>(i)])]++)] = i;
+  }
+  // The first node of box b: box coordinates times p in node units.
+  auto box_base = [&](long b) {
+    long base = 0;
+    for (int d = 0; d < D_; ++d) {
+      const long bd = (b / box_stride[d]) % boxes[static_cast<size_t>(d)];
+      base += bd * p * node_stride[d];
+    }
+    return base;
+  };
+
+  lap(timings.grid);
+  // 3. scatter
+  std::fill(charges.begin(), charges.end(), 0.0);
+  const long nn = num_nodes;
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
+  for (long b = 0; b < num_boxes; ++b) {
+    const long first = box_start[static_cast<size_t>(b)], last = box_start[static_cast<size_t>(b + 1)];
+    if (first == last) continue;
+    const long base = box_base(b);
+    for (long q = first; q < last; ++q) {
+      const index_t i = order[static_cast<size_t>(q)];
+      double yc[3];
+      for (int d = 0; d < D_; ++d) yc[d] = Y(i, d) - centre[d];
+      for_box_nodes<D_>(p, weights.data() + static_cast<size_t>(i * D_ * p), node_stride, base,
+                        [&](long node, double wt) {
+                          charges[static_cast<size_t>(node)] += wt;
+                          for (int d = 0; d < D_; ++d) charges[static_cast<size_t>((d + 1) * nn + node)] += wt * yc[d];
+                        });
+    }
+  }
+
+  lap(timings.scatter);
+  // 4. convolutions: charge 0 gives the H and HS potentials of charge 1, charge d + 1 the HS
+  // potential of y_d - c_d.
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (int c = 0; c <= D_; ++c) {
+    const int slot = omp_get_thread_num();
+    auto& r = work_r[static_cast<size_t>(slot)];
+    auto& spec = work_c[static_cast<size_t>(slot)];
+    pad(charges.data() + static_cast<size_t>(c * nn), r.data());
+    fft->forward(slot, r.data(), spec.data());
+    if (c == 0) {
+      apply(slot, spec, kernel_h, potentials.data());
+      apply(slot, spec, kernel_hs, potentials.data() + nn);
+    } else {
+      apply(slot, spec, kernel_hs, potentials.data() + static_cast<size_t>((c + 1) * nn));
+    }
+  }
+
+  lap(timings.fft);
+  // 5. gather
+  out.h.resize(static_cast<size_t>(N));
+  out.hs.resize(static_cast<size_t>(N));
+  if (out.hsy.rows != N || out.hsy.cols != D_) out.hsy = MatrixD(N, D_);
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (index_t i = 0; i < N; ++i) {
+    double acc[D_ + 2] = {};
+    for_box_nodes<D_>(p, weights.data() + static_cast<size_t>(i * D_ * p), node_stride,
+                      box_base(point_box[static_cast<size_t>(i)]), [&](long node, double wt) {
+                        for (int k = 0; k < D_ + 2; ++k) acc[k] += wt * potentials[static_cast<size_t>(k * nn + node)];
+                      });
+    out.h[static_cast<size_t>(i)] = acc[0] - 1.0;
+    out.hs[static_cast<size_t>(i)] = acc[1] - 1.0;
+    for (int d = 0; d < D_; ++d) out.hsy(i, d) = acc[2 + d] + centre[d] * acc[1] - Y(i, d);
+  }
+  lap(timings.gather);
+}
+
+RepulsionGrid::RepulsionGrid(int dim, double alpha, const InterpSettings& settings, int threads)
+    : impl_(std::make_unique<Impl>(dim, alpha, settings, threads > 0 ? threads : omp_get_max_threads())) {
+  if (dim != 2 && dim != 3) internal_error("RepulsionGrid: D must be 2 or 3");
+  if (settings.nodes < 2 || settings.nodes > math::kMaxInterpNodes) internal_error("RepulsionGrid: nodes outside 2..8");
+  if (!(settings.box_width > 0)) internal_error("RepulsionGrid: box width must be positive");
+}
+
+RepulsionGrid::~RepulsionGrid() = default;
+
+void RepulsionGrid::sums(const MatrixD& Y, RepulsionSums& out) {
+  if (Y.cols != impl_->D) internal_error("RepulsionGrid: Y has the wrong dimension");
+  if (impl_->D == 2) impl_->run<2>(Y, out);
+  else impl_->run<3>(Y, out);
+}
+
+std::vector<int> RepulsionGrid::boxes() const { return impl_->boxes; }
+
+double RepulsionGrid::planned_cells(const MatrixD& Y) const {
+  const GridPlan g = plan_grid(Y, impl_->s);
+  double cells = 1;
+  for (int n : g.need) cells *= 2.0 * friendly_boxes(n, impl_->s.nodes) * impl_->s.nodes;
+  return cells;
+}
+
+bool RepulsionGrid::cheaper_than_exact(const MatrixD& Y) const {
+  const double M = planned_cells(Y), N = static_cast<double>(Y.rows);
+  return M <= 0x1p27 && (2 * impl_->D + 3) * M * std::log2(M) < N * N;
+}
+RepulsionGrid::Timings RepulsionGrid::timings() const { return impl_->timings; }
+
+void exact_repulsion(const MatrixD& Y, double alpha, RepulsionSums& out, int threads) {
+  const index_t N = Y.rows;
+  const int D = static_cast<int>(Y.cols);
+  out.h.assign(static_cast<size_t>(N), 0.0);
+  out.hs.assign(static_cast<size_t>(N), 0.0);
+  out.hsy = MatrixD(N, D, 0.0);
+#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
+  for (index_t i = 0; i < N; ++i) {
+    double hsum = 0, hssum = 0, g[3] = {0, 0, 0};
+    for (index_t j = 0; j < N; ++j) {
+      if (j == i) continue;
+      double tau = 0;
+      for (int d = 0; d < D; ++d) tau += (Y(i, d) - Y(j, d)) * (Y(i, d) - Y(j, d));
+      double hh, ss;
+      math::heavy_tail_pair(tau, alpha, hh, ss);
+      hsum += hh;
+      hssum += hh * ss;
+      for (int d = 0; d < D; ++d) g[d] += hh * ss * Y(j, d);
+    }
+    out.h[static_cast<size_t>(i)] = hsum;
+    out.hs[static_cast<size_t>(i)] = hssum;
+    for (int d = 0; d < D; ++d) out.hsy(i, d) = g[d];
+  }
+}
+
+}  // namespace orrery

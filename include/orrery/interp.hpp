@@ -1,0 +1,87 @@
+// Interpolated repulsion for HSSNE (SCALE.md; the FIt-SNE / openTSNE scheme, extended to every tail
+// alpha >= 0 and to 3-D): the per-point sums over all other points that the objective, gradient and
+// fixed-point update need,
+//   h_i   = sum_{j != i} H(|y_i - y_j|^2)                (row i's share of Z)
+//   hs_i  = sum_{j != i} H S (|y_i - y_j|^2)             (= sum_j H_ij^(1 + alpha))
+//   hsy_i = sum_{j != i} H S (|y_i - y_j|^2) y_j
+// in O(N p^D + G log G) instead of O(N^2): charges {1, y} are interpolated onto a grid of boxes of
+// width <= box_width with `nodes` equispaced nodes per box and dimension (math/interp.hpp), the two
+// kernels H and H S are convolved over the grid by FFT, and the potentials are interpolated back.
+//
+// The grid depends on the current map only: boxes of box_width / 2^k, aligned to multiples of it,
+// as many per dimension as cover the map, rounded up to a size whose FFT is fast (2^a 3^b 5^c 7^d
+// nodes x 2). So the same map gives the same grid and the same bits, whatever came before (a resumed
+// run continues with the same bits), and the kernels' transforms are reused while the box counts do
+// not change.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "orrery/types.hpp"
+
+namespace orrery {
+
+struct InterpSettings {
+  // Interpolation nodes per box and dimension (2..8); the error falls as box_width^nodes.
+  int nodes = 4;
+  // The largest box width in map units (the kernel's length scale is 1); halving it cuts the error
+  // ~16x at 4 nodes.
+  double box_width = 1.0;
+  // At least this many boxes across the map's widest axis: a small map (early iterations, strong
+  // exaggeration) gets boxes of box_width / 2^k, k the least that gives them, so its forces, which
+  // are as small as its distances, keep the same relative accuracy. 0: 32 in 2-D, 12 in 3-D.
+  int min_boxes = 0;
+  // The grid's dimension in nodes is at most this per axis (memory guard: a map that would need more
+  // is an error naming the span, rather than an allocation of gigabytes).
+  int max_nodes_per_axis = 1 << 14;
+};
+
+// How an HSSNE engine sums its repulsion: over all pairs (exact), or on a grid with these settings.
+struct HssneRepulsion {
+  bool interpolated = false;
+  // Use the exact loop at a map where the grid would cost more than the pairs (cheaper_than_exact):
+  // `auto` repulsion does, an explicit `interpolated` does not.
+  bool exact_when_cheaper = false;
+  InterpSettings grid;
+};
+
+struct RepulsionSums {
+  std::vector<double> h, hs;  // N
+  MatrixD hsy;                // N x D
+};
+
+// A reusable grid (FFT plans, kernel transforms) for maps of one dimension D (2 or 3) and one tail.
+// threads > 0; the result does not depend on the thread count (sums in a fixed order; the FFTs of
+// the charges run one per thread, each transform single-threaded).
+class RepulsionGrid {
+ public:
+  RepulsionGrid(int dim, double alpha, const InterpSettings& settings, int threads);
+  ~RepulsionGrid();
+  RepulsionGrid(const RepulsionGrid&) = delete;
+  RepulsionGrid& operator=(const RepulsionGrid&) = delete;
+  // The sums at Y (N x D), self excluded.
+  void sums(const MatrixD& Y, RepulsionSums& out);
+  // The number of cells of the padded grid that sums(Y) would transform (prod_d 2 G_d), without
+  // making it: a wide map of few points (3-D above all) can need a grid dearer than all its pairs.
+  double planned_cells(const MatrixD& Y) const;
+  // Whether the grid at Y costs less than the exact sums over N^2 pairs: (2D + 3) transforms of
+  // M log2 M against N^2 pair evaluations (both ~1 ns a unit on one core), and M <= 2^27 cells.
+  bool cheaper_than_exact(const MatrixD& Y) const;
+  // The last grid's boxes per axis (for reports and benchmarks).
+  std::vector<int> boxes() const;
+  // Seconds spent so far in each stage, over every call (benchmarks split an iteration with them).
+  struct Timings {
+    double grid = 0, scatter = 0, fft = 0, gather = 0;
+    int calls = 0;
+  };
+  Timings timings() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The same sums by the exact O(N^2 D) loop, in double (the reference of the tests and benchmarks).
+void exact_repulsion(const MatrixD& Y, double alpha, RepulsionSums& out, int threads = 0);
+
+}  // namespace orrery

@@ -1,0 +1,85 @@
+// Interpolated kernel sums (the FIt-SNE / openTSNE scheme, SCALE.md), per-point and per-node
+// arithmetic shared by the CPU grid and the CUDA kernels.
+//
+// The map is covered by boxes of width w; each box holds p equispaced interpolation nodes per
+// dimension, at offsets (k + 1/2) w / p (k = 0..p-1), so all nodes together form a regular grid of
+// spacing h = w / p. A point's charge goes to the p^D nodes of its own box with Lagrange weights
+// (the polynomial of degree p - 1 through the box's nodes, evaluated at the point), the kernel is
+// convolved over the node grid, and the potentials come back with the same weights. The weights
+// sum to 1 and reproduce polynomials of degree < p exactly, so the error is that of degree-(p-1)
+// interpolation of the kernel over one box: O((w / l)^p) for a kernel of length scale l (here
+// l = 1), which is why the box width is bounded, not the box count.
+#pragma once
+#include <cmath>
+
+#include "orrery/math/exp.hpp"
+#include "orrery/math/hd.hpp"
+#include "orrery/math/neighbor.hpp"
+
+namespace orrery::math {
+
+// The most nodes per box a grid may use (the weights live in fixed arrays).
+constexpr int kMaxInterpNodes = 8;
+
+// Lagrange weights of the p nodes (k + 1/2) / p of the unit box at u in [0, 1] (box units):
+// w_k = prod_{m != k} (u - x_m) / (x_k - x_m). The denominators depend on p only; written out here
+// in a fixed order, so host and device give the same weights for the same u.
+template <class T>
+ORRERY_HD_INLINE void lagrange_weights(T u, int p, T* w) {
+  for (int k = 0; k < p; ++k) {
+    const T xk = (T(k) + T(0.5)) / T(p);
+    T num = T(1), den = T(1);
+    for (int m = 0; m < p; ++m) {
+      if (m == k) continue;
+      const T xm = (T(m) + T(0.5)) / T(p);
+      num *= u - xm;
+      den *= xk - xm;
+    }
+    w[k] = num / den;
+  }
+}
+
+// Box index and position within it, in box units, of coordinate y on a grid starting at `origin`
+// with box width `width` and `boxes` boxes: b = floor((y - origin) / width) clamped to the grid,
+// u = the remainder in [0, 1].
+template <class T>
+ORRERY_HD_INLINE int box_of(T y, T origin, T width, int boxes, T& u) {
+  const T s = (y - origin) / width;
+  int b = static_cast<int>(floor(s));
+  b = b < 0 ? 0 : (b >= boxes ? boxes - 1 : b);
+  u = s - T(b);
+  u = u < T(0) ? T(0) : (u > T(1) ? T(1) : u);
+  return b;
+}
+
+// The two kernels of HSSNE's repulsion (neighbor.hpp's tail H(tau), tau the squared distance):
+// H itself (its sum is the normaliser Z) and H S = H^(1 + alpha) (its sums with charges 1 and y
+// give sum_j H_ij S_ij and sum_j H_ij S_ij y_j, the repulsive force and the fixed-point update's
+// B terms). Written as exp(-(1 + alpha) log1p(alpha tau) / alpha): stable in float for small
+// alpha tau; exactly (1 + tau)^-2 for t-SNE and exp(-tau) for the Gaussian.
+template <class T>
+ORRERY_HD_INLINE T tail_kernel_h(T tau, T alpha) {
+  if (alpha == T(1)) return hd_recip(T(1) + tau);
+  return heavy_tail(tau, alpha);
+}
+
+template <class T>
+ORRERY_HD_INLINE T tail_kernel_hs(T tau, T alpha) {
+  if (alpha == T(1)) {
+    const T h = hd_recip(T(1) + tau);
+    return h * h;
+  }
+  if (alpha == T(0)) return exp_nonpositive(-tau);
+  return exp_nonpositive(-(T(1) + alpha) * log1p_nonnegative(alpha * tau) / alpha);
+}
+
+// Kernel value at a grid offset for the circular convolution: index j in [0, M) of an axis of
+// M = 2 G points (G nodes per axis) stands for the offset j (j < G), j - M (j > G) or nothing
+// (j = G, the padding's middle, never reached by |offset| < G). Returns the offset in nodes and
+// whether it is used.
+ORRERY_HD_INLINE bool circular_offset(int j, int G, int& offset) {
+  offset = j < G ? j : j - 2 * G;
+  return j != G;
+}
+
+}  // namespace orrery::math

@@ -2,8 +2,12 @@
 #pragma once
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 #include <string>
 
+#include <vector>
+
+#include "io/readers.hpp"
 #include "io/writers.hpp"
 #include "orrery/config.hpp"
 #include "orrery/types.hpp"
@@ -18,6 +22,28 @@ inline MatrixD pooled_images(const MatrixD& raw, index_t N) {
     for (int r = 0; r < 28; ++r)
       for (int c = 0; c < 28; ++c) X(n, (r / 4) * 7 + c / 4) += raw(n, r * 28 + c) / 16.0;
   return X;
+}
+
+// All 70,000 Fashion-MNIST images (training then test set) as pixels in [0, 1], and their labels.
+inline MatrixD fashion_mnist_all(const std::string& dir, std::vector<int>& labels) {
+  MatrixD all = io::read_matrix(dir + "/train-images-idx3-ubyte.gz");
+  labels = io::read_labels(dir + "/train-labels-idx1-ubyte.gz");
+  const MatrixD test = io::read_matrix(dir + "/t10k-images-idx3-ubyte.gz");
+  const std::vector<int> tl = io::read_labels(dir + "/t10k-labels-idx1-ubyte.gz");
+  all.data.insert(all.data.end(), test.data.begin(), test.data.end());
+  all.rows += test.rows;
+  labels.insert(labels.end(), tl.begin(), tl.end());
+  for (double& v : all.data) v /= 255.0;
+  return all;
+}
+
+// A comma list of counts ("2000,1e4") as an option's value.
+inline std::vector<index_t> count_list(const std::string& text) {
+  std::vector<index_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(static_cast<index_t>(std::stod(item)));
+  return out;
 }
 
 // Runs a command that prints one JSON line (a peer's timing); an empty object when it fails.

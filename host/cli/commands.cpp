@@ -36,7 +36,7 @@ const char* kUsage =
     "           [--threads T] [--sample Q] [--seed S] [--quiet]\n"
     "                                quality of a map: trustworthiness, continuity, MRRE, LCMC,\n"
     "                                co-ranking, k-NN accuracy, smoothed precision/recall; above\n"
-    "                                20,000 points estimated from 5,000 seeded query points\n"
+    "                                10,000 points estimated from 4,000 seeded query points\n"
     "                                (--sample: that many, 0 = all points)\n"
     "  check CONFIG.json [--device cuda,cuda:1,cpu] [--iterations N] [--out FILE] [--quiet]\n"
     "                                the config's input through its method's primitives and N\n"

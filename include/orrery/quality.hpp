@@ -25,12 +25,13 @@
 
 namespace orrery {
 
-// The default subsample rule, chosen by measurement (bench/README.md, `orrery_bench quality
-// --scale`): above kQualitySampleAbove points the measures take kQualityQueries seeded query
-// points, which keeps them near 4 s at 70,000 points on 2 CPU cores (61 s for all points) with
-// standard errors of a few 1e-3.
-inline constexpr index_t kQualitySampleAbove = 20000;
-inline constexpr index_t kQualityQueries = 5000;
+// The default subsample rule, chosen by measurement (`orrery_bench quality --scale`, table in
+// bench/README.md): a query costs ~12 ns x N on 2 CPU cores and a run ~0.6 ms per point at the
+// interpolated engine's target, so Q queries cost ~Q x 2e-5 of a run at any N: 4,000 keep the
+// measures under 10% (3.3 s instead of 61 s at 70,000 points), with standard errors up to 0.002
+// (rank measures) and 0.008 (k-NN accuracy). Up to 10,000 points all of them cost ~1.2 s at most.
+inline constexpr index_t kQualitySampleAbove = 10000;
+inline constexpr index_t kQualityQueries = 4000;
 
 struct QualityRequest {
   std::vector<int> ks = {5, 10, 20};  // neighbourhood sizes K to report (also k of k-NN accuracy)

@@ -2,9 +2,11 @@
 #pragma once
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 #include <algorithm>
+
 
 #include "io/readers.hpp"
 #include "io/writers.hpp"
@@ -23,8 +25,8 @@ inline MatrixD pooled_images(const MatrixD& raw, index_t N) {
   return X;
 }
 
-// All 70,000 Fashion-MNIST images (training then test set) scaled to [0, 1], and their labels.
-inline MatrixD fashion_mnist(const std::string& dir, std::vector<int>& labels) {
+// All 70,000 Fashion-MNIST images (training then test set) as pixels in [0, 1], and their labels.
+inline MatrixD fashion_mnist_all(const std::string& dir, std::vector<int>& labels) {
   MatrixD all = io::read_matrix(dir + "/train-images-idx3-ubyte.gz");
   labels = io::read_labels(dir + "/train-labels-idx1-ubyte.gz");
   const MatrixD test = io::read_matrix(dir + "/t10k-images-idx3-ubyte.gz");
@@ -40,6 +42,15 @@ inline MatrixD fashion_mnist(const std::string& dir, std::vector<int>& labels) {
 inline MatrixD first_rows(const MatrixD& X, index_t N) {
   MatrixD out(N, X.cols);
   std::copy(X.data.begin(), X.data.begin() + N * X.cols, out.data.begin());
+  return out;
+}
+
+// A comma list of counts ("2000,1e4") as an option's value.
+inline std::vector<index_t> count_list(const std::string& text) {
+  std::vector<index_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(static_cast<index_t>(std::stod(item)));
   return out;
 }
 

@@ -68,7 +68,7 @@ int run_interp_bench(int argc, char** argv) {
   const int T = threads > 0 ? threads : omp_get_max_threads();
   auto backend = make_backend("cpu", T);
   std::vector<int> all_labels;
-  const MatrixD all = bench::fashion_mnist(dir, all_labels);
+  const MatrixD all = bench::fashion_mnist_all(dir, all_labels);
   struct Setting {
     const char* name;
     InterpSettings s;

@@ -33,6 +33,7 @@ double knn5(const MatrixD& Y, const std::vector<int>& labels) {
   QualityRequest req;
   req.ks = {5};
   req.curve = false;
+  req.queries = 0;  // all points: the peers' maps are compared exactly
   return evaluate_quality(Y, Y, labels, req).at_k[0].knn_accuracy;
 }
 
@@ -280,6 +281,7 @@ int run_ne_scale_bench(int argc, char** argv) {
     QualityRequest req;
     req.ks = {5};
     req.curve = false;
+    req.queries = 0;  // all points, as knn5
     const double acc = evaluate_quality(fit.coords, fit.coords, labels, req, backend.get()).at_k[0].knn_accuracy;
     const double total = pca_s + aff_s + fit_s;
     std::printf("%6lld %6d %8.2f %8.2f %8.2f %8.2f %8.2f %10.4f %12.3g %12.3g %6.3f\n", static_cast<long long>(N),

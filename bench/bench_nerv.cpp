@@ -102,6 +102,7 @@ int run_nerv_bench(int argc, char** argv) {
       QualityRequest req;
       req.ks = {5};
       req.curve = false;
+      req.queries = 0;  // all points: exact, comparable with the peers
       const double acc = evaluate_quality(fit.coords, fit.coords, labels, req).at_k[0].knn_accuracy;
       const std::string prec = fit.arithmetic;
       std::printf("%6lld %6s %6s %5d %8.2f %8.2f %8.2f %6d %6d %10.4f %8s %6.3f\n", static_cast<long long>(N),

@@ -2,6 +2,12 @@
 // the same pass computes) against scikit-learn's trustworthiness on identical arrays, in one run.
 // Data: the first N Fashion-MNIST test images, 4 x 4 average-pooled to 7 x 7 = 49 dimensions
 // (deterministic, no fitted model), and a fixed seeded random 2-D projection of them as the map.
+//
+// `orrery_bench quality --scale`: the measures an NE run's report adds (K = 1, 5, 10, 20 with
+// labels) on all 70,000 Fashion-MNIST images (PCA-50 input, their first two principal components
+// as the map), computed on all points and on seeded subsamples of query points (--queries, default
+// the size rule), in one run: the times, their ratio, and each measure's difference against its
+// standard error.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -10,17 +16,103 @@
 #include <iostream>
 #include <random>
 #include <sstream>
+#include <tuple>
 
 #include "bench_common.hpp"
 #include "io/readers.hpp"
 #include "io/writers.hpp"
 #include "orrery/config.hpp"
 #include "orrery/error.hpp"
+#include "orrery/pca.hpp"
 #include "orrery/quality.hpp"
 
 namespace orrery {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+int run_quality_scale_bench(int argc, char** argv) {
+  index_t n = 70000;
+  std::vector<index_t> queries = {-1};  // -1: the default rule
+  int pca = 50, threads = 0;
+  unsigned long long seed = 0;
+  std::string dir = "/usr/share/datasets/fashion-mnist", out;
+  for (int a = 3; a < argc; ++a) {
+    const std::string opt = argv[a];
+    if (a + 1 >= argc) input_error("quality --scale: option " + opt + " needs a value");
+    const std::string v = argv[++a];
+    if (opt == "--n") n = static_cast<index_t>(std::stod(v));
+    else if (opt == "--pca") pca = std::stoi(v);
+    else if (opt == "--queries") queries = bench::count_list(v);
+    else if (opt == "--seed") seed = std::stoull(v);
+    else if (opt == "--threads") threads = std::stoi(v);
+    else if (opt == "--data") dir = v;
+    else if (opt == "--out") out = v;
+    else input_error("quality --scale: unknown option '" + opt + "'");
+  }
+  std::vector<int> labels;
+  MatrixD all = bench::fashion_mnist_all(dir, labels);
+  if (n > all.rows) input_error("quality --scale: --n " + std::to_string(n) + " exceeds the 70000 images");
+  all.data.resize(static_cast<size_t>(n * all.cols));
+  all.rows = n;
+  labels.resize(static_cast<size_t>(n));
+  const MatrixD X = pca_project(all, pca, threads);
+  MatrixD Y(n, 2);
+  for (index_t i = 0; i < n; ++i)
+    for (int d = 0; d < 2; ++d) Y(i, d) = X(i, d);
+  QualityRequest req;  // as an NE run's report asks
+  req.ks = {1, 5, 10, 20};
+  req.curve = false;
+  req.threads = threads;
+  req.seed = seed;
+  req.queries = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  const QualityReport full = evaluate_quality(X, Y, labels, req);
+  const double full_s = seconds_since(t0);
+  std::printf("N %lld, input PCA-%d, map PCA-2, seed %llu: all points %.2f s\n", static_cast<long long>(n), pca,
+              seed, full_s);
+  json records = json::array();
+  for (index_t q : queries) {
+    req.queries = q;
+    t0 = std::chrono::steady_clock::now();
+    const QualityReport sub = evaluate_quality(X, Y, labels, req);
+    const double sub_s = seconds_since(t0);
+    std::printf("\n%lld queries: %.2f s, %.1fx faster than all points\n", static_cast<long long>(sub.queries), sub_s,
+                full_s / sub_s);
+    std::printf("%-20s %4s %12s %12s %11s %10s %8s\n", "measure", "K", "all", "subsample", "difference", "std_err",
+                "|d|/se");
+    json rows = json::array();
+    for (size_t a = 0; a < full.at_k.size(); ++a) {
+      const QualityAtK &f = full.at_k[a], &s = sub.at_k[a];
+      const QualityAtK e = sub.at_k_se.empty() ? QualityAtK{} : sub.at_k_se[a];
+      const std::vector<std::tuple<const char*, double, double, double>> m = {
+          {"trustworthiness", f.trustworthiness, s.trustworthiness, e.trustworthiness},
+          {"continuity", f.continuity, s.continuity, e.continuity},
+          {"mrre_neighbourhood", f.mrre_neighbourhood, s.mrre_neighbourhood, e.mrre_neighbourhood},
+          {"mrre_visual", f.mrre_visual, s.mrre_visual, e.mrre_visual},
+          {"lcmc", f.lcmc, s.lcmc, e.lcmc},
+          {"knn_accuracy", f.knn_accuracy, s.knn_accuracy, e.knn_accuracy}};
+      for (const auto& [name, fv, sv, se] : m) {
+        std::printf("%-20s %4d %12.6f %12.6f %11.2e %10.2e %8.2f\n", name, f.k, fv, sv, sv - fv, se,
+                    se > 0 ? std::abs(sv - fv) / se : 0.0);
+        rows.push_back({{"measure", name}, {"k", f.k}, {"all", fv}, {"subsample", sv}, {"standard_error", se}});
+      }
+    }
+    std::fflush(stdout);
+    records.push_back({{"bench", "quality-scale"}, {"n", n}, {"pca", pca}, {"queries", sub.queries}, {"seed", seed},
+                       {"threads", threads}, {"all_seconds", full_s}, {"subsample_seconds", sub_s},
+                       {"measures", rows}});
+  }
+  bench::write_records(out, records);
+  return 0;
+}
+
+}  // namespace
 
 int run_quality_bench(int argc, char** argv) {
+  if (argc > 2 && std::string(argv[2]) == "--scale") return run_quality_scale_bench(argc, argv);
   std::vector<index_t> sizes = {2000, 5000, 10000};
   int k = 10;
   std::string images = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz", out, python = "/usr/bin/python3";
@@ -29,12 +121,8 @@ int run_quality_bench(int argc, char** argv) {
     const std::string opt = argv[a];
     if (a + 1 >= argc) input_error("quality: option " + opt + " needs a value");
     const std::string v = argv[++a];
-    if (opt == "--n") {
-      sizes.clear();
-      std::stringstream ss(v);
-      std::string item;
-      while (std::getline(ss, item, ',')) sizes.push_back(static_cast<index_t>(std::stod(item)));
-    } else if (opt == "--k") k = std::stoi(v);
+    if (opt == "--n") sizes = bench::count_list(v);
+    else if (opt == "--k") k = std::stoi(v);
     else if (opt == "--images") images = v;
     else if (opt == "--threads") threads = std::stoi(v);
     else if (opt == "--python") python = v;

@@ -126,8 +126,9 @@ class CudaBackend final : public Backend {
     return cuda::make_plsv_engine(info_.index, corpus, topics, dim);
   }
   KnnGraph knn(const MatrixD& X, int k) const override { return cuda::exact_knn(X, k, info_.index); }
-  RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix) const override {
-    return cuda::rank_rows(X, Y, kmax, distance_matrix, info_.index);
+  RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,
+                     const std::vector<index_t>& queries) const override {
+    return cuda::rank_rows(X, Y, kmax, distance_matrix, queries, info_.index);
   }
   MatrixD learning_metric_distances(const ClassMixture& model, const MatrixD& X, int pieces) const override {
     return cuda::learning_metric_distances(model, X, pieces, info_.index);

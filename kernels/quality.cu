@@ -33,12 +33,14 @@ struct Scratch {
   int *tag_in, *tag_out;
 };
 
+// Thread t makes row t, of point queries[t] (of point t when queries is null).
 __global__ void rank_rows_kernel(const double* X, int dx, const double* Y, int dy, long long N, int kmax,
-                                 bool distance_matrix, Scratch s, long long* n_out, long long* rho_out,
-                                 long long* r_in) {
-  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= N) return;
-  const long long off = i * kmax;
+                                 bool distance_matrix, const long long* queries, long long rows, Scratch s,
+                                 long long* n_out, long long* rho_out, long long* r_in) {
+  const long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= rows) return;
+  const long long i = queries ? queries[t] : t;
+  const long long off = t * kmax;
   double *hd_in = s.hd_in + off, *hd_out = s.hd_out + off;
   long long *v = s.v + off, *n = n_out + off;
   int size_in = 0, size_out = 0;
@@ -81,7 +83,7 @@ __global__ void rank_rows_kernel(const double* X, int dx, const double* Y, int d
   if (m_in == 0 && m_out == 0) return;
   math::sort_keys(kd_in, ki_in, tag_in, m_in);
   math::sort_keys(kd_out, ki_out, tag_out, m_out);
-  long long *diff_in = s.diff_in + i * (kmax + 1), *diff_out = s.diff_out + i * (kmax + 1);
+  long long *diff_in = s.diff_in + t * (kmax + 1), *diff_out = s.diff_out + t * (kmax + 1);
   for (int q = 0; q <= kmax; ++q) diff_in[q] = diff_out[q] = 0;
   const double far_in = m_in ? kd_in[m_in - 1] : -1.0, far_out = m_out ? kd_out[m_out - 1] : -1.0;
   for (long long l = 0; l < N; ++l) {
@@ -103,24 +105,29 @@ __global__ void rank_rows_kernel(const double* X, int dx, const double* Y, int d
 
 }  // namespace
 
-RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix, int device) {
+RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,
+                  const std::vector<index_t>& queries, int device) {
   ORRERY_CUDA_CHECK(cudaSetDevice(device));
-  const long long N = Y.rows;
-  const size_t nk = static_cast<size_t>(N) * kmax, nk1 = static_cast<size_t>(N) * (kmax + 1);
+  const long long N = Y.rows, R = queries.empty() ? N : static_cast<long long>(queries.size());
+  const size_t nk = static_cast<size_t>(R) * kmax, nk1 = static_cast<size_t>(R) * (kmax + 1);
   DeviceBuffer<double> x, y, hd_in(nk), hd_out(nk), kd_in(nk), kd_out(nk);
-  DeviceBuffer<long long> v(nk), ki_in(nk), ki_out(nk), diff_in(nk1), diff_out(nk1), n(nk), rho(nk), r(nk);
+  DeviceBuffer<long long> v(nk), ki_in(nk), ki_out(nk), diff_in(nk1), diff_out(nk1), n(nk), rho(nk), r(nk), q;
   DeviceBuffer<int> tag_in(nk), tag_out(nk);
   x.upload(X.data.data(), X.data.size());
   y.upload(Y.data.data(), Y.data.size());
+  const std::vector<long long> q_host(queries.begin(), queries.end());
+  q.upload(q_host.data(), q_host.size());
   Scratch s{hd_in.get(), hd_out.get(), kd_in.get(), kd_out.get(),  v.get(),       ki_in.get(),
             ki_out.get(), diff_in.get(), diff_out.get(), tag_in.get(), tag_out.get()};
-  const int blocks = static_cast<int>((N + kThreads - 1) / kThreads);
+  const int blocks = static_cast<int>((R + kThreads - 1) / kThreads);
   rank_rows_kernel<<<blocks, kThreads>>>(x.get(), static_cast<int>(X.cols), y.get(), static_cast<int>(Y.cols), N,
-                                         kmax, distance_matrix, s, n.get(), rho.get(), r.get());
+                                         kmax, distance_matrix, queries.empty() ? nullptr : q.get(), R, s, n.get(),
+                                         rho.get(), r.get());
   ORRERY_CUDA_LAUNCHED("rank_rows_kernel");
   RankRows rows;
   rows.num_points = N;
   rows.kmax = kmax;
+  rows.queries = queries;
   rows.map_neighbours.resize(nk);
   rows.input_rank_of_map_nb.resize(nk);
   rows.map_rank_of_input_nb.resize(nk);

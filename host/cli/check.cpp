@@ -210,7 +210,7 @@ Checks check_ne(const RunConfig& run, Backend& ref, Backend& dev, int iterations
     const MatrixD X = e ? times_power_of_two(input, -e) : input;
     const MatrixD Y = gaussian(N, 2, run.seed + 7, 1.0);
     const int kmax = static_cast<int>(std::min<index_t>(20, N - 1));
-    const RankRows rr = ref.rank_rows(X, Y, kmax, dm), rd = dev.rank_rows(X, Y, kmax, dm);
+    const RankRows rr = ref.rank_rows(X, Y, kmax, dm, {}), rd = dev.rank_rows(X, Y, kmax, dm, {});
     auto as_double = [](const std::vector<std::int64_t>& v) { return std::vector<double>(v.begin(), v.end()); };
     out.push_back({"quality rank rows",
                    {{"map neighbours", "quality.rank_rows",

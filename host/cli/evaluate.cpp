@@ -1,5 +1,7 @@
 #include "cli/evaluate.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -19,6 +21,9 @@ constexpr long long kMaxNeighbours = 1000000000;
 // Perplexity is an effective number of neighbours: at most 1 leaves no neighbour to calibrate on
 // (the bandwidth search would run off to 0 and the measures come out NaN).
 constexpr double kMaxPerplexity = 1e9;
+// --sample (query points) and --seed.
+constexpr long long kMaxPoints = 1000000000000LL;
+constexpr long long kMaxSeed = 9007199254740991LL;  // 2^53 - 1: exact in the JSON report
 
 std::vector<int> parse_int_list(const std::string& text, const std::string& option) {
   std::vector<int> out;
@@ -42,6 +47,15 @@ json at_k_json(const QualityAtK& q) {
           {"knn_accuracy", nan_to_null(q.knn_accuracy)}};
 }
 
+// The largest standard error of the rank measures at any requested K (k-NN accuracy included).
+double largest_standard_error(const QualityReport& rep) {
+  double m = 0;
+  for (const QualityAtK& e : rep.at_k_se)
+    for (double v : {e.trustworthiness, e.continuity, e.mrre_neighbourhood, e.mrre_visual, e.lcmc, e.knn_accuracy})
+      if (std::isfinite(v)) m = std::max(m, v);
+  return m;
+}
+
 }  // namespace
 
 json quality_json(const QualityReport& rep) {
@@ -55,6 +69,20 @@ json quality_json(const QualityReport& rep) {
   j["smoothed_precision"] = nan_to_null(rep.smoothed_precision);
   j["smoothed_recall"] = nan_to_null(rep.smoothed_recall);
   j["coranking"] = {{"kmax", rep.kmax}, {"counts", rep.coranking}};
+  if (rep.queries < rep.num_points) {
+    // estimates from a seeded subsample of query points; ranks are still against all points
+    j["sample"] = {{"queries", rep.queries},
+                   {"of", rep.num_points},
+                   {"seed", rep.seed},
+                   {"estimates", "means over the query points of their per-point terms (ranks against all "
+                                 "points in both spaces), unbiased; standard errors in at_k[].standard_error; "
+                                 "co-ranking counts over the query rows"}};
+    for (size_t a = 0; a < rep.at_k_se.size(); ++a) {
+      json se = at_k_json(rep.at_k_se[a]);
+      se.erase("k");
+      j["at_k"][a]["standard_error"] = se;
+    }
+  }
   j["conventions"] =
       "ranks exclude the point itself; equal distances rank the lower index first; Euclidean distances; "
       "smoothed precision/recall = -mean_i KL(q_i||p_i) / -mean_i KL(p_i||q_i) with the input's perplexity-"
@@ -83,6 +111,8 @@ int cmd_evaluate(const std::vector<std::string>& args) {
     else if (opt == "--out") out = value();
     else if (opt == "--svg") svg = value();
     else if (opt == "--threads") req.threads = parse_threads_option(value(), "--threads");
+    else if (opt == "--sample") req.queries = parse_int_option(value(), "--sample", 0, kMaxPoints);
+    else if (opt == "--seed") req.seed = static_cast<unsigned long long>(parse_int_option(value(), "--seed", 0, kMaxSeed));
     else if (opt == "--device") device = value();
     else if (opt == "--quiet" || opt == "-q") quiet = true;
     else input_error("evaluate: unknown option '" + opt + "'");
@@ -118,6 +148,9 @@ int cmd_evaluate(const std::vector<std::string>& args) {
     if (req.perplexity > 0)
       std::printf("smoothed precision %.6g, smoothed recall %.6g (perplexity %g)\n", rep.smoothed_precision,
                   rep.smoothed_recall, req.perplexity);
+    if (rep.queries < rep.num_points)
+      std::printf("estimated from %lld seeded query points (seed %llu); standard errors up to %.2g\n",
+                  static_cast<long long>(rep.queries), rep.seed, largest_standard_error(rep));
     std::printf("%lld points, %.2f s\n", static_cast<long long>(rep.num_points), seconds);
   }
   io::OutputSet files;

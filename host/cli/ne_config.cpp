@@ -136,7 +136,8 @@ NeRunConfig read_ne_config(const RunConfig& run) {
       input_error("params.init: pca needs input vectors, not a distance matrix");
     if (m == "snerv" && in.labels.empty()) input_error("input.labels: snerv needs labels (-1 for unknown)");
   }
-  check_keys(run.output_extra, "output", {"dir", "format", "svg"});
+  check_keys(run.output_extra, "output", {"dir", "format", "svg", "quality_sample"});
+  cfg.quality_sample = get_count(run.output_extra, "quality_sample", "output", -1, 0);
   return cfg;
 }
 

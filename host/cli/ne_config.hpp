@@ -61,6 +61,9 @@ struct NeRunConfig {
   NeInputSpec input;
   HssneParams hssne;  // method hssne
   NervParams nerv;    // methods nerv and snerv
+  // output.quality_sample: query points of the report's quality measures (QualityRequest::queries;
+  // -1 when absent = the default rule, 0 = all points).
+  index_t quality_sample = -1;
 };
 
 // Reads and checks every key of the method's input and params (no file is read).

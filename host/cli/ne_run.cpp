@@ -185,6 +185,8 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   req.curve = false;
   req.threads = backend->threads();
   req.input_is_distance_matrix = !cfg.input.distances.empty() || method == "snerv";
+  req.queries = cfg.quality_sample;  // above kQualitySampleAbove points a seeded subsample by default
+  req.seed = run.seed;
   // with precomputed affinities there is no input space to compare the map with
   const json quality = !cfg.input.affinity_matrix.empty()
                            ? json()

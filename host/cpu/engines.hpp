@@ -20,6 +20,7 @@ std::unique_ptr<NervEngine> make_nerv_engine(const MatrixD* dense, const SparseA
                                              const std::vector<double>& beta, const NervOptions& options,
                                              int threads);
 std::unique_ptr<PlsvEngine> make_plsv_engine(const Corpus& corpus, int topics, int dim, int threads);
-RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix, int threads);
+RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,
+                  const std::vector<index_t>& queries, int threads);
 
 }  // namespace orrery::cpu

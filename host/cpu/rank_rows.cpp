@@ -1,8 +1,8 @@
 // The quality measures' rank rows on the CPU (orrery/quality.hpp): per point its kmax nearest in
 // each space by a bounded heap over all points (math/select.hpp), then the ranks that link the two
-// spaces, read from the other space's kept neighbours or counted. OpenMP over points; each row is
-// independent, so any thread count gives the same integers. O(N^2 (d + D)) time, O(N) scratch per
-// thread.
+// spaces, read from the other space's kept neighbours or counted. OpenMP over query points; each
+// row is independent, so any thread count gives the same integers. O(rows N (d + D)) time, O(N)
+// scratch per thread.
 #include <omp.h>
 
 #include <algorithm>
@@ -44,12 +44,14 @@ void cross_ranks(const std::int64_t* list, int kmax, const std::vector<int>& pos
 
 }  // namespace
 
-RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix, int threads) {
-  const index_t N = Y.rows;
+RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,
+                  const std::vector<index_t>& queries, int threads) {
+  const index_t N = Y.rows, R = queries.empty() ? N : static_cast<index_t>(queries.size());
   RankRows rows;
   rows.num_points = N;
   rows.kmax = kmax;
-  const size_t total = static_cast<size_t>(N) * kmax;
+  rows.queries = queries;
+  const size_t total = static_cast<size_t>(R) * kmax;
   rows.map_neighbours.resize(total);
   rows.input_rank_of_map_nb.resize(total);
   rows.map_rank_of_input_nb.resize(total);
@@ -60,8 +62,9 @@ RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_m
     std::vector<std::int64_t> v(kmax), ki(kmax), diff(kmax + 1);
     std::vector<int> pos_in(static_cast<size_t>(N), -1), pos_out(static_cast<size_t>(N), -1), tag(kmax);
 #pragma omp for schedule(dynamic, 16)
-    for (index_t i = 0; i < N; ++i) {
-      std::int64_t* n = rows.map_neighbours.data() + i * kmax;
+    for (index_t row = 0; row < R; ++row) {
+      const index_t i = queries.empty() ? row : queries[static_cast<size_t>(row)];
+      std::int64_t* n = rows.map_neighbours.data() + row * kmax;
       int size_in = 0, size_out = 0;
       for (index_t l = 0; l < N; ++l) {
         din[l] = distance_matrix ? X(i, l) * X(i, l) : math::squared_distance(X.row(i), X.row(l), dx);
@@ -76,8 +79,8 @@ RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_m
         pos_in[static_cast<size_t>(v[p])] = p;
         pos_out[static_cast<size_t>(n[p])] = p;
       }
-      cross_ranks(n, kmax, pos_in, din, i, rows.input_rank_of_map_nb.data() + i * kmax, kd, ki, tag, diff);
-      cross_ranks(v.data(), kmax, pos_out, dout, i, rows.map_rank_of_input_nb.data() + i * kmax, kd, ki, tag, diff);
+      cross_ranks(n, kmax, pos_in, din, i, rows.input_rank_of_map_nb.data() + row * kmax, kd, ki, tag, diff);
+      cross_ranks(v.data(), kmax, pos_out, dout, i, rows.map_rank_of_input_nb.data() + row * kmax, kd, ki, tag, diff);
       for (int p = 0; p < kmax; ++p) {
         pos_in[static_cast<size_t>(v[p])] = -1;
         pos_out[static_cast<size_t>(n[p])] = -1;

@@ -2,7 +2,8 @@
 // spaces come from Backend::rank_rows (host/cpu/rank_rows.cpp: each point's distances to all others
 // computed once, O(N) scratch; kernels/quality.cu: a thread per point); the measures are then sums
 // over those rows, integers exactly and reals per chunk in chunk order.
-// Total O(N^2 (d + D)) time and O(N K_max) memory; no N x N array exists.
+// Total O(Q N (d + D)) time for Q query points (Q = N below the subsample size) and O(Q K_max)
+// memory; no N x N array exists.
 #include "orrery/quality.hpp"
 
 #include <omp.h>
@@ -21,6 +22,7 @@
 #include "orrery/backend.hpp"
 #include "orrery/math/distance.hpp"
 #include "orrery/math/select.hpp"
+#include "methods/random.hpp"
 
 namespace orrery {
 namespace {
@@ -89,11 +91,42 @@ void smoothed_terms(const std::vector<double>& din, const std::vector<double>& d
   *kl_pq = b;
 }
 
+// Standard error of a measure m = a + scale * (sum over the Q queries of a per-point term x), from
+// the sums of x and x^2, for a uniform sample without replacement of Q of N points.
+double standard_error(double scale, double sum, double sum_sq, index_t Q, index_t N) {
+  if (Q < 2 || Q >= N) return 0.0;
+  const double q = static_cast<double>(Q), var = std::max(0.0, (sum_sq - sum * sum / q) / (q - 1));
+  return std::abs(scale) * std::sqrt(q * var * (1.0 - q / static_cast<double>(N)));
+}
+
+// Standard error of a proportion p over the n labelled points of a sample of Q of N points.
+double proportion_se(double p, index_t n, index_t Q, index_t N) {
+  if (!std::isfinite(p)) return kNaN;
+  if (n < 2 || Q >= N) return 0.0;
+  return std::sqrt(p * (1 - p) / static_cast<double>(n - 1) * (1.0 - static_cast<double>(Q) / static_cast<double>(N)));
+}
+
 }  // namespace
+
+std::vector<index_t> quality_queries(index_t N, const QualityRequest& req) {
+  const index_t want = req.queries < 0 ? (N > req.sample_above ? req.sample_queries : 0) : req.queries;
+  if (want == 0 || want >= N) return {};
+  // Selection sampling (Knuth's Algorithm S): point i is taken with probability
+  // (still wanted) / (still to see), which gives a uniform sample, already sorted.
+  std::mt19937_64 rng(req.seed ^ 0x5ca1ab1e0ddba11ULL);
+  std::vector<index_t> q;
+  q.reserve(static_cast<size_t>(want));
+  for (index_t i = 0; i < N && static_cast<index_t>(q.size()) < want; ++i)
+    if (uniform01(rng) * static_cast<double>(N - i) < static_cast<double>(want - static_cast<index_t>(q.size())))
+      q.push_back(i);
+  return q;
+}
 
 QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::vector<int>& labels,
                                const QualityRequest& req, const Backend* backend) {
   validate(X, Y, labels, req);
+  if (req.queries < -1) input_error("queries: expected -1 (the default rule), 0 (all points) or a count, found " +
+                                    std::to_string(req.queries));
   const index_t N = Y.rows;
   const int kmax = req.kmax > 0 ? std::max(req.kmax, *std::max_element(req.ks.begin(), req.ks.end()))
                                 : *std::max_element(req.ks.begin(), req.ks.end());
@@ -101,38 +134,55 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
   const int threads = req.threads > 0 ? req.threads : omp_get_max_threads();
   std::unique_ptr<Backend> cpu;
   if (!backend) backend = (cpu = make_cpu_backend(threads)).get();
+  const std::vector<index_t> queries = quality_queries(N, req);
+  const index_t Q = queries.empty() ? N : static_cast<index_t>(queries.size());
+  auto point = [&](index_t row) { return queries.empty() ? row : queries[static_cast<size_t>(row)]; };
   // ranks do not depend on the scale of either space: each at unit scale for a float backend
   const int ex = float_safe_exponent(X, req.input_is_distance_matrix), ey = float_safe_exponent(Y);
   const MatrixD Xu = ex ? times_power_of_two(X, -ex) : MatrixD(), Yu = ey ? times_power_of_two(Y, -ey) : MatrixD();
-  const RankRows rows = backend->rank_rows(ex ? Xu : X, ey ? Yu : Y, kmax, req.input_is_distance_matrix);
+  const RankRows rows = backend->rank_rows(ex ? Xu : X, ey ? Yu : Y, kmax, req.input_is_distance_matrix, queries);
   const std::vector<int> grid = k_grid(req, kmax);
   const size_t G = grid.size();
-  const index_t chunks = (N + kChunk - 1) / kChunk;
+  const index_t chunks = (Q + kChunk - 1) / kChunk;
   // Integer sums are exact in any order; real ones are summed per chunk, then in chunk order.
+  // Per chunk and K: the MRRE sums, then the sums of squares of the five per-point terms
+  // (trustworthiness, continuity, overlap, MRRE_n, MRRE_v) for the standard errors.
+  constexpr size_t kParts = 7;
   std::vector<std::int64_t> t_sum(G, 0), c_sum(G, 0), overlap(G, 0);
-  std::vector<double> wn_part(static_cast<size_t>(chunks) * G, 0.0), wv_part(static_cast<size_t>(chunks) * G, 0.0);
+  std::vector<double> part(static_cast<size_t>(chunks) * G * kParts, 0.0);
   std::vector<std::int64_t> coranking(static_cast<size_t>(kmax) * kmax, 0);
 #pragma omp parallel num_threads(threads)
   {
     std::vector<std::int64_t> t_loc(G, 0), c_loc(G, 0), ov_loc(G, 0), q_loc(coranking.size(), 0);
 #pragma omp for schedule(static)
     for (index_t ch = 0; ch < chunks; ++ch) {
-      for (index_t i = ch * kChunk; i < std::min(N, (ch + 1) * kChunk); ++i) {
+      for (index_t i = ch * kChunk; i < std::min(Q, (ch + 1) * kChunk); ++i) {
         const std::int64_t* rho_out = rows.input_rank_of_map_nb.data() + i * kmax;
         const std::int64_t* r_in = rows.map_rank_of_input_nb.data() + i * kmax;
         for (size_t g = 0; g < G; ++g) {
           const int K = grid[g];
           double wn = 0, wv = 0;
+          std::int64_t t = 0, c = 0, ov = 0;
           for (int l = 0; l < K; ++l) {
             const std::int64_t rho = rho_out[l], r = r_in[l], own = l + 1;
-            if (rho > K) t_loc[g] += rho - K;
-            else ++ov_loc[g];
-            if (r > K) c_loc[g] += r - K;
+            if (rho > K) t += rho - K;
+            else ++ov;
+            if (r > K) c += r - K;
             wn += static_cast<double>(std::abs(rho - own)) / static_cast<double>(own);
             wv += static_cast<double>(std::abs(r - own)) / static_cast<double>(own);
           }
-          wn_part[static_cast<size_t>(ch) * G + g] += wn;
-          wv_part[static_cast<size_t>(ch) * G + g] += wv;
+          t_loc[g] += t;
+          c_loc[g] += c;
+          ov_loc[g] += ov;
+          double* p = part.data() + (static_cast<size_t>(ch) * G + g) * kParts;
+          const double td = static_cast<double>(t), cd = static_cast<double>(c), od = static_cast<double>(ov);
+          p[0] += wn;
+          p[1] += wv;
+          p[2] += td * td;
+          p[3] += cd * cd;
+          p[4] += od * od;
+          p[5] += wn * wn;
+          p[6] += wv * wv;
         }
         for (int l = 0; l < kmax; ++l)
           if (rho_out[l] <= kmax) ++q_loc[static_cast<size_t>((rho_out[l] - 1) * kmax + l)];
@@ -149,39 +199,68 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
     }
   }
   std::vector<index_t> out_neighbours(rows.map_neighbours.begin(), rows.map_neighbours.end());
+  index_t known = 0;  // labelled query points: the k-NN accuracy's denominator
+  for (index_t row = 0; row < Q && !labels.empty(); ++row) known += labels[static_cast<size_t>(point(row))] >= 0;
 
   QualityReport rep;
   rep.num_points = N;
+  rep.queries = Q;
+  rep.seed = req.seed;
   rep.kmax = kmax;
   rep.coranking = std::move(coranking);
-  const double Nd = static_cast<double>(N);
-  auto at = [&](size_t g) {
-    const int K = grid[g];
+  // Each normaliser's factor that counts the points summed over is Q; the ones bounding ranks are N.
+  const double Nd = static_cast<double>(N), Qd = static_cast<double>(Q);
+  auto sums = [&](size_t g) {
+    std::vector<double> s(kParts, 0.0);
+    for (index_t ch = 0; ch < chunks; ++ch)
+      for (size_t p = 0; p < kParts; ++p) s[p] += part[(static_cast<size_t>(ch) * G + g) * kParts + p];
+    return s;
+  };
+  auto G_K = [&](int K) {
     const double Kd = K;
-    QualityAtK q;
-    q.k = K;
-    const double G_K = 2 * K < N ? Nd * Kd * (2 * Nd - 3 * Kd - 1) : Nd * (Nd - Kd) * (Nd - Kd - 1);
-    q.trustworthiness = G_K > 0 ? 1.0 - 2.0 * static_cast<double>(t_sum[g]) / G_K : 1.0;
-    q.continuity = G_K > 0 ? 1.0 - 2.0 * static_cast<double>(c_sum[g]) / G_K : 1.0;
+    return 2 * K < N ? Qd * Kd * (2 * Nd - 3 * Kd - 1) : Qd * (Nd - Kd) * (Nd - Kd - 1);
+  };
+  auto H_K = [&](int K) {
     double H = 0;
     for (int k = 1; k <= K; ++k) H += std::abs(Nd - 2.0 * k + 1.0) / k;
-    H *= Nd;
-    double wn = 0, wv = 0;
-    for (index_t ch = 0; ch < chunks; ++ch) {
-      wn += wn_part[static_cast<size_t>(ch) * G + g];
-      wv += wv_part[static_cast<size_t>(ch) * G + g];
-    }
-    q.mrre_neighbourhood = wn / H;
-    q.mrre_visual = wv / H;
-    q.lcmc = Kd / (1.0 - Nd) + static_cast<double>(overlap[g]) / (Nd * Kd);
-    q.knn_accuracy = labels.empty() ? kNaN : knn_vote_accuracy(out_neighbours, kmax, labels, K);
+    return H * Qd;
+  };
+  auto at = [&](size_t g) {
+    const int K = grid[g];
+    const double Kd = K, GK = G_K(K);
+    const std::vector<double> s = sums(g);
+    QualityAtK q;
+    q.k = K;
+    q.trustworthiness = GK > 0 ? 1.0 - 2.0 * static_cast<double>(t_sum[g]) / GK : 1.0;
+    q.continuity = GK > 0 ? 1.0 - 2.0 * static_cast<double>(c_sum[g]) / GK : 1.0;
+    q.mrre_neighbourhood = s[0] / H_K(K);
+    q.mrre_visual = s[1] / H_K(K);
+    q.lcmc = Kd / (1.0 - Nd) + static_cast<double>(overlap[g]) / (Qd * Kd);
+    q.knn_accuracy = labels.empty() ? kNaN : knn_vote_accuracy(out_neighbours, kmax, labels, K, queries);
     return q;
   };
-  for (int k : req.ks)
-    rep.at_k.push_back(at(static_cast<size_t>(std::lower_bound(grid.begin(), grid.end(), k) - grid.begin())));
+  auto se = [&](size_t g, const QualityAtK& q) {
+    const int K = grid[g];
+    const double GK = G_K(K), HK = H_K(K);
+    const std::vector<double> s = sums(g);
+    QualityAtK e;
+    e.k = K;
+    e.trustworthiness = GK > 0 ? standard_error(2.0 / GK, static_cast<double>(t_sum[g]), s[2], Q, N) : 0.0;
+    e.continuity = GK > 0 ? standard_error(2.0 / GK, static_cast<double>(c_sum[g]), s[3], Q, N) : 0.0;
+    e.lcmc = standard_error(1.0 / (Qd * K), static_cast<double>(overlap[g]), s[4], Q, N);
+    e.mrre_neighbourhood = standard_error(1.0 / HK, s[0], s[5], Q, N);
+    e.mrre_visual = standard_error(1.0 / HK, s[1], s[6], Q, N);
+    e.knn_accuracy = proportion_se(q.knn_accuracy, known, Q, N);
+    return e;
+  };
+  for (int k : req.ks) {
+    const size_t g = static_cast<size_t>(std::lower_bound(grid.begin(), grid.end(), k) - grid.begin());
+    rep.at_k.push_back(at(g));
+    if (Q < N) rep.at_k_se.push_back(se(g, rep.at_k.back()));
+  }
   if (req.curve)
     for (size_t g = 0; g < G; ++g) rep.curve.push_back(at(g));
-  rep.homogeneity_1nn = labels.empty() ? kNaN : knn_vote_accuracy(out_neighbours, kmax, labels, 1);
+  rep.homogeneity_1nn = labels.empty() ? kNaN : knn_vote_accuracy(out_neighbours, kmax, labels, 1, queries);
   rep.smoothed_precision = rep.smoothed_recall = kNaN;
   if (req.perplexity > 0) {
     std::vector<double> a_part(static_cast<size_t>(chunks), 0.0), b_part(static_cast<size_t>(chunks), 0.0);
@@ -191,7 +270,8 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
       std::vector<double> din(static_cast<size_t>(N)), dout(static_cast<size_t>(N));
 #pragma omp for schedule(dynamic, 1)
       for (index_t ch = 0; ch < chunks; ++ch)
-        for (index_t i = ch * kChunk; i < std::min(N, (ch + 1) * kChunk); ++i) {
+        for (index_t row = ch * kChunk; row < std::min(Q, (ch + 1) * kChunk); ++row) {
+          const index_t i = point(row);
           for (index_t l = 0; l < N; ++l) {
             din[l] = req.input_is_distance_matrix ? X(i, l) * X(i, l) : math::squared_distance(X.row(i), X.row(l), dx);
             dout[l] = math::squared_distance(Y.row(i), Y.row(l), dy);
@@ -207,24 +287,26 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
       a += a_part[static_cast<size_t>(ch)];
       b += b_part[static_cast<size_t>(ch)];
     }
-    rep.smoothed_precision = -a / Nd;
-    rep.smoothed_recall = -b / Nd;
+    rep.smoothed_precision = -a / Qd;
+    rep.smoothed_recall = -b / Qd;
   }
   return rep;
 }
 
-double knn_vote_accuracy(const std::vector<index_t>& neighbours, int stride, const std::vector<int>& labels, int k) {
-  const index_t N = static_cast<index_t>(labels.size());
+double knn_vote_accuracy(const std::vector<index_t>& neighbours, int stride, const std::vector<int>& labels, int k,
+                         const std::vector<index_t>& queries) {
+  const index_t R = queries.empty() ? static_cast<index_t>(labels.size()) : static_cast<index_t>(queries.size());
   index_t hit = 0, known = 0;
   // (label, votes) of the at most k voters: labels are any integers, so no array indexed by them.
   std::vector<std::pair<int, int>> count;
-  for (index_t i = 0; i < N; ++i) {
+  for (index_t row = 0; row < R; ++row) {
+    const index_t i = queries.empty() ? row : queries[static_cast<size_t>(row)];
     if (labels[static_cast<size_t>(i)] < 0) continue;
     ++known;
     int best = -1, best_count = 0, used = 0;
     count.clear();
     for (int l = 0; l < stride && used < k; ++l) {
-      const int lab = labels[static_cast<size_t>(neighbours[static_cast<size_t>(i * stride + l)])];
+      const int lab = labels[static_cast<size_t>(neighbours[static_cast<size_t>(row * stride + l)])];
       if (lab < 0) continue;
       ++used;
       auto it = std::find_if(count.begin(), count.end(), [&](const std::pair<int, int>& c) { return c.first == lab; });

@@ -140,8 +140,9 @@ class Backend {
   // ascending squared distance, ties by lower index); 1 <= k <= N - 1.
   virtual KnnGraph knn(const MatrixD& X, int k) const = 0;
   // The quality measures' rank rows (orrery/quality.hpp) of map Y against input X (vectors, or
-  // an N x N distance matrix when distance_matrix).
-  virtual RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix) const = 0;
+  // an N x N distance matrix when distance_matrix), for the points `queries` (empty: all points).
+  virtual RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,
+                             const std::vector<index_t>& queries) const = 0;
   // Learning-metric distances between all rows of X under the class-mixture model (N x N,
   // symmetric, zero diagonal; orrery/snerv.hpp), straight paths of `pieces` pieces.
   virtual MatrixD learning_metric_distances(const ClassMixture& model, const MatrixD& X, int pieces) const = 0;

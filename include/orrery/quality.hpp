@@ -9,6 +9,13 @@
 // - Integer quantities (rank sums, overlaps, co-ranking counts) are summed exactly in 64-bit
 //   integers; real-valued ones per point and then in point order, so results do not depend on
 //   the number of threads.
+// - Above a size (QualityRequest::sample_above) the measures are estimated from a seeded uniform
+//   subsample of query points: each query's ranks are still against all N points in both spaces,
+//   so its per-point terms are exactly those of the full computation, and every measure (a mean
+//   over points of per-point terms) is estimated by the mean over the queries: the normalisers'
+//   factor N that counts points becomes the number of queries, the ones that bound ranks stay N.
+//   The estimate is unbiased (k-NN accuracy with unlabelled points is a ratio of two such means);
+//   its standard error is reported. The co-ranking counts are then those of the query rows.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -18,6 +25,14 @@
 
 namespace orrery {
 
+// The default subsample rule, chosen by measurement (`orrery_bench quality --scale`, table in
+// bench/README.md): a query costs ~12 ns x N on 2 CPU cores and a run ~0.6 ms per point at the
+// interpolated engine's target, so Q queries cost ~Q x 2e-5 of a run at any N: 4,000 keep the
+// measures under 10% (3.3 s instead of 61 s at 70,000 points), with standard errors up to 0.002
+// (rank measures) and 0.008 (k-NN accuracy). Up to 10,000 points all of them cost ~1.2 s at most.
+inline constexpr index_t kQualitySampleAbove = 10000;
+inline constexpr index_t kQualityQueries = 4000;
+
 struct QualityRequest {
   std::vector<int> ks = {5, 10, 20};  // neighbourhood sizes K to report (also k of k-NN accuracy)
   int kmax = 0;                       // size of the co-ranking matrix; 0 = max(ks)
@@ -25,6 +40,12 @@ struct QualityRequest {
   double perplexity = 0.0;            // > 0: NeRV's mean smoothed precision/recall at this perplexity
   bool input_is_distance_matrix = false;  // input is an N x N matrix of distances, not vectors
   int threads = 0;                    // 0 = OpenMP default
+  // Query points: -1 = the default rule (all points up to sample_above, else sample_queries),
+  // 0 = all points, n > 0 = n seeded query points (all when n >= N).
+  index_t queries = -1;
+  index_t sample_above = kQualitySampleAbove;  // the default rule's size threshold
+  index_t sample_queries = kQualityQueries;    // and its number of query points
+  unsigned long long seed = 0;                 // of the subsample
 };
 
 struct QualityAtK {
@@ -37,10 +58,13 @@ struct QualityAtK {
 
 struct QualityReport {
   index_t num_points = 0;
+  index_t queries = 0;                // query points the measures average over (num_points: all)
+  unsigned long long seed = 0;        // of the subsample (meaningful when queries < num_points)
+  std::vector<QualityAtK> at_k_se;    // standard errors of at_k's estimates (empty when all points)
   int kmax = 0;
   std::vector<QualityAtK> at_k;       // one per requested K, in request order
   std::vector<QualityAtK> curve;      // K on a grid in [1, kmax] (empty unless requested)
-  std::vector<std::int64_t> coranking;  // kmax x kmax: entry (k-1, l-1) counts pairs with rho = k, r = l
+  std::vector<std::int64_t> coranking;  // kmax x kmax: entry (k-1, l-1) counts pairs (i, j) with rho = k, r = l, i a query
   double homogeneity_1nn = 0;         // fraction whose nearest map neighbour shares its label (NaN without labels)
   double smoothed_precision = 0;      // -mean_i KL(q_i || p_i) (NaN unless perplexity > 0); 0 is perfect
   double smoothed_recall = 0;         // -mean_i KL(p_i || q_i)
@@ -48,11 +72,12 @@ struct QualityReport {
 
 class Backend;
 
-// Per point: its kmax nearest in the map and the ranks that link the two spaces. Every rank-based
-// measure is a sum over these (N x kmax each, row-major).
+// Per query point: its kmax nearest in the map and the ranks that link the two spaces, against all
+// points. Every rank-based measure is a sum over these (rows x kmax each, row-major).
 struct RankRows {
   index_t num_points = 0;
   int kmax = 0;
+  std::vector<index_t> queries;  // row r is point queries[r]; empty: one row per point, in order
   std::vector<std::int64_t> map_neighbours;         // n_i, nearest first
   std::vector<std::int64_t> input_rank_of_map_nb;   // rho(i, n_i[l])
   std::vector<std::int64_t> map_rank_of_input_nb;   // r(i, v_i[l]), v_i the input neighbours
@@ -69,9 +94,15 @@ struct RankRows {
 QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::vector<int>& labels,
                                const QualityRequest& request, const Backend* backend = nullptr);
 
+// The query points evaluate_quality uses for N points: empty when it takes all of them, else a
+// sorted seeded uniform sample without replacement (the same for a seed on every platform).
+std::vector<index_t> quality_queries(index_t N, const QualityRequest& request);
+
 // Leave-one-out k-NN classification of a map from its neighbour lists: majority vote of the k
 // nearest labelled neighbours; a tie goes to the label whose nearest member ranks first.
-double knn_vote_accuracy(const std::vector<index_t>& neighbours, int stride, const std::vector<int>& labels, int k);
+// With `queries`, neighbour row r belongs to point queries[r] and only those points are scored.
+double knn_vote_accuracy(const std::vector<index_t>& neighbours, int stride, const std::vector<int>& labels, int k,
+                         const std::vector<index_t>& queries = {});
 
 // k-NN classification of held-out points in a map: each point of `test` gets the majority label of
 // its k nearest points among those labelled in train_labels (a tie goes to the label met first,

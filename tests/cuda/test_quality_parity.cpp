@@ -38,7 +38,7 @@ std::vector<test::ParityCase> test::quality_parity_cases() {
     out.push_back({"quality", "rank_rows_N" + std::to_string(n) + "_d" + std::to_string(d) + "_k" + std::to_string(kmax),
                    [n = n, d = d, kmax = kmax, levels = levels](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
                      const MatrixD X = integer_points(n, d, 1, levels), Y = integer_points(n, 2, 2, levels * 3);
-                     same_rows(cpu.rank_rows(X, Y, kmax, false), gpu.rank_rows(X, Y, kmax, false), check, "");
+                     same_rows(cpu.rank_rows(X, Y, kmax, false, {}), gpu.rank_rows(X, Y, kmax, false, {}), check, "");
                    }});
   out.push_back({"quality", "measures_through_the_backend_N1500", [](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
                    const MatrixD X = integer_points(1500, 10, 3, 9), Y = integer_points(1500, 2, 4, 30);
@@ -62,9 +62,21 @@ std::vector<test::ParityCase> test::quality_parity_cases() {
   out.push_back({"quality", "distance_matrix_input_N200", [](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
                    const MatrixD X = integer_points(200, 4, 5, 5), Y = integer_points(200, 2, 6, 11);
                    const MatrixD D = test::euclidean_distances(X);
-                   same_rows(cpu.rank_rows(D, Y, 15, true), gpu.rank_rows(D, Y, 15, true), check, "distances: ");
-                   check.same("vectors and distances give the same input ranks", gpu.rank_rows(X, Y, 15, false).input_rank_of_map_nb,
-                              gpu.rank_rows(D, Y, 15, true).input_rank_of_map_nb);
+                   same_rows(cpu.rank_rows(D, Y, 15, true, {}), gpu.rank_rows(D, Y, 15, true, {}), check, "distances: ");
+                   check.same("vectors and distances give the same input ranks", gpu.rank_rows(X, Y, 15, false, {}).input_rank_of_map_nb,
+                              gpu.rank_rows(D, Y, 15, true, {}).input_rank_of_map_nb);
+                 }});
+  out.push_back({"quality", "query_subsample_N2000", [](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
+                   // the rows of a seeded subsample of query points, ranked against all points
+                   const MatrixD X = integer_points(2000, 12, 7, 6), Y = integer_points(2000, 2, 8, 40);
+                   QualityRequest req;
+                   req.queries = 300;
+                   req.seed = 9;
+                   const std::vector<index_t> q = quality_queries(2000, req);
+                   same_rows(cpu.rank_rows(X, Y, 20, false, q), gpu.rank_rows(X, Y, 20, false, q), check, "queries: ");
+                   const MatrixD D = test::euclidean_distances(X);
+                   same_rows(cpu.rank_rows(D, Y, 20, true, q), gpu.rank_rows(D, Y, 20, true, q), check,
+                             "queries, distances: ");
                  }});
   return out;
 }

@@ -3,7 +3,9 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <vector>
 
+#include "io/readers.hpp"
 #include "io/writers.hpp"
 #include "orrery/config.hpp"
 #include "orrery/types.hpp"
@@ -17,6 +19,30 @@ inline MatrixD pooled_images(const MatrixD& raw, index_t N) {
   for (index_t n = 0; n < N; ++n)
     for (int r = 0; r < 28; ++r)
       for (int c = 0; c < 28; ++c) X(n, (r / 4) * 7 + c / 4) += raw(n, r * 28 + c) / 16.0;
+  return X;
+}
+
+// Images (rows of pixels) with their class labels.
+struct LabelledImages {
+  MatrixD pixels;
+  std::vector<int> labels;
+};
+
+// All 70,000 Fashion-MNIST images in `dir`: the training set, then the test set.
+inline LabelledImages fashion_all(const std::string& dir) {
+  LabelledImages all{io::read_matrix(dir + "/train-images-idx3-ubyte.gz"), io::read_labels(dir + "/train-labels-idx1-ubyte.gz")};
+  const MatrixD test = io::read_matrix(dir + "/t10k-images-idx3-ubyte.gz");
+  const std::vector<int> labels = io::read_labels(dir + "/t10k-labels-idx1-ubyte.gz");
+  all.pixels.data.insert(all.pixels.data.end(), test.data.begin(), test.data.end());
+  all.pixels.rows += test.rows;
+  all.labels.insert(all.labels.end(), labels.begin(), labels.end());
+  return all;
+}
+
+// The first N rows of M, each entry divided by `divisor`.
+inline MatrixD first_rows(const MatrixD& M, index_t N, double divisor) {
+  MatrixD X(N, M.cols);
+  for (index_t i = 0; i < N * M.cols; ++i) X.data[i] = M.data[i] / divisor;
   return X;
 }
 

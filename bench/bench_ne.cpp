@@ -1,7 +1,9 @@
 // `orrery_bench hssne`: exact HSSNE (alpha = 1, the t-SNE kernel) against the t-SNE peers that
 // Debian ships, on identical arrays in the same run: scikit-learn's TSNE, exact and Barnes-Hut
-// (python3-sklearn), and Rtsne (r-cran-rtsne, van der Maaten's bhtsne), Barnes-Hut and exact. The
-// data: Fashion-MNIST test images 4 x 4 average-pooled to 49 dimensions. For every seed and side:
+// (python3-sklearn), and Rtsne (r-cran-rtsne, van der Maaten's bhtsne), Barnes-Hut and exact; and
+// FIt-SNE 1.2.1, built from source outside the repository (FITSNE_DIR). The data: Fashion-MNIST
+// test images 4 x 4 average-pooled to 49 dimensions, or (--data fashion) the first N of all 70,000
+// images / 255 after PCA to 50. For every seed and side:
 // seconds (affinities included), and every map scored here by the same code: leave-one-out 5-NN
 // accuracy and KL(P || Q) under orrery's affinities (each peer optimises its own P, computed its
 // own way; this says how well each map fits one common P).

@@ -7,7 +7,6 @@
 #include <vector>
 #include <algorithm>
 
-
 #include "io/readers.hpp"
 #include "io/writers.hpp"
 #include "orrery/config.hpp"
@@ -52,6 +51,30 @@ inline std::vector<index_t> count_list(const std::string& text) {
   std::string item;
   while (std::getline(ss, item, ',')) out.push_back(static_cast<index_t>(std::stod(item)));
   return out;
+}
+
+// Images (rows of pixels) with their class labels.
+struct LabelledImages {
+  MatrixD pixels;
+  std::vector<int> labels;
+};
+
+// All 70,000 Fashion-MNIST images in `dir`: the training set, then the test set.
+inline LabelledImages fashion_all(const std::string& dir) {
+  LabelledImages all{io::read_matrix(dir + "/train-images-idx3-ubyte.gz"), io::read_labels(dir + "/train-labels-idx1-ubyte.gz")};
+  const MatrixD test = io::read_matrix(dir + "/t10k-images-idx3-ubyte.gz");
+  const std::vector<int> labels = io::read_labels(dir + "/t10k-labels-idx1-ubyte.gz");
+  all.pixels.data.insert(all.pixels.data.end(), test.data.begin(), test.data.end());
+  all.pixels.rows += test.rows;
+  all.labels.insert(all.labels.end(), labels.begin(), labels.end());
+  return all;
+}
+
+// The first N rows of M, each entry divided by `divisor`.
+inline MatrixD first_rows(const MatrixD& M, index_t N, double divisor) {
+  MatrixD X(N, M.cols);
+  for (index_t i = 0; i < N * M.cols; ++i) X.data[i] = M.data[i] / divisor;
+  return X;
 }
 
 // Runs a command that prints one JSON line (a peer's timing); an empty object when it fails.

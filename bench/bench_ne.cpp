@@ -1,7 +1,9 @@
 // `orrery_bench hssne`: exact HSSNE (alpha = 1, the t-SNE kernel) against the t-SNE peers that
 // Debian ships, on identical arrays in the same run: scikit-learn's TSNE, exact and Barnes-Hut
-// (python3-sklearn), and Rtsne (r-cran-rtsne, van der Maaten's bhtsne), Barnes-Hut and exact. The
-// data: Fashion-MNIST test images 4 x 4 average-pooled to 49 dimensions. For every seed and side:
+// (python3-sklearn), and Rtsne (r-cran-rtsne, van der Maaten's bhtsne), Barnes-Hut and exact; and
+// FIt-SNE 1.2.1, built from source outside the repository (FITSNE_DIR). The data: Fashion-MNIST
+// test images 4 x 4 average-pooled to 49 dimensions, or (--data fashion) the first N of all 70,000
+// images / 255 after PCA to 50. For every seed and side:
 // seconds (affinities included), and every map scored here by the same code: leave-one-out 5-NN
 // accuracy and KL(P || Q) under orrery's affinities (each peer optimises its own P, computed its
 // own way; this says how well each map fits one common P).
@@ -63,8 +65,15 @@ std::vector<Peer> make_peers(const std::vector<std::string>& names, const std::s
                          return "Rscript bench/rtsne.R " + xc + " " + theta + tail + std::to_string(seed) + " " +
                                 std::to_string(threads) + " " + mp;
                        }, mp});
+    } else if (n == "fitsne") {
+      // FIt-SNE 1.2.1 through its fast_tsne.py, from the directory in FITSNE_DIR (bench/fitsne.py)
+      const std::string mp = "/tmp/orrery_bench_ne_map.npy";
+      peers.push_back({n, [=](unsigned long long seed) {
+                         return python + " bench/fitsne.py " + xp + " " + yp + tail + std::to_string(seed) + " " +
+                                std::to_string(threads) + " " + mp;
+                       }, mp});
     } else if (n != "none") {
-      input_error("hssne: unknown peer '" + n + "' (sklearn_exact, sklearn_bh, rtsne_bh, rtsne_exact, none)");
+      input_error("hssne: unknown peer '" + n + "' (sklearn_exact, sklearn_bh, rtsne_bh, rtsne_exact, fitsne, none)");
     }
   }
   return peers;
@@ -94,8 +103,8 @@ int run_ne_bench(int argc, char** argv) {
   std::vector<std::string> peer_names = {"sklearn_exact", "sklearn_bh", "rtsne_bh"};
   int iters = 1000, threads = 0;
   double perplexity = 30;
-  bool sparse = false;
-  std::string out, python = "/usr/bin/python3", optimizer = "fixed_point";
+  bool sparse = false, run_orrery = true;
+  std::string out, python = "/usr/bin/python3", optimizer = "fixed_point", data = "pooled";
   for (int a = 2; a < argc; ++a) {
     const std::string opt = argv[a];
     if (opt == "--sparse") {
@@ -116,12 +125,22 @@ int run_ne_bench(int argc, char** argv) {
     else if (opt == "--threads") threads = std::stoi(v);
     else if (opt == "--python") python = v;
     else if (opt == "--optimizer") optimizer = v;
-    else if (opt == "--out") out = v;
+    else if (opt == "--data") data = v;
+    else if (opt == "--orrery") {
+      if (v != "on" && v != "off") input_error("hssne: --orrery takes on or off, not '" + v + "'");
+      run_orrery = v == "on";
+    } else if (opt == "--out") out = v;
     else input_error("hssne: unknown option '" + opt + "'");
   }
+  if (data != "pooled" && data != "fashion") input_error("hssne: --data takes pooled or fashion, not '" + data + "'");
+  // All 70,000 images: P is the kNN one (as in hssne-scale), a dense P of N^2 doubles would not fit.
+  const bool fashion = data == "fashion";
+  sparse = sparse || fashion;
   const std::vector<Peer> peers = make_peers(peer_names, python, perplexity, iters, threads);
-  const MatrixD raw = io::read_matrix("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz");
-  const std::vector<int> all_labels = io::read_labels("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz");
+  const std::string dir = "/usr/share/datasets/fashion-mnist";
+  const bench::LabelledImages images =
+      fashion ? bench::fashion_all(dir) : bench::LabelledImages{io::read_matrix(dir + "/t10k-images-idx3-ubyte.gz"),
+                                                                io::read_labels(dir + "/t10k-labels-idx1-ubyte.gz")};
   json records = json::array();
   std::printf("%6s %5s  %-20s %9s %10s %7s %7s %8s\n", "N", "seed", "method", "seconds", "pairs/s", "5nn", "KL",
               "ratio");
@@ -134,8 +153,14 @@ int run_ne_bench(int argc, char** argv) {
     std::fflush(stdout);
   };
   for (index_t N : sizes) {
-    const MatrixD X = bench::pooled_images(raw, N);
-    const std::vector<int> labels(all_labels.begin(), all_labels.begin() + N);
+    if (N > images.pixels.rows)
+      input_error("hssne: --n " + std::to_string(N) + " exceeds the " + std::to_string(images.pixels.rows) +
+                  " images of --data " + data);
+    // Every side gets the same array: pooled test images, or the first N of all 70,000 / 255 after
+    // orrery's PCA to 50 dimensions (not timed: input preparation common to all sides).
+    const MatrixD X = fashion ? pca_project(bench::first_rows(images.pixels, N, 255.0), 50, threads)
+                              : bench::pooled_images(images.pixels, N);
+    const std::vector<int> labels(images.labels.begin(), images.labels.begin() + N);
     io::OutputSet files;
     files.add("/tmp/orrery_bench_ne_X.npy", io::npy_bytes(X));
     files.add("/tmp/orrery_bench_ne_X.csv", io::csv_bytes(X));
@@ -148,19 +173,24 @@ int run_ne_bench(int argc, char** argv) {
       prm.max_iter = iters;
       prm.tol = 0;  // run every iteration, as the peers do
       prm.optimizer = parse_enum<HssneOptimizer>(optimizer, "--optimizer");
+      // orrery's P: its own affinities (timed as its first stage) and the common P every map is scored by
       const AffinityResult P = sparse ? affinities_sparse(X, perplexity, threads) : affinities_dense(X, perplexity, threads);
-      const HssneResult fit = sparse ? fit_hssne(P.sparse, prm, seed, threads) : fit_hssne(P.dense, {}, prm, seed, threads);
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double aff_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const auto kl = [&](const MatrixD& Y) {
         return sparse ? hssne_objective(P.sparse, Y, 1.0, nullptr, threads) : hssne_objective(P.dense, Y, 1.0, nullptr, threads);
       };
-      // one evaluation = one pass over all N (N - 1) ordered pairs
-      const double pairs = static_cast<double>(N) * (N - 1) * fit.evaluations;
-      json run = {{"seed", seed},
-                  {"orrery", {{"seconds", secs}, {"pairs_per_second", pairs / secs}, {"knn5_accuracy", knn5(fit.coords, labels)},
-                              {"kl", kl(fit.coords)}, {"evaluations", fit.evaluations}, {"restarts", fit.restarts},
-                              {"damped_steps", fit.damped_steps}}}};
-      line(N, std::to_string(seed), "orrery " + optimizer, run["orrery"], secs);
+      json run = {{"seed", seed}};
+      double secs = std::nan("");  // orrery's seconds, the ratios' base (none with --orrery off)
+      if (run_orrery) {
+        const HssneResult fit = sparse ? fit_hssne(P.sparse, prm, seed, threads) : fit_hssne(P.dense, {}, prm, seed, threads);
+        secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        // one evaluation = one pass over all N (N - 1) ordered pairs
+        const double pairs = static_cast<double>(N) * (N - 1) * fit.evaluations;
+        run["orrery"] = {{"seconds", secs}, {"affinity_seconds", aff_s}, {"pairs_per_second", pairs / secs},
+                         {"knn5_accuracy", knn5(fit.coords, labels)}, {"kl", kl(fit.coords)},
+                         {"evaluations", fit.evaluations}, {"restarts", fit.restarts}, {"damped_steps", fit.damped_steps}};
+        line(N, std::to_string(seed), "orrery " + optimizer, run["orrery"], secs);
+      }
       for (const Peer& peer : peers) {
         json r = bench::run_json_command(peer.command(seed));
         if (r.contains("seconds")) {
@@ -175,14 +205,18 @@ int run_ne_bench(int argc, char** argv) {
       runs.push_back(run);
     }
     // Means over the seeds (each side fitted once per seed): the figures bench/README.md quotes.
-    json mean = {{"bench", "hssne"}, {"n", N}, {"affinities", sparse ? "sparse" : "dense"}, {"dims", 49},
+    json mean = {{"bench", "hssne"}, {"n", N}, {"affinities", sparse ? "sparse" : "dense"},
+                 {"data", fashion ? "fashion-mnist all 70,000 / 255, PCA 50" : "fashion-mnist test, pooled 4 x 4"},
+                 {"dims", X.cols},
                  {"perplexity", perplexity}, {"iterations", iters}, {"optimizer", optimizer}, {"seeds", seeds},
                  {"threads", threads}};
-    std::vector<std::string> sides = {"orrery"};
+    std::vector<std::string> sides;
+    if (run_orrery) sides.push_back("orrery");
     for (const Peer& peer : peers) sides.push_back(peer.name);
     const double base = [&] {
       json col = json::array();
-      for (const json& r : runs) col.push_back(r["orrery"]);
+      for (const json& r : runs)
+        if (r.contains("orrery")) col.push_back(r["orrery"]);
       return mean_of(col, "seconds");
     }();
     for (const std::string& side : sides) {
@@ -191,7 +225,8 @@ int run_ne_bench(int argc, char** argv) {
       json m;
       for (const char* key : {"seconds", "knn5_accuracy", "kl"}) m[key] = mean_of(col, key);
       m["ratio"] = m["seconds"].get<double>() / base;
-      if (side == "orrery") m["pairs_per_second"] = mean_of(col, "pairs_per_second");
+      if (side == "orrery")
+        for (const char* key : {"pairs_per_second", "affinity_seconds"}) m[key] = mean_of(col, key);
       mean[side] = m;
       line(N, "mean", side == "orrery" ? "orrery " + optimizer : side, m, base);
     }
@@ -234,23 +269,15 @@ int run_ne_scale_bench(int argc, char** argv) {
   std::cerr << "[hssne-scale] " << backend->name() << "\n";
   const auto clock = [] { return std::chrono::steady_clock::now(); };
   const auto since = [](auto t) { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(); };
-  MatrixD all = io::read_matrix(dir + "/train-images-idx3-ubyte.gz");
-  std::vector<int> all_labels = io::read_labels(dir + "/train-labels-idx1-ubyte.gz");
-  {
-    const MatrixD test = io::read_matrix(dir + "/t10k-images-idx3-ubyte.gz");
-    const std::vector<int> tl = io::read_labels(dir + "/t10k-labels-idx1-ubyte.gz");
-    all.data.insert(all.data.end(), test.data.begin(), test.data.end());
-    all.rows += test.rows;
-    all_labels.insert(all_labels.end(), tl.begin(), tl.end());
-  }
+  const bench::LabelledImages images = bench::fashion_all(dir);
+  const MatrixD& all = images.pixels;
+  const std::vector<int>& all_labels = images.labels;
   json records = json::array();
   std::printf("%6s %6s %8s %8s %8s %8s %8s %10s %12s %12s %6s\n", "N", "iters", "pca_s", "knn_s", "aff_s", "fit_s", "total_s",
               "s/iter", "pairs/s fit", "pairs/s step", "5nn");
   for (index_t N : sizes) {
     if (N > all.rows) input_error("hssne-scale: --n " + std::to_string(N) + " exceeds the 70000 images");
-    MatrixD X(N, all.cols);
-    std::copy(all.data.begin(), all.data.begin() + N * all.cols, X.data.begin());
-    for (double& v : X.data) v /= 255.0;
+    const MatrixD X = bench::first_rows(all, N, 255.0);
     const std::vector<int> labels(all_labels.begin(), all_labels.begin() + N);
     const auto t0 = clock();
     const MatrixD Xp = pca > 0 ? pca_project(X, pca, threads) : X;

@@ -155,7 +155,7 @@ Checks check_ne(const RunConfig& run, Backend& ref, Backend& dev, int iterations
     aff = snerv_affinities(metric, snerv_perplexity(cfg.input.perplexity, N, model.centres.rows), plan.sparse,
                            ref.threads());
   } else {
-    aff = ne_affinities(cfg, d, plan.sparse, ref);
+    aff = ne_affinities(cfg, d, plan, ref);
   }
   if (m == "hssne") {
     const HssneParams& p = cfg.hssne;

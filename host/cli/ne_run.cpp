@@ -82,7 +82,8 @@ NePrepared prepare_ne(const RunConfig& run) {
 
 std::string validate_ne(const RunConfig& run) {
   const NePrepared p = prepare_ne(run);
-  return describe(p.cfg, p.d) + ", " + affinity_text(p.plan) + " affinities, planned peak " +
+  return describe(p.cfg, p.d) + ", " + affinity_text(p.plan) + " affinities" +
+         (p.plan.approximate ? " (approximate neighbours)" : "") + ", planned peak " +
          format_bytes(p.plan.memory.host_peak()) + " host" +
          (p.device() ? " + " + format_bytes(p.plan.memory.device_peak()) + " GPU" : "");
 }

@@ -67,6 +67,9 @@ TEST(NeighborsCli, ApproximateRunReportsItsRecall) {
   EXPECT_GE(recall, 0.97);
   EXPECT_LE(recall, 1.0);
   EXPECT_GE(r["input"]["neighbor_seconds"].get<double>(), 0.0);
+  const auto v = orrery::test::run_orrery("validate " + cfg);
+  ASSERT_EQ(v.code, 0) << v.output;
+  EXPECT_NE(v.output.find("sparse (auto) affinities (approximate neighbours)"), std::string::npos) << v.output;
 }
 
 TEST(NeighborsCli, AutoSearchesSmallSetsExactly) {

@@ -20,6 +20,7 @@
 // hnswlib.h defines non-inline functions: include it in this one translation unit only.
 #include <hnswlib/hnswlib.h>
 
+#include "cpu/knn_row.hpp"
 #include "orrery/error.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/math/distance.hpp"
@@ -29,11 +30,6 @@ namespace orrery {
 namespace {
 
 int threads_or_default(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
-
-void check_k(index_t N, int k) {
-  if (k < 1 || k > N - 1)
-    input_error("k: expected 1 <= k <= N - 1 = " + std::to_string(N - 1) + " neighbours, found " + std::to_string(k));
-}
 
 void to_float(const MatrixD& X, index_t i, std::vector<float>& row) {
   for (index_t c = 0; c < X.cols; ++c) row[static_cast<size_t>(c)] = static_cast<float>(X(i, c));
@@ -55,7 +51,7 @@ struct ProgressTicker {
 KnnGraph approximate_knn(const MatrixD& X, int k, unsigned long long seed, int threads, const ApproxKnnParams& params,
                          const KnnProgress& progress) {
   const index_t N = X.rows;
-  check_k(N, k);
+  cpu::check_knn_k(N, k);
   if (params.M < 2 || params.ef_construction < 1 || params.ef_search < 1)
     input_error("approximate_knn: expected M >= 2, ef_construction >= 1 and ef_search >= 1");
   if (N > static_cast<index_t>(UINT32_MAX))
@@ -103,14 +99,18 @@ KnnGraph approximate_knn(const MatrixD& X, int k, unsigned long long seed, int t
         const auto j = static_cast<index_t>(top.top().second);
         if (j != i) found.emplace_back(math::squared_distance(X.row(i), X.row(j), d), j);
       }
-      // Without i among the k + 1 (many copies of it at distance 0), the k + 1-th is dropped.
-      std::sort(found.begin(), found.end());
-      if (static_cast<int>(found.size()) < k)
-        internal_error("approximate_knn: the HNSW search returned " + std::to_string(found.size()) +
-                       " neighbours of point " + std::to_string(i) + ", expected " + std::to_string(k));
-      for (int l = 0; l < k; ++l) {
-        g.dist2[static_cast<size_t>(i * k + l)] = found[static_cast<size_t>(l)].first;
-        g.index[static_cast<size_t>(i * k + l)] = found[static_cast<size_t>(l)].second;
+      double* hd = g.dist2.data() + i * k;
+      index_t* hi = g.index.data() + i * k;
+      if (static_cast<int>(found.size()) < k) {
+        // fewer than k reached (a part of the graph cut off from the search): this row exactly
+        cpu::exact_knn_row(X, i, k, hd, hi);
+      } else {
+        // Without i among the k + 1 (many copies of it at distance 0), the k + 1-th is dropped.
+        std::sort(found.begin(), found.end());
+        for (int l = 0; l < k; ++l) {
+          hd[l] = found[static_cast<size_t>(l)].first;
+          hi[l] = found[static_cast<size_t>(l)].second;
+        }
       }
       ticker.tick(N);
     }
@@ -122,7 +122,7 @@ KnnGraph approximate_knn(const MatrixD& X, int k, unsigned long long seed, int t
 KnnRecall estimate_knn_recall(const MatrixD& X, const KnnGraph& g, index_t sample, unsigned long long seed,
                               int threads) {
   const index_t N = X.rows;
-  const int k = g.k, d = static_cast<int>(X.cols);
+  const int k = g.k;
   if (g.num_points != N) internal_error("estimate_knn_recall: the graph has another number of points than X");
   // The first `sample` entries of a seeded Fisher-Yates shuffle of 0..N-1 (all when sample >= N).
   std::vector<index_t> order(static_cast<size_t>(N));
@@ -141,10 +141,8 @@ KnnRecall estimate_knn_recall(const MatrixD& X, const KnnGraph& g, index_t sampl
 #pragma omp for schedule(dynamic, 4)
     for (index_t s = 0; s < S; ++s) {
       const index_t i = order[static_cast<size_t>(s)];
-      int size = 0;
-      for (index_t l = 0; l < N; ++l)
-        if (l != i) math::heap_offer(math::squared_distance(X.row(i), X.row(l), d), l, hd.data(), hi.data(), size, k);
-      const double kth = hd[0];  // the heap's root: the exact k-th distance
+      cpu::exact_knn_row(X, i, k, hd.data(), hi.data());
+      const double kth = hd[static_cast<size_t>(k) - 1];  // the exact k-th distance
       const double* listed = g.distances2(i);
       hits[static_cast<size_t>(s)] = std::count_if(listed, listed + k, [&](double v) { return v <= kth; });
     }

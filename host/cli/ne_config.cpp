@@ -210,7 +210,7 @@ NeMethod ne_method(const std::string& m) {
 
 }  // namespace
 
-NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& available, bool device) {
+NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& available, bool device, index_t dims) {
   const NeInputSpec& in = cfg.input;
   NePlanInput p;
   p.method = ne_method(cfg.run.method);
@@ -251,6 +251,14 @@ NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& availabl
                      (in.neighbors == NeighborsMode::approximate ||
                       (in.neighbors == NeighborsMode::automatic && !device && N > kExactNeighborsMaxPoints));
   plan.memory = plan_neighbour_embedding(p, device);
+  if (plan.approximate) {
+    // hnswlib's layer 0 (2 M links, a float copy of the point, its label) and the upper layers (M
+    // links on 1 / M of the points per layer, so about M / (M - 1) of one layer's links in all)
+    const double M = ApproxKnnParams{}.M;
+    plan.memory.add({"the approximate search's HNSW index, about N (12 M + 4 d + 16) bytes", "input.neighbors",
+                     "use \"exact\" (slower, no index)",
+                     static_cast<double>(N) * (12.0 * M + 4.0 * static_cast<double>(dims) + 16.0), 0.0});
+  }
   if (!in.affinity_matrix.empty()) plan.memory = MemoryPlan();  // the given P is read already
   return plan;
 }

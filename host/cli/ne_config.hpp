@@ -91,15 +91,15 @@ struct NeData {
 };
 NeData load_ne_data(const NeRunConfig& cfg);
 
-// What input.affinities resolves to for N points on a backend with `available` memory (`device`:
-// its engines live on a GPU), and the run's memory plan with it.
+// What input.affinities and input.neighbors resolve to for N points of `dims` dimensions on a backend
+// with `available` memory (`device`: its engines live on a GPU), and the run's memory plan with it.
 struct NePlan {
   bool sparse = false;
   bool automatic = false;  // chosen by "auto"
   bool approximate = false;  // sparse affinities from the approximate neighbour search
   MemoryPlan memory;
 };
-NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& available, bool device);
+NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& available, bool device, index_t dims = 0);
 
 // What the sparse affinities' neighbour search did, for the run report.
 struct NeighbourSearch {

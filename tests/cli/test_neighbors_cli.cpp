@@ -67,6 +67,11 @@ TEST(NeighborsCli, ApproximateRunReportsItsRecall) {
   EXPECT_GE(recall, 0.97);
   EXPECT_LE(recall, 1.0);
   EXPECT_GE(r["input"]["neighbor_seconds"].get<double>(), 0.0);
+  bool index_planned = false;
+  for (const auto& item : r["memory"]["items"])
+    index_planned |= item["what"].get<std::string>().find("HNSW index") != std::string::npos &&
+                     item["host_bytes"].get<double>() >= 400.0 * 20 * 4;  // at least the points' float copy
+  EXPECT_TRUE(index_planned) << r["memory"].dump();
   const auto v = orrery::test::run_orrery("validate " + cfg);
   ASSERT_EQ(v.code, 0) << v.output;
   EXPECT_NE(v.output.find("sparse (auto) affinities (approximate neighbours)"), std::string::npos) << v.output;

@@ -24,7 +24,6 @@
 #include "orrery/error.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/math/distance.hpp"
-#include "orrery/math/select.hpp"
 
 namespace orrery {
 namespace {
@@ -35,7 +34,7 @@ void to_float(const MatrixD& X, index_t i, std::vector<float>& row) {
   for (index_t c = 0; c < X.cols; ++c) row[static_cast<size_t>(c)] = static_cast<float>(X(i, c));
 }
 
-// Reports progress from thread 0 only, every `step` units, so the callback needs no lock.
+// Reports progress from thread 0 only, every 256 of its units, so the callback needs no lock.
 struct ProgressTicker {
   const KnnProgress& progress;
   index_t total;

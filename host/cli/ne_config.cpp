@@ -64,6 +64,12 @@ std::vector<F> input_table(const std::string& method) {
                  "up to 5,000 points on the CPU (where the two cost the same), approximate above (2 cores, "
                  "Fashion-MNIST: 1.8x faster at 10,000 points, 9x at 70,000, recall@90 0.999), exact on a GPU. "
                  "approximate with affinities auto selects sparse affinities."});
+  if (!snerv)
+    t.push_back({"neighbor_ef", &NeInputSpec::neighbor_ef,
+                 "The approximate search's candidate list per query (hnswlib ef; at least k + 1 is used): raise it "
+                 "when the report's neighbor_recall is too low (data of high intrinsic dimension: a 50-D Gaussian "
+                 "mixture of 10^6 points gave 0.83 at 150); the query time grows about in proportion.",
+                 1, 100000});
   t.push_back({"duplicates", &NeInputSpec::duplicates,
                std::string("accept: identical points are data (each one's copies are its nearest neighbours), counted in "
                            "the report as input.duplicate_points; refuse: an error naming the first two identical rows. "
@@ -106,7 +112,7 @@ NeRunConfig read_ne_config(const RunConfig& run) {
   if (m != "hssne" && run.input.contains("affinity_matrix"))
     input_error("input.affinity_matrix: only hssne takes precomputed affinities");
   if (m != "snerv" && run.input.contains("metric")) input_error("input.metric: applies to method snerv only");
-  if (m == "snerv" && run.input.contains("neighbors"))
+  if (m == "snerv" && (run.input.contains("neighbors") || run.input.contains("neighbor_ef")))
     input_error("input.neighbors: snerv searches its neighbours exactly, in the learnt metric (hssne and nerv take it)");
   if (m == "snerv" && run.input.contains("distances"))
     input_error("input.distances: snerv needs vectors (its metric is learnt)");
@@ -117,7 +123,7 @@ NeRunConfig read_ne_config(const RunConfig& run) {
                                "(a symmetric N x N distance matrix)" +
                                    std::string(m == "hssne" ? " or 'affinity_matrix' (a sparse N x N Matrix Market file)" : ""));
   if (!in.affinity_matrix.empty())
-    for (const char* k : {"pca", "perplexity", "affinities", "limit", "duplicates", "neighbors"})
+    for (const char* k : {"pca", "perplexity", "affinities", "limit", "duplicates", "neighbors", "neighbor_ef"})
       if (run.input.contains(k)) input_error(std::string("input.") + k + ": does not apply to a precomputed affinity_matrix");
   if (in.pca > 0 && !in.distances.empty()) input_error("input.pca: applies to vectors, not to a distance matrix");
   if (m == "snerv" && in.perplexity != 0.0 && !(in.perplexity > 1.0))
@@ -127,6 +133,8 @@ NeRunConfig read_ne_config(const RunConfig& run) {
   if (in.cv_folds > 0 && in.labels.empty()) input_error("input.cv_folds: needs input.labels");
   if (in.affinities == AffinityMode::sparse && !in.distances.empty())
     input_error("input.affinities: sparse affinities need vectors (their neighbour search), not distances");
+  if (run.input.contains("neighbor_ef") && in.neighbors == NeighborsMode::exact)
+    input_error("input.neighbor_ef: applies to the approximate search, and input.neighbors is exact");
   if (in.neighbors == NeighborsMode::approximate && !in.distances.empty())
     input_error("input.neighbors: approximate searches vectors, not a distance matrix");
   if (in.neighbors == NeighborsMode::approximate && in.affinities == AffinityMode::dense)
@@ -285,7 +293,9 @@ AffinityResult ne_affinities(const NeRunConfig& cfg, const NeData& d, const NePl
     s.approximate = plan.approximate;
     KnnGraph g;
     if (plan.approximate) {
-      g = approximate_knn(X, k, cfg.run.seed, threads, {}, StageProgress{tag, "approximate neighbours", quiet});
+      ApproxKnnParams prm;
+      prm.ef_search = in.neighbor_ef;
+      g = approximate_knn(X, k, cfg.run.seed, threads, prm, StageProgress{tag, "approximate neighbours", quiet});
       const KnnRecall r = estimate_knn_recall(X, g, kNeighborRecallSample, cfg.run.seed, threads);
       s.recall = r.recall;
       s.recall_sample = r.sample;

@@ -10,6 +10,7 @@
 #include "orrery/affinity.hpp"
 #include "orrery/config.hpp"
 #include "orrery/hssne.hpp"
+#include "orrery/knn.hpp"
 #include "orrery/memory_plan.hpp"
 #include "orrery/nerv.hpp"
 #include "orrery/snerv.hpp"
@@ -61,6 +62,7 @@ struct NeInputSpec {
   AffinityMode affinities = AffinityMode::automatic;
   DuplicatesMode duplicates = DuplicatesMode::accept;
   NeighborsMode neighbors = NeighborsMode::automatic;  // hssne, nerv
+  int neighbor_ef = ApproxKnnParams{}.ef_search;       // the approximate search's candidate list
   ClassMixtureParams metric;  // snerv
   int cv_folds = 0;
 };

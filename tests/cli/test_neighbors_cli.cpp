@@ -54,13 +54,15 @@ void expect_refused(const std::string& cfg, const std::string& key) {
 TEST(NeighborsCli, ApproximateRunReportsItsRecall) {
   if (!fs::exists(kImages)) GTEST_SKIP() << "dataset-fashion-mnist is not installed (scripts/setup.sh installs it)";
   orrery::test::TempDir tmp;
-  const json input = {{"vectors", kImages}, {"limit", 400}, {"pca", 20}, {"perplexity", 20}, {"neighbors", "approximate"}};
+  const json input = {{"vectors", kImages}, {"limit", 400},      {"pca", 20},
+                      {"perplexity", 20}, {"neighbors", "approximate"}, {"neighbor_ef", 200}};
   const std::string cfg = config(tmp, "a.json", "hssne", input, {{"max_iter", 30}});
   const auto o = orrery::test::run_orrery("run " + cfg + " --quiet");
   ASSERT_EQ(o.code, 0) << o.output;
   const json r = report(tmp);
   EXPECT_EQ(r["input"]["neighbors_requested"], "approximate");
   EXPECT_EQ(r["input"]["neighbors"], "approximate");
+  EXPECT_EQ(r["input"]["neighbor_ef"], 200);
   EXPECT_EQ(r["input"]["affinities"], "sparse");  // auto affinities follow the neighbour search
   EXPECT_EQ(r["input"]["neighbor_recall_sample"], 400);  // every point: fewer than the sample's 1,000
   const double recall = r["input"]["neighbor_recall"].get<double>();
@@ -98,6 +100,11 @@ TEST(NeighborsCli, RefusedSettingsNameTheKey) {
   expect_refused(config(tmp, "dense.json", "hssne",
                         {{"vectors", x}, {"perplexity", 5}, {"affinities", "dense"}, {"neighbors", "approximate"}}),
                  "input.neighbors");
+  expect_refused(config(tmp, "ef.json", "hssne", {{"vectors", x}, {"perplexity", 5}, {"neighbor_ef", 0}}),
+                 "input.neighbor_ef");
+  expect_refused(config(tmp, "efx.json", "nerv",
+                        {{"vectors", x}, {"perplexity", 5}, {"neighbors", "exact"}, {"neighbor_ef", 300}}),
+                 "input.neighbor_ef");
   std::ostringstream labels;
   for (int i = 0; i < 60; ++i) labels << i % 2 << "\n";
   const std::string y = tmp.write("y.csv", labels.str());

@@ -1,14 +1,17 @@
 // Pieces shared by the benchmark drivers that compare with scikit-learn.
 #pragma once
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <algorithm>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
-#include <algorithm>
 
 #include "io/readers.hpp"
 #include "io/writers.hpp"
+#include "orrery/error.hpp"
 #include "orrery/config.hpp"
 #include "orrery/types.hpp"
 
@@ -22,26 +25,6 @@ inline MatrixD pooled_images(const MatrixD& raw, index_t N) {
     for (int r = 0; r < 28; ++r)
       for (int c = 0; c < 28; ++c) X(n, (r / 4) * 7 + c / 4) += raw(n, r * 28 + c) / 16.0;
   return X;
-}
-
-// All 70,000 Fashion-MNIST images (training then test set) as pixels in [0, 1], and their labels.
-inline MatrixD fashion_mnist_all(const std::string& dir, std::vector<int>& labels) {
-  MatrixD all = io::read_matrix(dir + "/train-images-idx3-ubyte.gz");
-  labels = io::read_labels(dir + "/train-labels-idx1-ubyte.gz");
-  const MatrixD test = io::read_matrix(dir + "/t10k-images-idx3-ubyte.gz");
-  const std::vector<int> tl = io::read_labels(dir + "/t10k-labels-idx1-ubyte.gz");
-  all.data.insert(all.data.end(), test.data.begin(), test.data.end());
-  all.rows += test.rows;
-  labels.insert(labels.end(), tl.begin(), tl.end());
-  for (double& v : all.data) v /= 255.0;
-  return all;
-}
-
-// The first N rows of X.
-inline MatrixD first_rows(const MatrixD& X, index_t N) {
-  MatrixD out(N, X.cols);
-  std::copy(X.data.begin(), X.data.begin() + N * X.cols, out.data.begin());
-  return out;
 }
 
 // A comma list of counts ("2000,1e4") as an option's value.
@@ -77,6 +60,14 @@ inline MatrixD first_rows(const MatrixD& M, index_t N, double divisor) {
   return X;
 }
 
+// All 70,000 Fashion-MNIST images as pixels in [0, 1], and their labels.
+inline MatrixD fashion_mnist_all(const std::string& dir, std::vector<int>& labels) {
+  LabelledImages all = fashion_all(dir);
+  labels = std::move(all.labels);
+  for (double& v : all.pixels.data) v /= 255.0;
+  return std::move(all.pixels);
+}
+
 // Runs a command that prints one JSON line (a peer's timing); an empty object when it fails.
 inline json run_json_command(const std::string& cmd) {
   std::string line;
@@ -91,6 +82,24 @@ inline json run_json_command(const std::string& cmd) {
     std::cerr << "[bench] peer run failed: " << cmd << "\n";
     return json::object();
   }
+}
+
+// Options as --key value pairs.
+inline std::map<std::string, std::string> options(int argc, char** argv, const std::vector<std::string>& known,
+                                                  const std::string& what) {
+  std::map<std::string, std::string> o;
+  for (int a = 2; a < argc; a += 2) {
+    const std::string k = argv[a];
+    if (std::find(known.begin(), known.end(), k) == known.end()) input_error(what + ": unknown option '" + k + "'");
+    if (a + 1 >= argc) input_error(what + ": option " + k + " needs a value");
+    o[k] = argv[a + 1];
+  }
+  return o;
+}
+
+inline std::string opt(const std::map<std::string, std::string>& o, const std::string& k, const std::string& fallback) {
+  const auto it = o.find(k);
+  return it == o.end() ? fallback : it->second;
 }
 
 // Writes the records atomically when a path was given.

@@ -32,31 +32,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::vector<index_t> count_list(const std::string& v) {
-  std::vector<index_t> out;
-  std::stringstream ss(v);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(static_cast<index_t>(std::stod(item)));
-  return out;
-}
-
-// Options as --key value pairs.
-std::map<std::string, std::string> options(int argc, char** argv, const std::vector<std::string>& known,
-                                           const std::string& what) {
-  std::map<std::string, std::string> o;
-  for (int a = 2; a < argc; a += 2) {
-    const std::string k = argv[a];
-    if (std::find(known.begin(), known.end(), k) == known.end()) input_error(what + ": unknown option '" + k + "'");
-    if (a + 1 >= argc) input_error(what + ": option " + k + " needs a value");
-    o[k] = argv[a + 1];
-  }
-  return o;
-}
-
-std::string opt(const std::map<std::string, std::string>& o, const std::string& k, const std::string& fallback) {
-  const auto it = o.find(k);
-  return it == o.end() ? fallback : it->second;
-}
+using bench::count_list;
+using bench::opt;
+using bench::options;
 
 MatrixD fashion(const std::string& dir, index_t n, std::vector<int>* labels) {
   MatrixD X = io::read_matrix(dir + "/train-images-idx3-ubyte.gz", n);

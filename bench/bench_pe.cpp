@@ -317,6 +317,7 @@ int run_nerv_bench(int argc, char** argv);            // bench/bench_nerv.cpp
 int run_snerv_distance_bench(int argc, char** argv);  // bench/bench_nerv.cpp
 int run_snerv_cv_bench(int argc, char** argv);        // bench/bench_nerv.cpp
 int run_plsv_bench(int argc, char** argv);            // bench/bench_plsv.cpp
+int run_knn_bench(int argc, char** argv);             // bench/bench_knn.cpp
 }
 
 int main(int argc, char** argv) {
@@ -338,9 +339,10 @@ int main(int argc, char** argv) {
     if (what == "snerv-distances") return orrery::run_snerv_distance_bench(argc, argv);
     if (what == "snerv-cv") return orrery::run_snerv_cv_bench(argc, argv);
     if (what == "plsv") return orrery::run_plsv_bench(argc, argv);
+    if (what == "knn") return orrery::run_knn_bench(argc, argv);
     if (what != "pe")
       input_error("unknown benchmark '" + what +
-                  "'; expected: pe, quality, hssne, hssne-scale, hssne-interp, nerv, snerv-distances, snerv-cv, plsv");
+                  "'; expected: pe, quality, hssne, hssne-scale, hssne-interp, nerv, snerv-distances, snerv-cv, plsv, knn");
     return run_pe(parse_options(argc, argv));
   } catch (const orrery::Error& e) {
     std::cerr << "error: " << e.what() << "\n";

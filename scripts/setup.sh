@@ -3,7 +3,7 @@
 # sanitizer/libFuzzer runtime and its OpenMP for the fuzz targets).
 # Safe to run repeatedly: it installs nothing when everything is present.
 set -euo pipefail
-packages=(cmake g++ make libgtest-dev libgmock-dev nlohmann-json3-dev zlib1g-dev dataset-fashion-mnist
+packages=(cmake g++ make libgtest-dev libgmock-dev nlohmann-json3-dev zlib1g-dev libhnswlib-dev dataset-fashion-mnist
           clang libclang-rt-14-dev libomp-14-dev libfftw3-dev libkissfft-dev)
 missing=()
 for p in "${packages[@]}"; do

@@ -121,7 +121,7 @@ Checks check_ne(const RunConfig& run, Backend& ref, Backend& dev, int iterations
   const NeData d = load_ne_data(cfg);
   const index_t N = d.points();
   const MemoryInfo mem = ref.memory();
-  const NePlan plan = plan_ne_run(cfg, N, mem, false);
+  const NePlan plan = plan_ne_run(cfg, N, mem, false, d.X.cols);
   check_memory_plan(plan.memory, mem, false);
   const std::string& m = run.method;
   const bool vectors = !cfg.input.vectors.empty();
@@ -155,7 +155,7 @@ Checks check_ne(const RunConfig& run, Backend& ref, Backend& dev, int iterations
     aff = snerv_affinities(metric, snerv_perplexity(cfg.input.perplexity, N, model.centres.rows), plan.sparse,
                            ref.threads());
   } else {
-    aff = ne_affinities(cfg, d, plan.sparse, ref);
+    aff = ne_affinities(cfg, d, plan, ref);
   }
   if (m == "hssne") {
     const HssneParams& p = cfg.hssne;

@@ -10,6 +10,7 @@
 #include "orrery/affinity.hpp"
 #include "orrery/config.hpp"
 #include "orrery/hssne.hpp"
+#include "orrery/knn.hpp"
 #include "orrery/memory_plan.hpp"
 #include "orrery/nerv.hpp"
 #include "orrery/snerv.hpp"
@@ -20,6 +21,8 @@ namespace orrery::cli {
 enum class AffinityMode { automatic, dense, sparse };
 // input.duplicates: identical points are data (accept) or an input error (refuse).
 enum class DuplicatesMode { accept, refuse };
+// input.neighbors: the sparse affinities' neighbour search.
+enum class NeighborsMode { automatic, exact, approximate };
 
 }  // namespace orrery::cli
 
@@ -32,6 +35,10 @@ template <>
 struct EnumNames<cli::DuplicatesMode> {
   static constexpr std::array<const char*, 2> names = {"accept", "refuse"};
 };
+template <>
+struct EnumNames<cli::NeighborsMode> {
+  static constexpr std::array<const char*, 3> names = {"auto", "exact", "approximate"};
+};
 }  // namespace orrery
 
 namespace orrery::cli {
@@ -39,6 +46,12 @@ namespace orrery::cli {
 // input.affinities = "auto" takes dense affinities up to this many points (when their memory plan
 // fits in half of what is available), sparse above; supervised NeRV takes sparse.
 inline constexpr index_t kDenseAutoMaxPoints = 10000;
+// input.neighbors = "auto" searches exactly up to this many points on the CPU and approximately
+// above (bench/README.md, `orrery_bench knn`: where the HNSW search with its recall estimate
+// becomes faster than the exact one); on a GPU backend the device's exact search runs.
+inline constexpr index_t kExactNeighborsMaxPoints = 5000;
+// Query points of the approximate search's recall estimate (orrery::estimate_knn_recall).
+inline constexpr index_t kNeighborRecallSample = 1000;
 
 struct NeInputSpec {
   std::string vectors, distances, affinity_matrix, labels;
@@ -48,6 +61,8 @@ struct NeInputSpec {
   double perplexity = 30.0;  // snerv: 0 = the paper's 0.5 N / K
   AffinityMode affinities = AffinityMode::automatic;
   DuplicatesMode duplicates = DuplicatesMode::accept;
+  NeighborsMode neighbors = NeighborsMode::automatic;  // hssne, nerv
+  int neighbor_ef = ApproxKnnParams{}.ef_search;       // the approximate search's candidate list
   ClassMixtureParams metric;  // snerv
   int cv_folds = 0;
 };
@@ -81,18 +96,30 @@ struct NeData {
 };
 NeData load_ne_data(const NeRunConfig& cfg);
 
-// What input.affinities resolves to for N points on a backend with `available` memory (`device`:
-// its engines live on a GPU), and the run's memory plan with it.
+// What input.affinities and input.neighbors resolve to for N points of `dims` dimensions on a backend
+// with `available` memory (`device`: its engines live on a GPU), and the run's memory plan with it.
 struct NePlan {
   bool sparse = false;
   bool automatic = false;  // chosen by "auto"
+  bool approximate = false;  // sparse affinities from the approximate neighbour search
   MemoryPlan memory;
 };
-NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& available, bool device);
+NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& available, bool device, index_t dims = 0);
 
-// The affinities of hssne and nerv: given, from a distance matrix, sparse (neighbours on the
-// backend's device at unit scale, rows on the host) or dense from vectors.
-AffinityResult ne_affinities(const NeRunConfig& cfg, const NeData& d, bool sparse, Backend& backend);
+// What the sparse affinities' neighbour search did, for the run report.
+struct NeighbourSearch {
+  bool approximate = false;
+  double recall = 0.0;         // approximate: estimated on recall_sample points
+  index_t recall_sample = 0;
+  double seconds = 0.0;        // the search, with the recall estimate
+};
+
+// The affinities of hssne and nerv: given, from a distance matrix, sparse (neighbours at unit scale
+// on the backend's device, or approximate on the host; rows on the host) or dense from vectors.
+// Long searches and row passes print progress with `tag` unless quiet; `search` (optional) gets
+// what the neighbour search did.
+AffinityResult ne_affinities(const NeRunConfig& cfg, const NeData& d, const NePlan& plan, Backend& backend,
+                             bool quiet = true, NeighbourSearch* search = nullptr);
 
 // Supervised NeRV's settings from the run's input and params.
 SnervParams snerv_params(const NeRunConfig& cfg, bool sparse);

@@ -73,7 +73,7 @@ NePrepared prepare_ne(const RunConfig& run) {
   p.d = load_ne_data(p.cfg);
   p.backend = make_backend(run.device, run.threads);
   p.mem = p.backend->memory();
-  p.plan = plan_ne_run(p.cfg, p.d.points(), p.mem, p.device());
+  p.plan = plan_ne_run(p.cfg, p.d.points(), p.mem, p.device(), p.d.X.cols);
   check_memory_plan(p.plan.memory, p.mem, p.device());
   return p;
 }
@@ -82,7 +82,8 @@ NePrepared prepare_ne(const RunConfig& run) {
 
 std::string validate_ne(const RunConfig& run) {
   const NePrepared p = prepare_ne(run);
-  return describe(p.cfg, p.d) + ", " + affinity_text(p.plan) + " affinities, planned peak " +
+  return describe(p.cfg, p.d) + ", " + affinity_text(p.plan) + " affinities" +
+         (p.plan.approximate ? " (approximate neighbours)" : "") + ", planned peak " +
          format_bytes(p.plan.memory.host_peak()) + " host" +
          (p.device() ? " + " + format_bytes(p.plan.memory.device_peak()) + " GPU" : "");
 }
@@ -127,6 +128,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   std::vector<double> trace;
   double perplexity = cfg.input.perplexity;
   MatrixD metric_distances;  // snerv: the map's input space
+  NeighbourSearch search;
   if (method == "snerv") {
     const SnervResult r = fit_snerv(d.X, d.labels, snerv_params(cfg, plan.sparse), run.seed, *backend, progress, control);
     if (!quiet)
@@ -147,7 +149,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
                 {"iterations", r.model.iterations}, {"perplexity", r.perplexity}, {"selection", sel},
                 {"params", fields_to_json(cfg.input.metric, class_mixture_fields())}}}};
   } else {
-    const AffinityResult a = ne_affinities(cfg, d, plan.sparse, *backend);
+    const AffinityResult a = ne_affinities(cfg, d, plan, *backend, quiet, &search);
     t_aff = seconds_since(t1);
     if (method == "hssne") {
       const HssneResult r = plan.sparse ? fit_hssne(a.sparse, cfg.hssne, run.seed, *backend, progress, control)
@@ -237,6 +239,16 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   report["input"]["perplexity"] = perplexity;
   report["input"]["affinities_requested"] = enum_name(cfg.input.affinities);
   report["input"]["affinities"] = plan.sparse ? "sparse" : "dense";
+  if (method != "snerv") {
+    const bool searched = plan.sparse && cfg.input.vectors.size() > 0;
+    report["input"]["neighbors_requested"] = enum_name(cfg.input.neighbors);
+    report["input"]["neighbors"] = !searched ? "none" : search.approximate ? "approximate" : "exact";
+    if (searched) report["input"]["neighbor_seconds"] = search.seconds;
+    if (search.approximate) {
+      report["input"]["neighbor_recall"] = search.recall;
+      report["input"]["neighbor_recall_sample"] = search.recall_sample;
+    }
+  }
   report["input"]["source"] = !cfg.input.affinity_matrix.empty() ? "affinity_matrix"
                               : !cfg.input.distances.empty()     ? "distances"
                                                                  : "vectors";

@@ -21,6 +21,15 @@ std::string format_seconds(double s) {
   return buf;
 }
 
+void StageProgress::operator()(index_t done, index_t total) {
+  const double t = seconds_since(start);
+  if (quiet || t < 2.0 || (last > 0.0 && t - last < 5.0) || done <= 0 || done >= total) return;
+  last = t;
+  const double f = static_cast<double>(done) / static_cast<double>(total);
+  std::fprintf(stderr, "[%s] %s: %3.0f%%, %s, about %s left\n", tag.c_str(), what.c_str(), 100.0 * f,
+               format_seconds(t).c_str(), format_seconds(t * (1.0 - f) / f).c_str());
+}
+
 json report_header(const RunConfig& run, const Backend& backend) {
   std::time_t t = std::time(nullptr);
   char created[32];

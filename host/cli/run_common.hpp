@@ -15,6 +15,17 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0);
 std::string format_seconds(double s);  // "12.3s" or "4m05s"
 
+// Progress of a long stage (a neighbour search, affinity rows) as a callback (done, total): prints
+// "[tag] what: 45%, 12.3s, about 15.0s left" to stderr, at most every 5 s and only after the stage
+// has run 2 s, so short stages stay silent. quiet: prints nothing.
+struct StageProgress {
+  std::string tag, what;
+  bool quiet = false;
+  Clock::time_point start = Clock::now();
+  double last = 0.0;  // seconds since start of the last line
+  void operator()(index_t done, index_t total);
+};
+
 // Report fields common to every run: orrery build, creation time, method, config file and echo,
 // device, threads and seed.
 json report_header(const RunConfig& run, const Backend& backend);

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <string>
 
@@ -198,7 +199,8 @@ SparseAffinity scaled_sum(const SparseAffinity& A, const SparseAffinity& B, doub
 
 }  // namespace
 
-AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int threads) {
+AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int threads,
+                                   const std::function<void(index_t, index_t)>& progress) {
   const index_t N = g.num_points;
   const int k = g.k;
   check_sparse_perplexity(N, perplexity);
@@ -212,8 +214,11 @@ AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int thr
     if (std::all_of(d2, d2 + k, [](double v) { return v == 0.0; }))
       no_neighbourhood_error(i, "each of its k = ceil(3 perplexity) = " + std::to_string(k) + " nearest neighbours is");
   }
+  std::atomic<index_t> done{0};
 #pragma omp parallel for schedule(static) num_threads(threads_or_default(threads))
   for (index_t i = 0; i < N; ++i) {
+    const index_t n = ++done;  // reported from thread 0 only, so the callback needs no lock
+    if (progress && omp_get_thread_num() == 0 && n % 1024 == 0) progress(n, N);
     const double* d2 = g.distances2(i);
     // the neighbour list excludes the point itself, so no entry is skipped (skip = -1)
     const double beta = math::bandwidth_for_perplexity<double, index_t>(d2, k, -1, perplexity, kEntropyTol,

@@ -116,6 +116,9 @@ class CpuBackend final : public Backend {
     return cpu::make_plsv_engine(corpus, topics, dim, threads_);
   }
   KnnGraph knn(const MatrixD& X, int k) const override { return exact_knn(X, k, threads_); }
+  KnnGraph knn_reporting(const MatrixD& X, int k, const KnnProgress& progress) const override {
+    return exact_knn(X, k, threads_, progress);
+  }
   RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,
                      const std::vector<index_t>& queries) const override {
     return cpu::rank_rows(X, Y, kmax, distance_matrix, queries, threads_);

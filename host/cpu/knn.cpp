@@ -4,8 +4,11 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 
+#include "cpu/knn_row.hpp"
+#include "orrery/backend.hpp"
 #include "orrery/error.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/math/distance.hpp"
@@ -13,36 +16,35 @@
 
 namespace orrery {
 
-KnnGraph exact_knn(const MatrixD& X, int k, int threads) {
+KnnGraph exact_knn(const MatrixD& X, int k, int threads, const KnnProgress& progress) {
   const index_t N = X.rows;
-  if (k < 1 || k > N - 1)
-    input_error("k: expected 1 <= k <= N - 1 = " + std::to_string(N - 1) + " neighbours, found " + std::to_string(k));
+  cpu::check_knn_k(N, k);
   KnnGraph g;
   g.num_points = N;
   g.k = k;
   g.index.resize(static_cast<size_t>(N * k));
   g.dist2.resize(static_cast<size_t>(N * k));
-  const int d = static_cast<int>(X.cols);
+  std::atomic<index_t> done{0};
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
   {
 #pragma omp for schedule(dynamic, 16)
     for (index_t i = 0; i < N; ++i) {
-      double* hd = g.dist2.data() + i * k;
-      index_t* hi = g.index.data() + i * k;
-      int size = 0;
-      for (index_t l = 0; l < N; ++l)
-        if (l != i) math::heap_offer(math::squared_distance(X.row(i), X.row(l), d), l, hd, hi, size, k);
-      math::heap_sort_ascending(hd, hi, k);
+      // reports from thread 0 only, so the callback needs no lock
+      const index_t n = ++done;
+      if (progress && omp_get_thread_num() == 0 && n % 64 == 0) progress(n, N);
+      cpu::exact_knn_row(X, i, k, g.dist2.data() + i * k, g.index.data() + i * k);
     }
   }
+  if (progress) progress(N, N);
   return g;
 }
+
+KnnGraph Backend::knn_reporting(const MatrixD& X, int k, const KnnProgress&) const { return knn(X, k); }
 
 KnnGraph knn_from_distance_matrix(const MatrixD& D, int k, int threads) {
   const index_t N = D.rows;
   if (D.cols != N) internal_error("knn_from_distance_matrix: D is not square");
-  if (k < 1 || k > N - 1)
-    input_error("k: expected 1 <= k <= N - 1 = " + std::to_string(N - 1) + " neighbours, found " + std::to_string(k));
+  cpu::check_knn_k(N, k);
   KnnGraph g;
   g.num_points = N;
   g.k = k;

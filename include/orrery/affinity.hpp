@@ -8,6 +8,7 @@
 // usual truncation; when k = N - 1 both modes give the same P.
 #pragma once
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -54,7 +55,9 @@ struct KnnGraph;
 SparseAffinity affinities_from_entries(index_t N, index_t cols, const std::vector<index_t>& row,
                                        const std::vector<index_t>& col, const std::vector<double>& val,
                                        const std::string& what, int threads = 0);
-AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int threads = 0);
+// progress: rows done out of N (called from one thread), for a long run's ETA.
+AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int threads = 0,
+                                   const std::function<void(index_t, index_t)>& progress = {});
 // Dense affinities from a precomputed symmetric N x N distance matrix (zero diagonal); zero
 // off-diagonal distances are duplicate points, legal as above.
 AffinityResult affinities_from_distances(const MatrixD& D, double perplexity, int threads = 0);

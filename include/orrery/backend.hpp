@@ -3,6 +3,7 @@
 // path. No CUDA types appear here. Big arrays live in backend-owned buffers (engines) for the
 // whole fit; per call only O(K D) values (class coordinates, gradients) and scalars cross.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -139,6 +140,9 @@ class Backend {
   // The k nearest neighbours of every row of X (orrery/knn.hpp's conventions: self excluded,
   // ascending squared distance, ties by lower index); 1 <= k <= N - 1.
   virtual KnnGraph knn(const MatrixD& X, int k) const = 0;
+  // knn that reports progress (rows done, N) on a long search; a device without reports runs knn.
+  // (defined in host/cpu/knn.cpp)
+  virtual KnnGraph knn_reporting(const MatrixD& X, int k, const std::function<void(index_t, index_t)>& progress) const;
   // The quality measures' rank rows (orrery/quality.hpp) of map Y against input X (vectors, or
   // an N x N distance matrix when distance_matrix), for the points `queries` (empty: all points).
   virtual RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,

@@ -9,6 +9,7 @@
 // - Squared distances are computed as sum_d (x_d - y_d)^2 in double, in a fixed order, so the result
 //   is identical for any thread count and equals a brute-force loop bit for bit.
 #pragma once
+#include <functional>
 #include <vector>
 
 #include "orrery/types.hpp"
@@ -24,13 +25,56 @@ struct KnnGraph {
   const double* distances2(index_t i) const { return dist2.data() + i * k; }
 };
 
+// Progress of a long search: called now and then from one thread with the units done so far and
+// the total (both grow monotonically to `total`); the caller decides what to print and when.
+using KnnProgress = std::function<void(index_t done, index_t total)>;
+
 // X: N x d points. Requires 1 <= k <= N - 1 (an input error otherwise, naming k and N).
-// threads <= 0: the OpenMP default.
-KnnGraph exact_knn(const MatrixD& X, int k, int threads = 0);
+// threads <= 0: the OpenMP default. progress: rows done out of N.
+KnnGraph exact_knn(const MatrixD& X, int k, int threads = 0, const KnnProgress& progress = {});
 
 // The k nearest of every row of a symmetric N x N distance matrix (dist2 holds squared distances),
 // in the same order and with the same ties as exact_knn.
 KnnGraph knn_from_distance_matrix(const MatrixD& D, int k, int threads = 0);
+
+// Settings of the approximate search (an HNSW graph, hnswlib). Defaults chosen on all 70,000
+// Fashion-MNIST images (PCA-50, k = 90): recall@90 >= 0.97 (bench/README.md, `orrery_bench knn`).
+struct ApproxKnnParams {
+  // Links per point in the graph (hnswlib M; layer 0 keeps 2 M). More: higher recall, more memory
+  // (about 8 M + 4 d bytes per point) and a slower build.
+  int M = 16;
+  // Candidate list while inserting (hnswlib ef_construction): the graph's quality. Larger is slower
+  // to build and gives higher recall at the same ef_search.
+  int ef_construction = 100;
+  // Candidate list while querying (hnswlib ef); at least k + 1 is used. The main recall/time knob.
+  int ef_search = 150;
+  // Insert points from several threads: faster, but hnswlib's concurrent insertion makes the graph
+  // depend on thread timing, so the result is no longer reproducible. Off by default.
+  bool parallel_build = false;
+};
+
+// Approximate k nearest neighbours of every row of X with exact_knn's conventions: self excluded,
+// each list sorted by (squared distance, index), squared distances recomputed exactly in double
+// for the neighbours found (the index itself compares float distances). The index holds a float
+// copy of X: scale X so that its squared coordinates fit a float (cli::float_safe_exponent).
+// Deterministic: points are inserted one by one in index order with hnswlib's level generator seeded
+// by `seed`, then queried independently in parallel, so the same X, k, seed and params give the
+// same graph for ANY thread count (unless params.parallel_build). Requires 1 <= k <= N - 1.
+// Memory: the index, about N (8 M + 4 d + 16) bytes, plus the graph's N k (8 + 8) bytes.
+KnnGraph approximate_knn(const MatrixD& X, int k, unsigned long long seed, int threads,
+                         const ApproxKnnParams& params = {}, const KnnProgress& progress = {});
+
+// The recall of a k-NN graph of X, estimated on `sample` query points drawn by `seed` (all of them
+// when sample >= N): each sampled point's exact k nearest are found by brute force against all N,
+// and a listed neighbour counts as found when its squared distance is at most the exact k-th one
+// (so ties at the k-th distance do not count as misses). Returns found / (sample k), in [0, 1].
+// O(sample N d) time.
+struct KnnRecall {
+  double recall = 0;
+  index_t sample = 0;  // query points used
+};
+KnnRecall estimate_knn_recall(const MatrixD& X, const KnnGraph& g, index_t sample, unsigned long long seed,
+                              int threads = 0);
 
 // Backend::knn runs this search on its device: on CUDA (kernels/knn.cu) one thread per query over
 // the same double distances and the same bounded heap, so the graph equals exact_knn's wherever the

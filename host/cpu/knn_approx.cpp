@@ -1,0 +1,154 @@
+// Approximate kNN with an HNSW graph (hnswlib, Debian's libhnswlib-dev, header-only), and the recall
+// estimate that goes with it.
+//
+// hnswlib answers in float distances and in its own order; the lists are re-ranked here in double
+// (exact_knn's squared_distance), so the distances and ties follow exact_knn's conventions and only
+// the membership of a list can differ from the exact graph. Insertion runs on one thread in index
+// order (hnswlib's concurrent insertion links points in whatever order the threads reach them), and
+// queries are independent reads of the finished graph, so the result does not depend on threads.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <atomic>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+// hnswlib.h defines non-inline functions: include it in this one translation unit only.
+#include <hnswlib/hnswlib.h>
+
+#include "cpu/knn_row.hpp"
+#include "orrery/error.hpp"
+#include "orrery/knn.hpp"
+#include "orrery/math/distance.hpp"
+
+namespace orrery {
+namespace {
+
+int threads_or_default(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
+
+void to_float(const MatrixD& X, index_t i, std::vector<float>& row) {
+  for (index_t c = 0; c < X.cols; ++c) row[static_cast<size_t>(c)] = static_cast<float>(X(i, c));
+}
+
+// Reports progress from thread 0 only, every 256 of its units, so the callback needs no lock.
+struct ProgressTicker {
+  const KnnProgress& progress;
+  index_t total;
+  std::atomic<index_t> done{0};
+  void tick(index_t offset) {
+    const index_t n = ++done;
+    if (progress && omp_get_thread_num() == 0 && n % 256 == 0) progress(offset + n, total);
+  }
+};
+
+}  // namespace
+
+KnnGraph approximate_knn(const MatrixD& X, int k, unsigned long long seed, int threads, const ApproxKnnParams& params,
+                         const KnnProgress& progress) {
+  const index_t N = X.rows;
+  cpu::check_knn_k(N, k);
+  if (params.M < 2 || params.ef_construction < 1 || params.ef_search < 1)
+    input_error("approximate_knn: expected M >= 2, ef_construction >= 1 and ef_search >= 1");
+  if (N > static_cast<index_t>(UINT32_MAX))
+    input_error("approximate_knn: at most 2^32 - 1 points (hnswlib's 32-bit ids), found " + std::to_string(N));
+  const int d = static_cast<int>(X.cols);
+  const int nt = threads_or_default(threads);
+  hnswlib::L2Space space(static_cast<size_t>(d));
+  auto index = std::make_unique<hnswlib::HierarchicalNSW<float>>(
+      &space, static_cast<size_t>(N), static_cast<size_t>(params.M), static_cast<size_t>(params.ef_construction),
+      static_cast<size_t>(seed));
+  // The work is N insertions then N queries, of similar cost at ef_construction ~ ef_search.
+  ProgressTicker ticker{progress, 2 * N};
+  {
+    std::vector<float> row(static_cast<size_t>(d));
+    to_float(X, 0, row);
+    index->addPoint(row.data(), 0);  // the entry point, as hnswlib's own parallel loader does
+  }
+#pragma omp parallel num_threads(params.parallel_build ? nt : 1)
+  {
+    std::vector<float> row(static_cast<size_t>(d));
+#pragma omp for schedule(dynamic, 64)
+    for (index_t i = 1; i < N; ++i) {
+      to_float(X, i, row);
+      index->addPoint(row.data(), static_cast<size_t>(i));
+      ticker.tick(0);
+    }
+  }
+  index->setEf(static_cast<size_t>(std::max(params.ef_search, k + 1)));
+  ticker.done = 0;
+  KnnGraph g;
+  g.num_points = N;
+  g.k = k;
+  g.index.resize(static_cast<size_t>(N * k));
+  g.dist2.resize(static_cast<size_t>(N * k));
+#pragma omp parallel num_threads(nt)
+  {
+    std::vector<float> row(static_cast<size_t>(d));
+    std::vector<std::pair<double, index_t>> found;
+#pragma omp for schedule(dynamic, 64)
+    for (index_t i = 0; i < N; ++i) {
+      to_float(X, i, row);
+      auto top = index->searchKnn(row.data(), static_cast<size_t>(k) + 1);
+      found.clear();
+      for (; !top.empty(); top.pop()) {
+        const auto j = static_cast<index_t>(top.top().second);
+        if (j != i) found.emplace_back(math::squared_distance(X.row(i), X.row(j), d), j);
+      }
+      double* hd = g.dist2.data() + i * k;
+      index_t* hi = g.index.data() + i * k;
+      if (static_cast<int>(found.size()) < k) {
+        // fewer than k reached (a part of the graph cut off from the search): this row exactly
+        cpu::exact_knn_row(X, i, k, hd, hi);
+      } else {
+        // Without i among the k + 1 (many copies of it at distance 0), the k + 1-th is dropped.
+        std::sort(found.begin(), found.end());
+        for (int l = 0; l < k; ++l) {
+          hd[l] = found[static_cast<size_t>(l)].first;
+          hi[l] = found[static_cast<size_t>(l)].second;
+        }
+      }
+      ticker.tick(N);
+    }
+  }
+  if (progress) progress(2 * N, 2 * N);
+  return g;
+}
+
+KnnRecall estimate_knn_recall(const MatrixD& X, const KnnGraph& g, index_t sample, unsigned long long seed,
+                              int threads) {
+  const index_t N = X.rows;
+  const int k = g.k;
+  if (g.num_points != N) internal_error("estimate_knn_recall: the graph has another number of points than X");
+  // The first `sample` entries of a seeded Fisher-Yates shuffle of 0..N-1 (all when sample >= N).
+  std::vector<index_t> order(static_cast<size_t>(N));
+  for (index_t i = 0; i < N; ++i) order[static_cast<size_t>(i)] = i;
+  const index_t S = std::min(sample, N);
+  std::mt19937_64 rng(seed);
+  for (index_t s = 0; s < S; ++s) {
+    const index_t r = s + static_cast<index_t>(rng() % static_cast<unsigned long long>(N - s));
+    std::swap(order[static_cast<size_t>(s)], order[static_cast<size_t>(r)]);
+  }
+  std::vector<index_t> hits(static_cast<size_t>(S), 0);
+#pragma omp parallel num_threads(threads_or_default(threads))
+  {
+    std::vector<double> hd(static_cast<size_t>(k));
+    std::vector<index_t> hi(static_cast<size_t>(k));
+#pragma omp for schedule(dynamic, 4)
+    for (index_t s = 0; s < S; ++s) {
+      const index_t i = order[static_cast<size_t>(s)];
+      cpu::exact_knn_row(X, i, k, hd.data(), hi.data());
+      const double kth = hd[static_cast<size_t>(k) - 1];  // the exact k-th distance
+      const double* listed = g.distances2(i);
+      hits[static_cast<size_t>(s)] = std::count_if(listed, listed + k, [&](double v) { return v <= kth; });
+    }
+  }
+  index_t found = 0;
+  for (index_t h : hits) found += h;
+  return {S > 0 ? static_cast<double>(found) / (static_cast<double>(S) * k) : 1.0, S};
+}
+
+}  // namespace orrery

@@ -1,0 +1,114 @@
+// The approximate neighbour search (HNSW) against the exact one: recall on a planted clustered set,
+// exact_knn's conventions, determinism across runs and thread counts, and the recall estimate.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "orrery/error.hpp"
+#include "orrery/knn.hpp"
+#include "orrery/math/distance.hpp"
+
+using namespace orrery;
+
+namespace {
+
+// Recall the default settings must reach on well separated clusters (the bench's Fashion-MNIST
+// figure is >= 0.97 at k = 90; separated Gaussian clusters are easier).
+constexpr double kPlantedRecall = 0.99;
+
+// `clusters` Gaussian clusters (unit spread) in d dimensions with centres 20 apart on the axes, so
+// every point's k nearest lie in its own cluster when k < its size.
+MatrixD planted_clusters(index_t n, int d, int clusters, unsigned seed, std::vector<int>* label) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> z(0, 1);
+  MatrixD X(n, d);
+  label->assign(static_cast<size_t>(n), 0);
+  for (index_t i = 0; i < n; ++i) {
+    const int c = static_cast<int>(i % clusters);
+    (*label)[static_cast<size_t>(i)] = c;
+    for (int j = 0; j < d; ++j) X(i, j) = z(rng) + (j == c % d ? 20.0 * (1 + c / d) : 0.0);
+  }
+  return X;
+}
+
+// Exact recall: a listed neighbour counts when it is no farther than the exact k-th.
+double recall_against(const KnnGraph& exact, const KnnGraph& g) {
+  double found = 0;
+  for (index_t i = 0; i < exact.num_points; ++i)
+    for (int l = 0; l < g.k; ++l) found += g.distances2(i)[l] <= exact.distances2(i)[exact.k - 1];
+  return found / (static_cast<double>(exact.num_points) * exact.k);
+}
+
+}  // namespace
+
+TEST(ApproximateKnn, PlantedClustersReachTheRecallAndStayInTheirCluster) {
+  std::vector<int> label;
+  const MatrixD X = planted_clusters(3000, 16, 10, 1, &label);
+  const int k = 45;
+  const KnnGraph exact = exact_knn(X, k, 2);
+  const KnnGraph g = approximate_knn(X, k, 7, 2);
+  EXPECT_GE(recall_against(exact, g), kPlantedRecall);
+  for (index_t i = 0; i < X.rows; ++i)
+    for (int l = 0; l < k; ++l) ASSERT_EQ(label[g.neighbours(i)[l]], label[i]) << "point " << i << ", neighbour " << l;
+  // The estimate on every point is the exact recall; on a sample it is close to it.
+  EXPECT_DOUBLE_EQ(estimate_knn_recall(X, g, X.rows, 3, 2).recall, recall_against(exact, g));
+  const KnnRecall est = estimate_knn_recall(X, g, 300, 3, 2);
+  EXPECT_EQ(est.sample, 300);
+  EXPECT_NEAR(est.recall, recall_against(exact, g), 0.01);
+}
+
+TEST(ApproximateKnn, KeepsTheExactSearchConventions) {
+  std::vector<int> label;
+  const MatrixD X = planted_clusters(800, 5, 4, 2, &label);
+  const int k = 20;
+  const KnnGraph g = approximate_knn(X, k, 1, 2);
+  ASSERT_EQ(g.num_points, X.rows);
+  ASSERT_EQ(g.k, k);
+  for (index_t i = 0; i < X.rows; ++i) {
+    const index_t* nb = g.neighbours(i);
+    const double* d2 = g.distances2(i);
+    for (int l = 0; l < k; ++l) {
+      ASSERT_NE(nb[l], i) << "point " << i << " is its own neighbour";
+      ASSERT_EQ(d2[l], math::squared_distance(X.row(i), X.row(nb[l]), 5)) << "point " << i << ", neighbour " << l;
+      if (l > 0) {
+        ASSERT_TRUE(d2[l - 1] < d2[l] || (d2[l - 1] == d2[l] && nb[l - 1] < nb[l])) << "point " << i;
+      }
+    }
+  }
+}
+
+TEST(ApproximateKnn, DuplicatesAndTiesGiveTheExactDistances) {
+  // 27 distinct integer points among 70 (copies at distance 0, many ties): the search over so few
+  // points visits them all, so every list has the exact distances, whichever tied copies it names.
+  std::mt19937_64 rng(4);
+  MatrixD X(70, 3);
+  for (double& v : X.data) v = static_cast<double>(rng() % 3);
+  for (int k : {1, 7, 30}) {
+    const KnnGraph exact = exact_knn(X, k, 1), g = approximate_knn(X, k, 5, 2);
+    EXPECT_EQ(g.dist2, exact.dist2) << "k = " << k;
+    for (index_t i = 0; i < X.rows; ++i)
+      for (int l = 0; l < k; ++l) ASSERT_NE(g.neighbours(i)[l], i);
+  }
+}
+
+TEST(ApproximateKnn, SameSeedSameGraphForAnyThreadCount) {
+  std::vector<int> label;
+  const MatrixD X = planted_clusters(2000, 8, 6, 3, &label);
+  const KnnGraph a = approximate_knn(X, 30, 11, 2), b = approximate_knn(X, 30, 11, 2), c = approximate_knn(X, 30, 11, 1);
+  EXPECT_EQ(a.index, b.index);
+  EXPECT_EQ(a.dist2, b.dist2);
+  EXPECT_EQ(a.index, c.index);
+  EXPECT_EQ(a.dist2, c.dist2);
+  // a different sample for the estimate, the same graph's estimate twice
+  EXPECT_EQ(estimate_knn_recall(X, a, 100, 5, 2).recall, estimate_knn_recall(X, a, 100, 5, 1).recall);
+}
+
+TEST(ApproximateKnn, RefusesKOutsideOneToNMinusOne) {
+  std::vector<int> label;
+  const MatrixD X = planted_clusters(50, 3, 2, 5, &label);
+  EXPECT_THROW(approximate_knn(X, 50, 1, 1), Error);
+  EXPECT_THROW(approximate_knn(X, 0, 1, 1), Error);
+  ApproxKnnParams p;
+  p.M = 1;
+  EXPECT_THROW(approximate_knn(X, 5, 1, 1, p), Error);
+}

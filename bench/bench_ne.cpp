@@ -20,6 +20,7 @@
 #include "orrery/affinity.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/knn.hpp"
+#include "cli/ne_config.hpp"
 #include "orrery/pca.hpp"
 #include "orrery/config.hpp"
 #include "orrery/error.hpp"
@@ -105,6 +106,7 @@ int run_ne_bench(int argc, char** argv) {
   double perplexity = 30;
   bool sparse = false, run_orrery = true;
   std::string out, python = "/usr/bin/python3", optimizer = "fixed_point", data = "pooled";
+  std::string neighbors = "auto", repulsion = "auto";
   for (int a = 2; a < argc; ++a) {
     const std::string opt = argv[a];
     if (opt == "--sparse") {
@@ -125,6 +127,8 @@ int run_ne_bench(int argc, char** argv) {
     else if (opt == "--threads") threads = std::stoi(v);
     else if (opt == "--python") python = v;
     else if (opt == "--optimizer") optimizer = v;
+    else if (opt == "--neighbors") neighbors = v;
+    else if (opt == "--repulsion") repulsion = v;
     else if (opt == "--data") data = v;
     else if (opt == "--orrery") {
       if (v != "on" && v != "off") input_error("hssne: --orrery takes on or off, not '" + v + "'");
@@ -168,25 +172,41 @@ int run_ne_bench(int argc, char** argv) {
     files.commit();
     json runs = json::array();
     for (unsigned long long seed : seeds) {
-      const auto t0 = std::chrono::steady_clock::now();
       HssneParams prm;
       prm.max_iter = iters;
       prm.tol = 0;  // run every iteration, as the peers do
       prm.optimizer = parse_enum<HssneOptimizer>(optimizer, "--optimizer");
-      // orrery's P: its own affinities (timed as its first stage) and the common P every map is scored by
+      prm.repulsion = parse_enum<HssneRepulsionMode>(repulsion, "--repulsion");
+      // The common P every map is scored by: exact neighbours (untimed). orrery's own P (timed as its
+      // first stage) is the same unless its neighbour search is approximate (--neighbors, as the
+      // run's input.neighbors: auto is approximate above kExactNeighborsMaxPoints).
+      const bool approx = sparse && (neighbors == "approximate" || (neighbors == "auto" && N > cli::kExactNeighborsMaxPoints));
+      if (neighbors != "auto" && neighbors != "exact" && neighbors != "approximate")
+        input_error("hssne: --neighbors takes auto, exact or approximate, not '" + neighbors + "'");
+      const auto t_common = std::chrono::steady_clock::now();
       const AffinityResult P = sparse ? affinities_sparse(X, perplexity, threads) : affinities_dense(X, perplexity, threads);
-      const double aff_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double common_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_common).count();
+      const auto t_own = std::chrono::steady_clock::now();
+      const AffinityResult own =
+          approx ? affinities_from_knn(approximate_knn(X, sparse_neighbours(perplexity), seed, threads), perplexity, threads)
+                 : AffinityResult();
+      const double aff_s =
+          approx ? std::chrono::duration<double>(std::chrono::steady_clock::now() - t_own).count() : common_s;
+      const AffinityResult& mine = approx ? own : P;
       const auto kl = [&](const MatrixD& Y) {
         return sparse ? hssne_objective(P.sparse, Y, 1.0, nullptr, threads) : hssne_objective(P.dense, Y, 1.0, nullptr, threads);
       };
       json run = {{"seed", seed}};
       double secs = std::nan("");  // orrery's seconds, the ratios' base (none with --orrery off)
       if (run_orrery) {
-        const HssneResult fit = sparse ? fit_hssne(P.sparse, prm, seed, threads) : fit_hssne(P.dense, {}, prm, seed, threads);
-        secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const auto t_fit = std::chrono::steady_clock::now();
+        const HssneResult fit =
+            sparse ? fit_hssne(mine.sparse, prm, seed, threads) : fit_hssne(mine.dense, {}, prm, seed, threads);
+        secs = aff_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - t_fit).count();
         // one evaluation = one pass over all N (N - 1) ordered pairs
         const double pairs = static_cast<double>(N) * (N - 1) * fit.evaluations;
         run["orrery"] = {{"seconds", secs}, {"affinity_seconds", aff_s}, {"pairs_per_second", pairs / secs},
+                         {"neighbors", approx ? "approximate" : "exact"},
                          {"knn5_accuracy", knn5(fit.coords, labels)}, {"kl", kl(fit.coords)},
                          {"evaluations", fit.evaluations}, {"restarts", fit.restarts}, {"damped_steps", fit.damped_steps}};
         line(N, std::to_string(seed), "orrery " + optimizer, run["orrery"], secs);

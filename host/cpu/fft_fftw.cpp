@@ -1,4 +1,4 @@
-// RealFft on FFTW 3 (single precision, libfftw3f). Plans are made once per size with FFTW_ESTIMATE, which picks the
+// RealFft on FFTW 3 (double precision). Plans are made once per size with FFTW_ESTIMATE, which picks the
 // algorithm from the size alone (FFTW_MEASURE would time candidates and could pick differently from
 // run to run, changing the bits); the new-array execute functions are thread-safe.
 #include <fftw3.h>
@@ -11,7 +11,7 @@
 namespace orrery::cpu {
 
 struct RealFft::Impl {
-  fftwf_plan fwd = nullptr, inv = nullptr;
+  fftw_plan fwd = nullptr, inv = nullptr;
 };
 
 namespace {
@@ -28,26 +28,26 @@ RealFft::RealFft(const std::vector<int>& dims, int /*slots*/) : impl_(std::make_
   complex_size_ = real_size_ / static_cast<size_t>(dims.back()) * static_cast<size_t>(dims.back() / 2 + 1);
   RealBuffer r(real_size_);
   ComplexBuffer c(complex_size_);
-  auto* cc = reinterpret_cast<fftwf_complex*>(c.data());
+  auto* cc = reinterpret_cast<fftw_complex*>(c.data());
   std::lock_guard<std::mutex> lock(planner_mutex());
   const int rank = static_cast<int>(dims.size());
-  impl_->fwd = fftwf_plan_dft_r2c(rank, dims.data(), r.data(), cc, FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
-  impl_->inv = fftwf_plan_dft_c2r(rank, dims.data(), cc, r.data(), FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
+  impl_->fwd = fftw_plan_dft_r2c(rank, dims.data(), r.data(), cc, FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
+  impl_->inv = fftw_plan_dft_c2r(rank, dims.data(), cc, r.data(), FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
   if (!impl_->fwd || !impl_->inv) internal_error("RealFft: FFTW could not plan the transform");
 }
 
 RealFft::~RealFft() {
   std::lock_guard<std::mutex> lock(planner_mutex());
-  if (impl_->fwd) fftwf_destroy_plan(impl_->fwd);
-  if (impl_->inv) fftwf_destroy_plan(impl_->inv);
+  if (impl_->fwd) fftw_destroy_plan(impl_->fwd);
+  if (impl_->inv) fftw_destroy_plan(impl_->inv);
 }
 
-void RealFft::forward(int, float* in, std::complex<float>* out) const {
-  fftwf_execute_dft_r2c(impl_->fwd, in, reinterpret_cast<fftwf_complex*>(out));
+void RealFft::forward(int, double* in, std::complex<double>* out) const {
+  fftw_execute_dft_r2c(impl_->fwd, in, reinterpret_cast<fftw_complex*>(out));
 }
 
-void RealFft::inverse(int, std::complex<float>* in, float* out) const {
-  fftwf_execute_dft_c2r(impl_->inv, reinterpret_cast<fftwf_complex*>(in), out);
+void RealFft::inverse(int, std::complex<double>* in, double* out) const {
+  fftw_execute_dft_c2r(impl_->inv, reinterpret_cast<fftw_complex*>(in), out);
 }
 
 const char* RealFft::library() { return "fftw3"; }

@@ -1,5 +1,6 @@
-// RealFft on KISS FFT (Debian's build is single precision, as RealFft). A KISS plan keeps scratch
-// space, so each slot has its own pair of plans.
+// RealFft on KISS FFT. Debian's build is single precision only, so the values go through float
+// buffers, one pair per slot, as do the plans (a KISS plan keeps scratch space): see fft.hpp for why
+// float is not enough for maps with far outliers; this build exists for its license (BSD).
 #include <kiss_fftndr.h>
 
 #include <cstdlib>
@@ -12,6 +13,8 @@ namespace orrery::cpu {
 struct RealFft::Impl {
   struct Slot {
     kiss_fftndr_cfg fwd = nullptr, inv = nullptr;
+    std::vector<float> r;
+    std::vector<kiss_fft_cpx> c;
   };
   std::vector<Slot> slots;
 };
@@ -27,6 +30,8 @@ RealFft::RealFft(const std::vector<int>& dims, int slots) : impl_(std::make_uniq
     s.fwd = kiss_fftndr_alloc(dims.data(), rank, 0, nullptr, nullptr);
     s.inv = kiss_fftndr_alloc(dims.data(), rank, 1, nullptr, nullptr);
     if (!s.fwd || !s.inv) internal_error("RealFft: KISS FFT could not plan the transform");
+    s.r.resize(real_size_);
+    s.c.resize(complex_size_);
   }
 }
 
@@ -37,15 +42,21 @@ RealFft::~RealFft() {
   }
 }
 
-// std::complex<float> is laid out as float[2], as kiss_fft_cpx.
-void RealFft::forward(int slot, float* in, std::complex<float>* out) const {
-  kiss_fftndr(impl_->slots.at(static_cast<size_t>(slot)).fwd, in, reinterpret_cast<kiss_fft_cpx*>(out));
+void RealFft::forward(int slot, double* in, std::complex<double>* out) const {
+  auto& s = impl_->slots.at(static_cast<size_t>(slot));
+  for (size_t q = 0; q < real_size_; ++q) s.r[q] = static_cast<float>(in[q]);
+  kiss_fftndr(s.fwd, s.r.data(), s.c.data());
+  for (size_t q = 0; q < complex_size_; ++q) out[q] = {s.c[q].r, s.c[q].i};
 }
 
-void RealFft::inverse(int slot, std::complex<float>* in, float* out) const {
-  kiss_fftndri(impl_->slots.at(static_cast<size_t>(slot)).inv, reinterpret_cast<kiss_fft_cpx*>(in), out);
+void RealFft::inverse(int slot, std::complex<double>* in, double* out) const {
+  auto& s = impl_->slots.at(static_cast<size_t>(slot));
+  for (size_t q = 0; q < complex_size_; ++q)
+    s.c[q] = {static_cast<float>(in[q].real()), static_cast<float>(in[q].imag())};
+  kiss_fftndri(s.inv, s.c.data(), s.r.data());
+  for (size_t q = 0; q < real_size_; ++q) out[q] = s.r[q];
 }
 
-const char* RealFft::library() { return "kissfft"; }
+const char* RealFft::library() { return "kissfft (float)"; }
 
 }  // namespace orrery::cpu

@@ -144,8 +144,8 @@ struct RepulsionGrid::Impl {
     work_r.assign(static_cast<size_t>(threads), cpu::RealFft::RealBuffer(fft->real_size()));
     work_c.assign(static_cast<size_t>(threads), cpu::RealFft::ComplexBuffer(fft->complex_size()));
     work_x.assign(static_cast<size_t>(threads), cpu::RealFft::ComplexBuffer(fft->complex_size()));
-    kernel_h.assign(fft->complex_size(), 0.0f);
-    kernel_hs.assign(fft->complex_size(), 0.0f);
+    kernel_h.assign(fft->complex_size(), 0.0);
+    kernel_hs.assign(fft->complex_size(), 0.0);
     const double norm = 1.0 / static_cast<double>(fft->real_size());
     for (int which = 0; which < 2; ++which) {
       auto& r = work_r[0];
@@ -159,7 +159,7 @@ struct RepulsionGrid::Impl {
             if (D > 2) used = math::circular_offset(static_cast<int>(j2), nodes[2], o2) && used;
             const double tau = h * h * (double(o0) * o0 + double(o1) * o1 + double(o2) * o2);
             const double k = which == 0 ? math::tail_kernel_h(tau, alpha) : math::tail_kernel_hs(tau, alpha);
-            r[static_cast<size_t>((j2 * M1 + j1) * M0 + j0)] = used ? static_cast<float>(k * norm) : 0.0f;
+            r[static_cast<size_t>((j2 * M1 + j1) * M0 + j0)] = used ? k * norm : 0.0;
           }
       fft->forward(0, r.data(), which == 0 ? kernel_h.data() : kernel_hs.data());
     }
@@ -168,17 +168,16 @@ struct RepulsionGrid::Impl {
   }
 
   // Charge grid q (num_nodes) into the padded real buffer r.
-  void pad(const double* q, float* r) const {
-    std::fill(r, r + fft->real_size(), 0.0f);
+  void pad(const double* q, double* r) const {
+    std::fill(r, r + fft->real_size(), 0.0);
     const long M0 = padded[0], M1 = D > 1 ? padded[1] : 1;
     const long G0 = nodes[0], G1 = nodes[1], G2 = D > 2 ? nodes[2] : 1;
     for (long n2 = 0; n2 < G2; ++n2)
       for (long n1 = 0; n1 < G1; ++n1)
-        std::transform(q + (n2 * G1 + n1) * G0, q + (n2 * G1 + n1 + 1) * G0, r + (n2 * M1 + n1) * M0,
-                       [](double v) { return static_cast<float>(v); });
+        std::copy(q + (n2 * G1 + n1) * G0, q + (n2 * G1 + n1 + 1) * G0, r + (n2 * M1 + n1) * M0);
   }
 
-  void unpad(const float* r, double* q) const {
+  void unpad(const double* r, double* q) const {
     const long M0 = padded[0], M1 = D > 1 ? padded[1] : 1;
     const long G0 = nodes[0], G1 = nodes[1], G2 = D > 2 ? nodes[2] : 1;
     for (long n2 = 0; n2 < G2; ++n2)

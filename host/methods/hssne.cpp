@@ -39,11 +39,11 @@ const std::vector<Field<HssneParams>>& hssne_fields() {
       {"rho", &HssneParams::rho, "Semi-supervised mixing weight of same-class pairs (0 = unsupervised).", 0, 1},
       {"init_scale", &HssneParams::init_scale, "Standard deviation of the seeded Gaussian start.", 0, 1e3, true},
       {"repulsion", &HssneParams::repulsion,
-       "exact (all pairs, O(N^2)), interpolated (FFT grid, O(N); sparse affinities; force error ~3e-3 at the "
-       "default grid) or auto (from 5,000 points up where the device has it: interpolated at each map whose grid "
-       "costs less than its pairs; CPU only so far)."},
+       "exact (all pairs, O(N^2)), interpolated (experimental, CPU only: FFT grid, O(N) per iteration; sparse "
+       "affinities; force error <= 1e-2 at the default grid; maps of 20,000 points and more can run away) or "
+       "auto (exact for now)."},
       {"interp_nodes", &HssneParams::interp_nodes,
-       "interpolated: nodes per box and dimension (more nodes lose accuracy to the grid's float rounding).", 2, 5},
+       "interpolated: nodes per box and dimension.", 2, 8},
       {"interp_box", &HssneParams::interp_box,
        "interpolated: box width in map units; the error falls as interp_box^interp_nodes.", 0.05, 4, true},
   };
@@ -250,10 +250,11 @@ HssneRepulsion resolve_repulsion(const HssneParams& prm, index_t num_points, con
   HssneRepulsion r;
   r.grid.nodes = prm.interp_nodes;
   r.grid.box_width = prm.interp_box;
-  r.interpolated = prm.repulsion == HssneRepulsionMode::interpolated ||
-                   (prm.repulsion == HssneRepulsionMode::automatic && num_points >= kInterpolatedAutoMinPoints &&
-                    backend.has_interpolated_repulsion());
-  r.exact_when_cheaper = prm.repulsion == HssneRepulsionMode::automatic;
+  // auto stays exact until the interpolated fixed-point fit is stable on large maps (HssneParams::repulsion).
+  (void)num_points;
+  (void)backend;
+  r.interpolated = prm.repulsion == HssneRepulsionMode::interpolated;
+  r.exact_when_cheaper = false;
   return r;
 }
 

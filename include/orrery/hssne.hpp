@@ -32,10 +32,6 @@ struct EnumNames<HssneRepulsionMode> {
   static constexpr std::array<const char*, 3> names = {"auto", "exact", "interpolated"};
 };
 
-// `auto` repulsion interpolates from this many points up (sparse P, on a backend that can): below it
-// the exact all-pairs loop is as fast and has no approximation (bench/README.md, hssne-interp).
-constexpr index_t kInterpolatedAutoMinPoints = 5000;
-
 struct HssneParams {
   // Output dimension D (2 or 3).
   int dim = 2;
@@ -69,16 +65,17 @@ struct HssneParams {
   double rho = 0.0;
   // Repulsion (the sums over all pairs): "exact" over every pair, O(N^2) per iteration;
   // "interpolated" on a grid by FFT (orrery/interp.hpp), O(N) per iteration for a map of fixed
-  // extent, with a relative force error ~3e-3 at the defaults below (sparse affinities only; the
+  // extent, with a relative force error <= 1e-2 at the defaults below (sparse affinities only; the
   // optimisers and the fixed-point guard then see the same approximation of J, so J never rises);
-  // "auto": interpolated from kInterpolatedAutoMinPoints points up where the backend has it, and
-  // then at each map only where the grid costs less than the pairs (a wide map of few points, 3-D
-  // above all, can need a grid dearer than all its pairs: RepulsionGrid::cheaper_than_exact).
+  // "auto": exact for now. Interpolated is experimental: it matches the exact sums, steps and fits on
+  // maps of a few thousand points (tests/methods/test_interp.cpp), but fixed-point fits of 20,000
+  // Fashion-MNIST images and more ran away (a few points thrown ever further out, the grid growing
+  // with them) after ~400 iterations; until that is understood auto does not choose it.
   HssneRepulsionMode repulsion = HssneRepulsionMode::automatic;
   // Interpolation nodes per box and dimension, and the box width (map units; the kernel's length
-  // scale is 1). The force error falls as interp_box^interp_nodes: 4 nodes and box 1 give <= 5e-3
-  // on every tail in 2-D and 3-D (SCALE.md; bench hssne-interp); 4 and 0.5 give <= 3e-4 at 4x the
-  // grid in 2-D. Deterministic either way.
+  // scale is 1). The force error falls as interp_box^interp_nodes: 4 nodes and box 1 gave 2.6-4.4e-3
+  // on synthetic clustered maps and 8.4e-3 on a 3,000-point Fashion-MNIST map (t-SNE's tail); box 0.5
+  // gave 1.6-4.8e-4 at 4x the grid in 2-D (bench hssne-interp). Deterministic either way.
   int interp_nodes = 4;
   double interp_box = 1.0;
   // Initial coordinates: Gaussian with this standard deviation (seeded). The fixed-point update

@@ -57,12 +57,12 @@ TEST(RealFft, RoundTripAndConstant) {
   cpu::RealFft fft(dims, 1);
   cpu::RealFft::RealBuffer r(fft.real_size()), back(fft.real_size());
   cpu::RealFft::ComplexBuffer c(fft.complex_size());
-  for (size_t q = 0; q < r.size(); ++q) r[q] = static_cast<float>(std::sin(0.7 * double(q)) + 0.25);
+  for (size_t q = 0; q < r.size(); ++q) r[q] = std::sin(0.7 * double(q)) + 0.25;
   const cpu::RealFft::RealBuffer orig = r;
   fft.forward(0, r.data(), c.data());
   // The DC term is the sum.
   double sum = 0;
-  for (float v : orig) sum += v;
+  for (double v : orig) sum += v;
   EXPECT_NEAR(c[0].real(), sum, 1e-5 * orig.size());
   fft.inverse(0, c.data(), back.data());
   for (size_t q = 0; q < r.size(); ++q) EXPECT_NEAR(back[q] / double(fft.real_size()), orig[q], 1e-5) << q;

@@ -115,3 +115,23 @@ TEST(NeighborsCli, RefusedSettingsNameTheKey) {
                  "input.perplexity");
   EXPECT_FALSE(fs::exists(tmp.path("out")));
 }
+
+// Interpolated repulsion needs sparse affinities: the settings that give dense ones are refused
+// naming params.repulsion; with affinities auto it selects sparse ones and the report says it ran.
+TEST(NeighborsCli, InterpolatedRepulsionNeedsSparseAffinities) {
+  orrery::test::TempDir tmp;
+  const std::string x = small_points(tmp);
+  const json interp = {{"repulsion", "interpolated"}, {"max_iter", 20}};
+  expect_refused(config(tmp, "dense.json", "hssne", {{"vectors", x}, {"perplexity", 5}, {"affinities", "dense"}}, interp),
+                 "params.repulsion");
+  expect_refused(config(tmp, "bad.json", "hssne", {{"vectors", x}, {"perplexity", 5}}, {{"repulsion", "fft"}}),
+                 "params.repulsion");
+  EXPECT_FALSE(fs::exists(tmp.path("out")));
+  const auto o = orrery::test::run_orrery("run " + config(tmp, "ok.json", "hssne", {{"vectors", x}, {"perplexity", 5}}, interp) +
+                                          " --quiet");
+  ASSERT_EQ(o.code, 0) << o.output;
+  const json r = report(tmp);
+  EXPECT_EQ(r["input"]["affinities"], "sparse");
+  EXPECT_EQ(r["result"]["repulsion"], "interpolated");
+  EXPECT_EQ(r["result"]["interpolation"]["nodes"], 4);
+}

@@ -8,8 +8,8 @@
 //      threads write one node, so there is nothing to race on and the sums have a fixed order;
 //   4. convolution: each charge's grid zero-padded to 2G per axis, transformed, multiplied by the
 //      kernels' transforms (made once per grid shape), transformed back; one charge per thread;
-//   5. gather: each point's potentials from its box's nodes with the same weights; the self term
-//      (H(0) = H S(0) = 1) taken out.
+//   5. gather: each point's potentials from its box's nodes with the same weights; the self term,
+//      as the grid computes it (math::self_overlap), taken out.
 // Cost per evaluation O(N p^D (2D + 3) + (D + 3) G^D log G), memory O(N p D + G^D) for G nodes per axis.
 #include <omp.h>
 
@@ -110,6 +110,7 @@ struct RepulsionGrid::Impl {
   long num_nodes = 0;
   std::unique_ptr<cpu::RealFft> fft;
   cpu::RealFft::ComplexBuffer kernel_h, kernel_hs;  // transforms of the kernels, divided by the size
+  std::vector<double> self_h, self_hs;  // the kernels at the (2p - 1)^D node offsets within a box
   std::vector<cpu::RealFft::RealBuffer> work_r;
   std::vector<cpu::RealFft::ComplexBuffer> work_c, work_x;
   std::vector<double> charges;     // (D + 1) x num_nodes: {1, y_0 - c_0, ..., y_{D-1} - c_{D-1}}
@@ -162,6 +163,18 @@ struct RepulsionGrid::Impl {
             r[static_cast<size_t>((j2 * M1 + j1) * M0 + j0)] = used ? k * norm : 0.0;
           }
       fft->forward(0, r.data(), which == 0 ? kernel_h.data() : kernel_hs.data());
+    }
+    const int span = 2 * s.nodes - 1;
+    self_h.assign(static_cast<size_t>(D == 2 ? span * span : span * span * span), 0.0);
+    self_hs.assign(self_h.size(), 0.0);
+    for (size_t q = 0; q < self_h.size(); ++q) {
+      double tau = 0;
+      for (int d = 0, rest = static_cast<int>(q); d < D; ++d, rest /= span) {
+        const double o = rest % span - (s.nodes - 1);
+        tau += h * h * o * o;
+      }
+      self_h[q] = math::tail_kernel_h(tau, alpha);
+      self_hs[q] = math::tail_kernel_hs(tau, alpha);
     }
     charges.assign(static_cast<size_t>((D + 1) * num_nodes), 0.0);
     potentials.assign(static_cast<size_t>((D + 2) * num_nodes), 0.0);
@@ -301,13 +314,26 @@ void RepulsionGrid::Impl::run(const MatrixD& Y, RepulsionSums& out) {
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (index_t i = 0; i < N; ++i) {
     double acc[D_ + 2] = {};
-    for_box_nodes<D_>(p, weights.data() + static_cast<size_t>(i * D_ * p), node_stride,
-                      box_base(point_box[static_cast<size_t>(i)]), [&](long node, double wt) {
-                        for (int k = 0; k < D_ + 2; ++k) acc[k] += wt * potentials[static_cast<size_t>(k * nn + node)];
-                      });
-    out.h[static_cast<size_t>(i)] = acc[0] - 1.0;
-    out.hs[static_cast<size_t>(i)] = acc[1] - 1.0;
-    for (int d = 0; d < D_; ++d) out.hsy(i, d) = acc[2 + d] + centre[d] * acc[1] - Y(i, d);
+    const double* wi = weights.data() + static_cast<size_t>(i * D_ * p);
+    for_box_nodes<D_>(p, wi, node_stride, box_base(point_box[static_cast<size_t>(i)]), [&](long node, double wt) {
+      for (int k = 0; k < D_ + 2; ++k) acc[k] += wt * potentials[static_cast<size_t>(k * nn + node)];
+    });
+    // The self term through the grid: sum over offsets of K times the axes' overlaps.
+    const int span = 2 * p - 1;
+    double c[3][2 * math::kMaxInterpNodes - 1];
+    for (int d = 0; d < D_; ++d) math::self_overlap(wi + d * p, p, c[d]);
+    double sh = 0, shs = 0;
+    for (size_t q = 0; q < self_h.size(); ++q) {
+      const size_t o0 = q % span, o1 = (q / span) % span;
+      double wt = c[0][o0] * c[1][o1];
+      if constexpr (D_ == 3) wt *= c[2][q / (span * span)];
+      sh += wt * self_h[q];
+      shs += wt * self_hs[q];
+    }
+    // sum_{j != i} of each potential; hsy adds back the centre: sum_j HS (y_j - c) + c sum_j HS.
+    out.h[static_cast<size_t>(i)] = acc[0] - sh;
+    out.hs[static_cast<size_t>(i)] = acc[1] - shs;
+    for (int d = 0; d < D_; ++d) out.hsy(i, d) = acc[2 + d] + centre[d] * acc[1] - shs * Y(i, d);
   }
   lap(timings.gather);
 }

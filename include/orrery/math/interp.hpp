@@ -82,4 +82,23 @@ ORRERY_HD_INLINE bool circular_offset(int j, int G, int& offset) {
   return j != G;
 }
 
+// A point's interaction with itself through the grid, per axis: its charge reaches node m of its
+// box with weight w_m and is read back from node n with weight w_n, so the grid's self term is
+// sum_{m,n} w_m w_n K(x_m - x_n). Per axis the pairs group by the node offset m - n = delta in
+// [-(p-1), p-1]: c[delta + p - 1] = sum_m w_m w_{m - delta}, and the self term is
+// sum over offsets (delta_0, ..., delta_{D-1}) of K(h^2 |delta|^2) prod_d c_d[delta_d]; (2p - 1)^D
+// terms rather than p^(2D). Removing exactly this (not H(0) = 1) leaves the sum over the other
+// points, so an isolated point's h and hs keep the accuracy of its neighbours' contributions.
+template <class T>
+ORRERY_HD_INLINE void self_overlap(const T* w, int p, T* c) {
+  for (int delta = -(p - 1); delta < p; ++delta) {
+    T sum = T(0);
+    for (int m = 0; m < p; ++m) {
+      const int n = m - delta;
+      if (n >= 0 && n < p) sum += w[m] * w[n];
+    }
+    c[delta + p - 1] = sum;
+  }
+}
+
 }  // namespace orrery::math

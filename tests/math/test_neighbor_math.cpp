@@ -4,6 +4,7 @@
 // fraction and heavy-ball term, and the gains rule of the gradient method.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -101,13 +102,17 @@ TEST(HssneSteps, FixedPointIsAScaledGradientStepPlusHeavyBall) {
           const double y = p.Y[i * kD + d];
           const double got = math::hssne_fixed_point_coord(y, prev[i * kD + d], r.a_sum, r.hs_sum, r.ay[d], r.hsy[d], c,
                                                            1.0 / z, step, beta);
-          const double want =
-              y - step * gradient(rows, p.Y, i, d, c) / (4 * c * r.a_sum) + beta * (y - prev[i * kD + d]);
+          const double length = 1.0 / (4 * std::max(c * r.a_sum, r.hs_sum / z));
+          const double want = y - step * gradient(rows, p.Y, i, d, c) * length + beta * (y - prev[i * kD + d]);
           EXPECT_NEAR(got, want, 1e-12 * (1 + std::abs(want))) << "c " << c << " step " << step << " beta " << beta;
         }
     }
   // A point without affinity stays where it is (plus its momentum).
   EXPECT_EQ(math::hssne_fixed_point_coord(2.0, 1.0, 0.0, 3.0, 0.0, 1.0, 1.0, 0.5, 1.0, 0.5), 2.5);
+  // A point whose repulsion outweighs its attraction (B = hs / Z = 1.5 > c A = 0.5) moves by
+  // grad / (4 B), not grad / (4 c A), which would be three times as far.
+  // grad = 4 (y (cA - B) - (c ay - hsy / Z)) = 4 (2 (0.5 - 1.5) - (0.5 - 0.5)) = -8; move 8 / 6.
+  EXPECT_DOUBLE_EQ(math::hssne_fixed_point_coord(2.0, 2.0, 0.5, 3.0, 0.5, 1.0, 1.0, 0.5, 1.0, 0.0), 2.0 + 8.0 / 6.0);
   EXPECT_EQ(math::hssne_damp_coord(3.0, 1.0), 2.0);
 }
 

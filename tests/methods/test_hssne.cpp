@@ -111,8 +111,10 @@ TEST(Hssne, SparseObjectiveEqualsDenseWhenListsCoverAllPoints) {
 }
 
 TEST(Hssne, FixedPointIsAPreconditionedGradientStep) {
-  // y_new = (y_i B_i + sum_j (A_ij - B_ij) y_j) / A_i = y_i - grad_i / (4 A_i) with A_i = sum_j P_ij S_ij:
-  // so Y is a fixed point exactly when the gradient vanishes, i.e. a stationary point is left unchanged.
+  // y_new = (y_i B_i + sum_j (A_ij - B_ij) y_j) / A_i = y_i - grad_i / (4 A_i) with A_i = sum_j P_ij S_ij,
+  // taken as y_i - grad_i / (4 max(A_i, B_i)), B_i = sum_j Q_ij S_ij, where the repulsion outweighs the
+  // attraction: so Y is a fixed point exactly when the gradient vanishes, i.e. a stationary point is
+  // left unchanged.
   std::vector<int> labels;
   const MatrixD X = clusters(labels, 3);
   MatrixD Xs(40, 4);
@@ -124,14 +126,27 @@ TEST(Hssne, FixedPointIsAPreconditionedGradientStep) {
     MatrixD g, Y = Y0;
     hssne_objective(P, Y0, alpha, &g);
     hssne_fixed_point_step(P, alpha, Y);
+    const auto tau = [&](index_t i, index_t j) {
+      return std::pow(Y0(i, 0) - Y0(j, 0), 2) + std::pow(Y0(i, 1) - Y0(j, 1), 2);
+    };
+    double Z = 0;
+    for (index_t i = 0; i < 40; ++i)
+      for (index_t j = 0; j < 40; ++j)
+        if (j != i) Z += math::heavy_tail(tau(i, j), alpha);
+    int repulsion_wins = 0;
     for (index_t i = 0; i < 40; ++i) {
-      double A = 0;
+      double A = 0, B = 0;
       for (index_t j = 0; j < 40; ++j) {
         if (j == i) continue;
-        const double tau = std::pow(Y0(i, 0) - Y0(j, 0), 2) + std::pow(Y0(i, 1) - Y0(j, 1), 2);
-        A += P(i, j) * math::heavy_tail_slope(tau, alpha);
+        A += P(i, j) * math::heavy_tail_slope(tau(i, j), alpha);
+        B += math::heavy_tail(tau(i, j), alpha) * math::heavy_tail_slope(tau(i, j), alpha) / Z;
       }
-      for (int d = 0; d < 2; ++d) EXPECT_NEAR(Y(i, d), Y0(i, d) - g(i, d) / (4 * A), 1e-10) << "alpha " << alpha;
+      repulsion_wins += B > A;
+      for (int d = 0; d < 2; ++d)
+        EXPECT_NEAR(Y(i, d), Y0(i, d) - g(i, d) / (4 * std::max(A, B)), 1e-10) << "alpha " << alpha;
+    }
+    if (alpha == 1.0) {
+      EXPECT_GT(repulsion_wins, 0) << "the random start has points of both kinds";
     }
   }
 }

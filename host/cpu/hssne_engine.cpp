@@ -292,7 +292,39 @@ class CpuHssneEngine final : public HssneEngine {
   RepulsionSums rep_;
 };
 
+template <int D>
+void exact_repulsion_rows(const MatrixD& Y, double alpha, RepulsionSums& out, int threads) {
+  const index_t N = Y.rows;
+  const std::vector<double> yt = cpu::by_dimension<double>(Y);
+#pragma omp parallel for schedule(static) num_threads(nthreads(threads))
+  for (index_t i = 0; i < N; ++i) {
+    math::HssneRow<double, D> acc;
+    repulsion_row<D>(yt.data(), N, i, alpha, acc);
+    out.h[static_cast<size_t>(i)] = acc.h_sum;
+    out.hs[static_cast<size_t>(i)] = acc.hs_sum;
+    for (int d = 0; d < D; ++d) out.hsy(i, d) = acc.hsy[d];
+  }
+}
+
 }  // namespace
+
+}  // namespace orrery::cpu
+
+namespace orrery {
+
+// The reference the grid is measured against: the engine's own exact rows.
+void exact_repulsion(const MatrixD& Y, double alpha, RepulsionSums& out, int threads) {
+  if (Y.cols != 2 && Y.cols != 3) internal_error("exact_repulsion: D must be 2 or 3");
+  out.h.assign(static_cast<size_t>(Y.rows), 0.0);
+  out.hs.assign(static_cast<size_t>(Y.rows), 0.0);
+  out.hsy = MatrixD(Y.rows, Y.cols, 0.0);
+  if (Y.cols == 2) cpu::exact_repulsion_rows<2>(Y, alpha, out, threads);
+  else cpu::exact_repulsion_rows<3>(Y, alpha, out, threads);
+}
+
+}  // namespace orrery
+
+namespace orrery::cpu {
 
 std::unique_ptr<HssneEngine> make_hssne_engine(const MatrixD* dense, const SparseAffinity* sparse, double alpha, int dim,
                                                int threads, const HssneRepulsion& repulsion) {

@@ -368,29 +368,4 @@ bool RepulsionGrid::cheaper_than_exact(const MatrixD& Y) const {
 }
 RepulsionGrid::Timings RepulsionGrid::timings() const { return impl_->timings; }
 
-void exact_repulsion(const MatrixD& Y, double alpha, RepulsionSums& out, int threads) {
-  const index_t N = Y.rows;
-  const int D = static_cast<int>(Y.cols);
-  out.h.assign(static_cast<size_t>(N), 0.0);
-  out.hs.assign(static_cast<size_t>(N), 0.0);
-  out.hsy = MatrixD(N, D, 0.0);
-#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
-  for (index_t i = 0; i < N; ++i) {
-    double hsum = 0, hssum = 0, g[3] = {0, 0, 0};
-    for (index_t j = 0; j < N; ++j) {
-      if (j == i) continue;
-      double tau = 0;
-      for (int d = 0; d < D; ++d) tau += (Y(i, d) - Y(j, d)) * (Y(i, d) - Y(j, d));
-      double hh, ss;
-      math::heavy_tail_pair(tau, alpha, hh, ss);
-      hsum += hh;
-      hssum += hh * ss;
-      for (int d = 0; d < D; ++d) g[d] += hh * ss * Y(j, d);
-    }
-    out.h[static_cast<size_t>(i)] = hsum;
-    out.hs[static_cast<size_t>(i)] = hssum;
-    for (int d = 0; d < D; ++d) out.hsy(i, d) = g[d];
-  }
-}
-
 }  // namespace orrery

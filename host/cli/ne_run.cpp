@@ -161,9 +161,13 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
                 {"restarts", r.restarts}, {"damped_steps", r.damped_steps},
                 {"objective", trace.empty() ? 0.0 : trace.back()}};
       const HssneRepulsion rep = plan.sparse ? resolve_repulsion(cfg.hssne, N, *backend) : HssneRepulsion{};
+      const HssneParams used = resolve_optimizer(cfg.hssne, N, rep);
       result["repulsion"] = rep.interpolated ? "interpolated" : "exact";
+      result["optimizer"] = enum_name(used.optimizer);
+      if (used.optimizer == HssneOptimizer::gradient) result["learning_rate"] = used.learning_rate;
       if (rep.interpolated)
         result["interpolation"] = {{"nodes", rep.grid.nodes}, {"box_width", rep.grid.box_width},
+                                   {"exact_where_cheaper", rep.exact_when_cheaper},
                                    {"objective_note", "J and its trace use the interpolated normaliser Z"}};
     } else {
       const NervResult r = fit_nerv_run(cfg, d, a, plan.sparse, *backend, progress, control);

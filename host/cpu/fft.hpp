@@ -1,9 +1,8 @@
 // Real-to-complex multidimensional FFTs of one size, for the interpolation grid (cpu/interp.cpp), in
-// double precision. Float is not enough: its rounding is relative to the largest potential on the
-// grid, so a point far out in a sparse region, whose potentials are many orders smaller, gets a
-// repulsion of rounding noise, and the fixed-point step, of length 1 / (4 A_i) with A_i ~ 1 / d^2
-// for such a point, turns that noise into a throw further out (a 70,000-point map grew to a span of
-// 4,800 in float).
+// double precision. Float's rounding is relative to the largest potential on the grid, so a point
+// far out in a sparse region, whose potentials are many orders smaller, gets sums of rounding noise
+// (a float fit of 20,000 points threw such points out; the fixed-point step's length, since bounded
+// by B_i, made that worse then).
 // The library behind them is chosen at build time (CMake ORRERY_FFT): FFTW 3 or KISS FFT, both from
 // Debian. Transforms are unnormalised (inverse(forward(x)) = x * size()), row-major, the last axis
 // fastest and halved in the spectrum (n_last / 2 + 1 complex values). forward() and inverse() may

@@ -21,8 +21,9 @@ const std::vector<Field<HssneParams>>& hssne_fields() {
       {"dim", &HssneParams::dim, "Output dimension D of the map.", 2, 3},
       {"alpha", &HssneParams::alpha, "Tail heaviness: 0 Gaussian SSNE, 1 t-SNE, larger heavier.", 0, 1e6},
       {"optimizer", &HssneParams::optimizer,
-       "fixed_point (the paper's update, no learning rate, accelerated) or gradient (momentum and gains).",
-       },
+       "fixed_point (the paper's update, no learning rate, accelerated), gradient (momentum and gains) or "
+       "auto: fixed_point with exact repulsion, gradient with interpolated repulsion (whose grid grows with "
+       "the map, which the fixed point spreads faster)."},
       {"max_iter", &HssneParams::max_iter, "Iteration cap.", 1, 1e8},
       {"tol", &HssneParams::tol,
        "fixed_point stops when J falls by less than tol * J in an iteration (after the exaggeration).", 0, 1},
@@ -30,7 +31,8 @@ const std::vector<Field<HssneParams>>& hssne_fields() {
        "fixed_point: largest momentum of the accelerated update (restarted whenever J would rise); "
        "0 = the paper's plain update.",
        0, 1},
-      {"learning_rate", &HssneParams::learning_rate, "gradient: step size.", 0, 1e6, true},
+      {"learning_rate", &HssneParams::learning_rate,
+       "gradient: step size; 0 = max(200, N / exaggeration) (Belkina et al. 2019).", 0, 1e6},
       {"momentum", &HssneParams::momentum, "gradient: momentum before momentum_switch.", 0, 1},
       {"final_momentum", &HssneParams::final_momentum, "gradient: momentum from momentum_switch on.", 0, 1},
       {"momentum_switch", &HssneParams::momentum_switch, "gradient: iteration where momentum changes.", 0, 1e8},
@@ -39,9 +41,10 @@ const std::vector<Field<HssneParams>>& hssne_fields() {
       {"rho", &HssneParams::rho, "Semi-supervised mixing weight of same-class pairs (0 = unsupervised).", 0, 1},
       {"init_scale", &HssneParams::init_scale, "Standard deviation of the seeded Gaussian start.", 0, 1e3, true},
       {"repulsion", &HssneParams::repulsion,
-       "exact (all pairs, O(N^2)), interpolated (experimental, CPU only: FFT grid, O(N) per iteration; sparse "
-       "affinities; force error <= 1e-2 at the default grid; maps of 20,000 points and more can run away) or "
-       "auto (exact for now)."},
+       "exact (all pairs, O(N^2)), interpolated (CPU only: FFT grid, O(N) per iteration; sparse affinities; "
+       "force error <= 1e-2 at the default grid) or auto: interpolated from 20,000 points with sparse "
+       "affinities on the CPU (exact at any map where the grid would cost more than the pairs), exact "
+       "otherwise."},
       {"interp_nodes", &HssneParams::interp_nodes,
        "interpolated: nodes per box and dimension.", 2, 8},
       {"interp_box", &HssneParams::interp_box,
@@ -250,12 +253,20 @@ HssneRepulsion resolve_repulsion(const HssneParams& prm, index_t num_points, con
   HssneRepulsion r;
   r.grid.nodes = prm.interp_nodes;
   r.grid.box_width = prm.interp_box;
-  // auto stays exact until the interpolated fixed-point fit is stable on large maps (HssneParams::repulsion).
-  (void)num_points;
-  (void)backend;
-  r.interpolated = prm.repulsion == HssneRepulsionMode::interpolated;
-  r.exact_when_cheaper = false;
+  const bool automatic = prm.repulsion == HssneRepulsionMode::automatic && backend.has_interpolated_repulsion() &&
+                         num_points >= kInterpolatedRepulsionMinPoints;
+  r.interpolated = prm.repulsion == HssneRepulsionMode::interpolated || automatic;
+  r.exact_when_cheaper = automatic;  // an explicit `interpolated` keeps the grid at every map
   return r;
+}
+
+HssneParams resolve_optimizer(const HssneParams& prm, index_t num_points, const HssneRepulsion& repulsion) {
+  HssneParams out = prm;
+  if (out.optimizer == HssneOptimizer::automatic)
+    out.optimizer = repulsion.interpolated ? HssneOptimizer::gradient : HssneOptimizer::fixed_point;
+  if (out.learning_rate == 0.0)
+    out.learning_rate = std::max(200.0, static_cast<double>(num_points) / std::max(1.0, prm.exaggeration));
+  return out;
 }
 
 HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const HssneParams& prm,
@@ -266,7 +277,8 @@ HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const Hs
   if (prm.repulsion == HssneRepulsionMode::interpolated)
     input_error("params.repulsion: interpolated repulsion needs sparse affinities (input.affinities: sparse)");
   auto engine = backend.make_hssne(Pm, prm.alpha, prm.dim);
-  return fit_impl(*engine, entropy_terms(Pm.data), P.rows, prm, seed, progress, control);
+  return fit_impl(*engine, entropy_terms(Pm.data), P.rows, resolve_optimizer(prm, P.rows, HssneRepulsion{}), seed,
+                  progress, control);
 }
 
 HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const HssneParams& prm,
@@ -278,8 +290,10 @@ HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const Hs
 HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& prm, unsigned long long seed, Backend& backend,
                       const std::function<void(int, double)>& progress, RunControl* control) {
   if (prm.rho > 0) input_error("params.rho: semi-supervised mixing needs dense affinities (input.affinities)");
-  auto engine = backend.make_hssne(P, prm.alpha, prm.dim, resolve_repulsion(prm, P.num_points, backend));
-  return fit_impl(*engine, entropy_terms(P.val), P.num_points, prm, seed, progress, control);
+  const HssneRepulsion repulsion = resolve_repulsion(prm, P.num_points, backend);
+  auto engine = backend.make_hssne(P, prm.alpha, prm.dim, repulsion);
+  return fit_impl(*engine, entropy_terms(P.val), P.num_points, resolve_optimizer(prm, P.num_points, repulsion), seed,
+                  progress, control);
 }
 
 HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& prm, unsigned long long seed, int threads,

@@ -19,10 +19,10 @@ class Backend;
 class RunControl;
 
 // HssneParams::optimizer.
-enum class HssneOptimizer { fixed_point, gradient };
+enum class HssneOptimizer { automatic, fixed_point, gradient };
 template <>
 struct EnumNames<HssneOptimizer> {
-  static constexpr std::array<const char*, 2> names = {"fixed_point", "gradient"};
+  static constexpr std::array<const char*, 3> names = {"auto", "fixed_point", "gradient"};
 };
 
 // HssneParams::repulsion.
@@ -37,9 +37,12 @@ struct HssneParams {
   int dim = 2;
   // alpha >= 0: tail heaviness; 0 is Gaussian SSNE, 1 is t-SNE, larger is heavier.
   double alpha = 1.0;
-  // "fixed_point" (the paper's update, no learning rate, accelerated: see `acceleration`) or
-  // "gradient" (momentum and gains with a learning rate, the t-SNE schedule).
-  HssneOptimizer optimizer = HssneOptimizer::fixed_point;
+  // "fixed_point" (the paper's update, no learning rate, accelerated: see `acceleration`),
+  // "gradient" (momentum and gains with a learning rate, the t-SNE schedule) or "auto": fixed_point
+  // with exact repulsion, gradient with interpolated repulsion. The fixed-point update reaches a lower
+  // J per iteration but spreads the map faster (20,000 Fashion-MNIST images: 200 units across at
+  // iteration 450 against 130 at 1,000 for gradient), and the grid's cost grows with the map's area.
+  HssneOptimizer optimizer = HssneOptimizer::automatic;
   // Iteration cap.
   int max_iter = 1000;
   // fixed_point: stop when J falls by less than tol * J in an iteration (checked once the
@@ -51,8 +54,9 @@ struct HssneParams {
   // k = 0), so J never rises, as with the paper's update. 0 is the paper's plain update, which
   // converges far more slowly (5,000 Fashion-MNIST images, 1,000 iterations: KL 1.72 against 1.15).
   double acceleration = 1.0;
-  // gradient: step size, momentum before/after momentum_switch.
-  double learning_rate = 200.0;
+  // gradient: step size (0: max(200, N / exaggeration), the rate of Belkina et al. 2019 that
+  // FIt-SNE and openTSNE default to), momentum before/after momentum_switch.
+  double learning_rate = 0.0;
   double momentum = 0.5;
   double final_momentum = 0.8;
   int momentum_switch = 250;
@@ -67,10 +71,9 @@ struct HssneParams {
   // "interpolated" on a grid by FFT (orrery/interp.hpp), O(N) per iteration for a map of fixed
   // extent, with a relative force error <= 1e-2 at the defaults below (sparse affinities only; the
   // optimisers and the fixed-point guard then see the same approximation of J, so J never rises);
-  // "auto": exact for now. Interpolated is experimental: it matches the exact sums, steps and fits on
-  // maps of a few thousand points (tests/methods/test_interp.cpp), but fixed-point fits of 20,000
-  // Fashion-MNIST images and more ran away (a few points thrown ever further out, the grid growing
-  // with them) after ~400 iterations; until that is understood auto does not choose it.
+  // "auto": interpolated from kInterpolatedRepulsionMinPoints points with sparse affinities on a
+  // backend that has it, and then the exact loop at any map where the grid would cost more than
+  // the pairs (RepulsionGrid::cheaper_than_exact); exact otherwise.
   HssneRepulsionMode repulsion = HssneRepulsionMode::automatic;
   // Interpolation nodes per box and dimension, and the box width (map units; the kernel's length
   // scale is 1). The force error falls as interp_box^interp_nodes: 4 nodes and box 1 gave 2.6-4.4e-3
@@ -85,8 +88,18 @@ struct HssneParams {
 
 const std::vector<Field<HssneParams>>& hssne_fields();
 
+// From this many points `repulsion: auto` interpolates (with sparse affinities, on a backend that
+// can). Measured on 2 cores, all of Fashion-MNIST's first N images (bench/README.md): at 20,000 the
+// exact fixed-point fit and the interpolated gradient fit take about as long; at 70,000 the exact
+// one takes 5x as long.
+inline constexpr index_t kInterpolatedRepulsionMinPoints = 20000;
+
 // What params.repulsion means for N points on a backend: exact or interpolated with its settings.
 HssneRepulsion resolve_repulsion(const HssneParams& params, index_t num_points, const Backend& backend);
+
+// The parameters a fit of N points runs with: optimizer auto resolved by the repulsion (fixed_point
+// when exact, gradient when interpolated) and learning_rate 0 by N.
+HssneParams resolve_optimizer(const HssneParams& params, index_t num_points, const HssneRepulsion& repulsion);
 
 struct HssneResult {
   MatrixD coords;

@@ -313,7 +313,7 @@ TEST(NeCli, EnumsAndIntegersAreCheckedBeforeUse) {
   };
   auto o = run(json::object(), {{"optimizer", "newton"}});
   EXPECT_EQ(o.code, 2);
-  EXPECT_NE(o.output.find("params.optimizer: expected one of fixed_point | gradient, found \"newton\""),
+  EXPECT_NE(o.output.find("params.optimizer: expected one of auto | fixed_point | gradient, found \"newton\""),
             std::string::npos) << o.output;
   o = run({{"pca", 4294967298LL}}, json::object());
   EXPECT_EQ(o.code, 2);

@@ -238,6 +238,7 @@ TEST(InterpolatedRepulsion, FitDescendsSeparatesAndIsDeterministic) {
     prm.exaggeration_iter = 100;
     prm.tol = 0;
     prm.repulsion = HssneRepulsionMode::interpolated;
+    prm.optimizer = HssneOptimizer::fixed_point;  // auto would take the gradient method with the grid
     const HssneResult fit = fit_hssne(P, prm, 1, 2);
     for (size_t i = static_cast<size_t>(prm.exaggeration_iter) + 1; i < fit.objective_trace.size(); ++i)
       EXPECT_LE(fit.objective_trace[i], fit.objective_trace[i - 1]) << "D " << D << " iteration " << i;
@@ -251,6 +252,33 @@ TEST(InterpolatedRepulsion, FitDescendsSeparatesAndIsDeterministic) {
     prm.repulsion = HssneRepulsionMode::interpolated;
     EXPECT_EQ(fit_hssne(P, prm, 1, 1).coords.data, fit.coords.data) << "D " << D;
   }
+}
+
+// What auto means: the grid from kInterpolatedRepulsionMinPoints points on the CPU (exact where the
+// grid would cost more), the gradient method with it and a learning rate of N / exaggeration.
+TEST(InterpolatedRepulsion, AutoChoosesByPointsAndBackend) {
+  auto cpu = make_backend("cpu", 1);
+  HssneParams prm;
+  const HssneRepulsion small = resolve_repulsion(prm, kInterpolatedRepulsionMinPoints - 1, *cpu);
+  const HssneRepulsion large = resolve_repulsion(prm, kInterpolatedRepulsionMinPoints, *cpu);
+  EXPECT_FALSE(small.interpolated);
+  EXPECT_TRUE(large.interpolated);
+  EXPECT_TRUE(large.exact_when_cheaper);
+  EXPECT_EQ(resolve_optimizer(prm, 5000, small).optimizer, HssneOptimizer::fixed_point);
+  const HssneParams big = resolve_optimizer(prm, 70000, large);
+  EXPECT_EQ(big.optimizer, HssneOptimizer::gradient);
+  EXPECT_DOUBLE_EQ(big.learning_rate, 70000.0 / 12.0);
+  EXPECT_DOUBLE_EQ(resolve_optimizer(prm, 600, large).learning_rate, 200.0);
+  prm.repulsion = HssneRepulsionMode::interpolated;
+  prm.optimizer = HssneOptimizer::fixed_point;
+  prm.learning_rate = 50;
+  const HssneRepulsion asked = resolve_repulsion(prm, 100, *cpu);
+  EXPECT_TRUE(asked.interpolated);
+  EXPECT_FALSE(asked.exact_when_cheaper) << "an explicit interpolated keeps the grid";
+  EXPECT_EQ(resolve_optimizer(prm, 70000, asked).optimizer, HssneOptimizer::fixed_point);
+  EXPECT_DOUBLE_EQ(resolve_optimizer(prm, 70000, asked).learning_rate, 50.0);
+  prm.repulsion = HssneRepulsionMode::exact;
+  EXPECT_FALSE(resolve_repulsion(prm, 1000000, *cpu).interpolated);
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "orrery/error.hpp"
 #include "orrery/hssne.hpp"
 #include "orrery/quality.hpp"
+#include "report/svg_map.hpp"
 
 namespace orrery {
 
@@ -105,8 +106,8 @@ int run_ne_bench(int argc, char** argv) {
   int iters = 1000, threads = 0;
   double perplexity = 30;
   bool sparse = false, run_orrery = true;
-  std::string out, python = "/usr/bin/python3", optimizer = "fixed_point", data = "pooled";
-  std::string neighbors = "auto", repulsion = "auto";
+  std::string out, python = "/usr/bin/python3", optimizer = "auto", data = "pooled";
+  std::string neighbors = "auto", repulsion = "auto", map_svg;
   for (int a = 2; a < argc; ++a) {
     const std::string opt = argv[a];
     if (opt == "--sparse") {
@@ -134,6 +135,7 @@ int run_ne_bench(int argc, char** argv) {
       if (v != "on" && v != "off") input_error("hssne: --orrery takes on or off, not '" + v + "'");
       run_orrery = v == "on";
     } else if (opt == "--out") out = v;
+    else if (opt == "--map") map_svg = v;
     else input_error("hssne: unknown option '" + opt + "'");
   }
   if (data != "pooled" && data != "fashion") input_error("hssne: --data takes pooled or fashion, not '" + data + "'");
@@ -210,6 +212,22 @@ int run_ne_bench(int argc, char** argv) {
                          {"knn5_accuracy", knn5(fit.coords, labels)}, {"kl", kl(fit.coords)},
                          {"evaluations", fit.evaluations}, {"restarts", fit.restarts}, {"damped_steps", fit.damped_steps}};
         line(N, std::to_string(seed), "orrery " + optimizer, run["orrery"], secs);
+        if (!map_svg.empty()) {  // orrery's map with every point drawn (the README's picture)
+          report::MapPicture pic;
+          pic.objects = fit.coords;
+          pic.colour_index = labels;
+          if (fashion)
+            pic.legend = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
+                          "Ankle boot"};
+          pic.title = "HSSNE (t-SNE tail): " + std::to_string(N) + " Fashion-MNIST images";
+          pic.subtitle = "repulsion " + repulsion + ", optimizer " + optimizer + ", seed " + std::to_string(seed) +
+                         "; 5-NN accuracy " + std::to_string(run["orrery"]["knn5_accuracy"].get<double>()).substr(0, 5);
+          pic.max_points = 0;
+          pic.seed = seed;
+          io::OutputSet svg;
+          svg.add(map_svg, report::render_map_svg(pic));
+          svg.commit();
+        }
       }
       for (const Peer& peer : peers) {
         json r = bench::run_json_command(peer.command(seed));

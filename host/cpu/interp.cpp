@@ -19,10 +19,12 @@
 #include <string>
 
 #include "cpu/fft.hpp"
+#include "orrery/backend.hpp"
 #include "orrery/error.hpp"
 #include "orrery/interp.hpp"
 #include "orrery/math/interp.hpp"
 #include "orrery/math/neighbor.hpp"
+#include "orrery/memory_plan.hpp"
 
 namespace orrery {
 namespace {
@@ -123,6 +125,32 @@ struct RepulsionGrid::Impl {
 
   Impl(int dim, double a, const InterpSettings& st, int t) : D(dim), alpha(a), s(st), threads(t) {}
 
+  // Transforms run one charge per thread, so at most D + 1 at once: one set of buffers each.
+  int slots() const { return std::min(threads, D + 1); }
+
+  // The grid's arrays at the current shape (padded cells R, nodes G^D): the two kernel spectra,
+  // each slot's real buffer and two spectra, the charges and potentials, and the planner's
+  // scratch (a real buffer and a spectrum). Refused before any of it is allocated when it exceeds
+  // the memory available: a map this wide needs wider boxes or the exact sums.
+  void check_memory() const {
+    double cells = 1, spectrum = 1;
+    for (int d = 0; d < D; ++d) {
+      cells *= padded[static_cast<size_t>(d)];
+      spectrum *= d == 0 ? padded[0] / 2 + 1 : padded[static_cast<size_t>(d)];
+    }
+    const double real_bytes = 8 * cells, complex_bytes = 16 * spectrum;
+    const double bytes = 2 * complex_bytes + (slots() + 1) * (real_bytes + complex_bytes) + slots() * complex_bytes +
+                         8.0 * (2 * D + 3) * static_cast<double>(num_nodes);
+    const double available = available_host_memory();
+    if (bytes > available) {
+      std::string shape_text;
+      for (int d = 0; d < D; ++d) shape_text += (d ? " x " : "") + std::to_string(padded[static_cast<size_t>(d)]);
+      input_error("params.interp_box: the interpolation grid for this map (" + shape_text + " cells, box width " +
+                  std::to_string(spacing * s.nodes) + ") needs " + format_bytes(bytes) + ", more than the " +
+                  format_bytes(available) + " available; use a larger params.interp_box or params.repulsion \"exact\"");
+    }
+  }
+
   // Makes the grid for `needed` boxes per axis, reusing plans and kernels when nothing changed.
   void shape(const std::vector<int>& need, double h) {
     std::vector<int> b(need);
@@ -139,12 +167,22 @@ struct RepulsionGrid::Impl {
       if (d > 0) node_stride[d] = node_stride[d - 1] * nodes[static_cast<size_t>(d - 1)];
       num_nodes *= nodes[static_cast<size_t>(d)];
     }
+    // The old grid goes first (the peak is one grid, not two), and no stale plan survives a refusal.
+    fft.reset();
+    work_r.clear();
+    work_c.clear();
+    work_x.clear();
+    cpu::RealFft::ComplexBuffer().swap(kernel_h);
+    cpu::RealFft::ComplexBuffer().swap(kernel_hs);
+    std::vector<double>().swap(charges);
+    std::vector<double>().swap(potentials);
+    check_memory();
     // FFT axes row-major with the map's axis 0 last (fastest).
     const std::vector<int> dims(padded.rbegin(), padded.rend());
-    fft = std::make_unique<cpu::RealFft>(dims, threads);
-    work_r.assign(static_cast<size_t>(threads), cpu::RealFft::RealBuffer(fft->real_size()));
-    work_c.assign(static_cast<size_t>(threads), cpu::RealFft::ComplexBuffer(fft->complex_size()));
-    work_x.assign(static_cast<size_t>(threads), cpu::RealFft::ComplexBuffer(fft->complex_size()));
+    fft = std::make_unique<cpu::RealFft>(dims, slots());
+    work_r.assign(static_cast<size_t>(slots()), cpu::RealFft::RealBuffer(fft->real_size()));
+    work_c.assign(static_cast<size_t>(slots()), cpu::RealFft::ComplexBuffer(fft->complex_size()));
+    work_x.assign(static_cast<size_t>(slots()), cpu::RealFft::ComplexBuffer(fft->complex_size()));
     kernel_h.assign(fft->complex_size(), 0.0);
     kernel_hs.assign(fft->complex_size(), 0.0);
     const double norm = 1.0 / static_cast<double>(fft->real_size());
@@ -291,7 +329,7 @@ void RepulsionGrid::Impl::run(const MatrixD& Y, RepulsionSums& out) {
   lap(timings.scatter);
   // 4. convolutions: charge 0 gives the H and HS potentials of charge 1, charge d + 1 the HS
   // potential of y_d - c_d.
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(slots())
   for (int c = 0; c <= D_; ++c) {
     const int slot = omp_get_thread_num();
     auto& r = work_r[static_cast<size_t>(slot)];

@@ -184,6 +184,23 @@ TEST(InterpolatedRepulsion, RefusesAGridBeyondItsCap) {
   }
 }
 
+// A grid that would not fit in the memory available is refused before it is allocated, naming the
+// key to change (a 3-D map 3,000 wide: 24,000^3 cells at box width 1, under the node cap).
+TEST(InterpolatedRepulsion, RefusesAGridThatWouldNotFitInMemory) {
+  MatrixD Y(2, 3, 0.0);
+  for (int d = 0; d < 3; ++d) Y(1, d) = 3000.0;
+  RepulsionGrid grid(3, 1.0, InterpSettings{}, 1);
+  RepulsionSums out;
+  try {
+    grid.sums(Y, out);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("params.interp_box"), std::string::npos) << what;
+    EXPECT_NE(what.find("available"), std::string::npos) << what;
+  }
+}
+
 // Sparse affinities of 600 points in four 5-D Gaussian classes.
 SparseAffinity class_affinities(std::vector<int>& labels, unsigned seed) {
   std::mt19937_64 rng(seed);

@@ -27,12 +27,19 @@ inline MatrixD pooled_images(const MatrixD& raw, index_t N) {
   return X;
 }
 
+// A comma list of numbers ("0,0.5,1") as an option's value.
+inline std::vector<double> number_list(const std::string& text) {
+  std::vector<double> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(std::stod(item));
+  return out;
+}
+
 // A comma list of counts ("2000,1e4") as an option's value.
 inline std::vector<index_t> count_list(const std::string& text) {
   std::vector<index_t> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(static_cast<index_t>(std::stod(item)));
+  for (double v : number_list(text)) out.push_back(static_cast<index_t>(v));
   return out;
 }
 

@@ -9,7 +9,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <sstream>
 
 #include "bench_common.hpp"
 #include "orrery/affinity.hpp"
@@ -22,14 +21,6 @@
 
 namespace orrery {
 namespace {
-
-std::vector<double> list_of(const std::string& v) {
-  std::vector<double> out;
-  std::stringstream ss(v);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(std::stod(item));
-  return out;
-}
 
 // Relative L2 errors of the force and of Z.
 std::pair<double, double> force_and_z_error(const MatrixD& Y, const RepulsionSums& a, const RepulsionSums& e) {
@@ -56,9 +47,9 @@ int run_interp_bench(int argc, char** argv) {
     const std::string opt = argv[a];
     if (a + 1 >= argc) input_error("hssne-interp: option " + opt + " needs a value");
     const std::string v = argv[++a];
-    if (opt == "--n") sizes = list_of(v);
-    else if (opt == "--alpha") alphas = list_of(v);
-    else if (opt == "--dim") dims = list_of(v);
+    if (opt == "--n") sizes = bench::number_list(v);
+    else if (opt == "--alpha") alphas = bench::number_list(v);
+    else if (opt == "--dim") dims = bench::number_list(v);
     else if (opt == "--iters") iters = std::stoi(v);
     else if (opt == "--threads") threads = std::stoi(v);
     else if (opt == "--data") dir = v;

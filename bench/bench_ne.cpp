@@ -117,8 +117,7 @@ int run_ne_bench(int argc, char** argv) {
     if (a + 1 >= argc) input_error("hssne: option " + opt + " needs a value");
     const std::string v = argv[++a];
     if (opt == "--n") {
-      sizes.clear();
-      for (const std::string& i : split(v)) sizes.push_back(static_cast<index_t>(std::stod(i)));
+      sizes = bench::count_list(v);
     } else if (opt == "--seeds") {
       seeds.clear();
       for (const std::string& i : split(v)) seeds.push_back(std::stoull(i));

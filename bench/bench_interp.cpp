@@ -20,24 +20,6 @@
 #include "orrery/pca.hpp"
 
 namespace orrery {
-namespace {
-
-// Relative L2 errors of the force and of Z.
-std::pair<double, double> force_and_z_error(const MatrixD& Y, const RepulsionSums& a, const RepulsionSums& e) {
-  double za = 0, ze = 0;
-  for (size_t i = 0; i < a.h.size(); ++i) za += a.h[i], ze += e.h[i];
-  double num = 0, den = 0;
-  for (index_t i = 0; i < Y.rows; ++i)
-    for (index_t d = 0; d < Y.cols; ++d) {
-      const double fa = (a.hsy(i, d) - Y(i, d) * a.hs[static_cast<size_t>(i)]) / za;
-      const double fe = (e.hsy(i, d) - Y(i, d) * e.hs[static_cast<size_t>(i)]) / ze;
-      num += (fa - fe) * (fa - fe);
-      den += fe * fe;
-    }
-  return {std::sqrt(num / den), std::abs(za - ze) / ze};
-}
-
-}  // namespace
 
 int run_interp_bench(int argc, char** argv) {
   std::vector<double> sizes = {10000, 70000}, alphas = {0, 0.5, 1, 2}, dims = {2, 3};
@@ -105,7 +87,8 @@ int run_interp_bench(int argc, char** argv) {
           RepulsionGrid::Timings t = grid.timings();
           t.grid -= t_first.grid, t.scatter -= t_first.scatter, t.fft -= t_first.fft, t.gather -= t_first.gather;
           const double total = (t.grid + t.scatter + t.fft + t.gather) / reps;
-          const auto [fe, ze] = force_and_z_error(Y, ap, ex);
+          const RepulsionErrors err = repulsion_errors(Y, ap, ex);
+          const double fe = err.force, ze = err.z;
           std::printf("%6lld %2d %5.2f %8s %6.1f %9.2e %9.2e %8.2f %8.2f %8.2f %8.2f %8.2f %9.1f %8.0f\n",
                       static_cast<long long>(N), D, alpha, st.name, span, fe, ze, 1e3 * t.grid / reps,
                       1e3 * t.scatter / reps, 1e3 * t.fft / reps, 1e3 * t.gather / reps, 1e3 * total, 1e3 * exact_s,

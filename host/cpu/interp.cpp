@@ -406,4 +406,19 @@ bool RepulsionGrid::cheaper_than_exact(const MatrixD& Y) const {
 }
 RepulsionGrid::Timings RepulsionGrid::timings() const { return impl_->timings; }
 
+RepulsionErrors repulsion_errors(const MatrixD& Y, const RepulsionSums& a, const RepulsionSums& e) {
+  double za = 0, ze = 0;
+  for (size_t i = 0; i < a.h.size(); ++i) za += a.h[i], ze += e.h[i];
+  double num = 0, den = 0;
+  for (index_t i = 0; i < Y.rows; ++i) {
+    const auto k = static_cast<size_t>(i);
+    for (index_t d = 0; d < Y.cols; ++d) {
+      const double fa = (a.hsy(i, d) - Y(i, d) * a.hs[k]) / za, fe = (e.hsy(i, d) - Y(i, d) * e.hs[k]) / ze;
+      num += (fa - fe) * (fa - fe);
+      den += fe * fe;
+    }
+  }
+  return {std::sqrt(num / den), std::abs(za - ze) / ze};
+}
+
 }  // namespace orrery

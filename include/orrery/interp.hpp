@@ -84,4 +84,11 @@ class RepulsionGrid {
 // The same sums by the exact O(N^2 D) loop, in double (the reference of the tests and benchmarks).
 void exact_repulsion(const MatrixD& Y, double alpha, RepulsionSums& out, int threads = 0);
 
+// Relative L2 errors of approximate sums against exact ones at Y: of the repulsive force
+// F_i = (hsy_i - y_i hs_i) / Z (each side with its own Z = sum_i h_i) and of Z.
+struct RepulsionErrors {
+  double force = 0, z = 0;
+};
+RepulsionErrors repulsion_errors(const MatrixD& Y, const RepulsionSums& approx, const RepulsionSums& exact);
+
 }  // namespace orrery

@@ -30,28 +30,6 @@ MatrixD clustered_map(index_t N, int D, double span, unsigned seed) {
   return Y;
 }
 
-struct Errors {
-  double force = 0, z = 0, hs = 0;
-};
-
-// Relative L2 errors of the repulsive force F_i = (hsy_i - y_i hs_i) / Z and of Z.
-Errors errors(const MatrixD& Y, const RepulsionSums& a, const RepulsionSums& e) {
-  double za = 0, ze = 0;
-  for (size_t i = 0; i < a.h.size(); ++i) za += a.h[i], ze += e.h[i];
-  double num = 0, den = 0, hn = 0, hd = 0;
-  for (index_t i = 0; i < Y.rows; ++i) {
-    hn += std::pow(a.hs[static_cast<size_t>(i)] - e.hs[static_cast<size_t>(i)], 2);
-    hd += std::pow(e.hs[static_cast<size_t>(i)], 2);
-    for (index_t d = 0; d < Y.cols; ++d) {
-      const double fa = (a.hsy(i, d) - Y(i, d) * a.hs[static_cast<size_t>(i)]) / za;
-      const double fe = (e.hsy(i, d) - Y(i, d) * e.hs[static_cast<size_t>(i)]) / ze;
-      num += (fa - fe) * (fa - fe);
-      den += fe * fe;
-    }
-  }
-  return {std::sqrt(num / den), std::abs(za - ze) / ze, std::sqrt(hn / hd)};
-}
-
 TEST(RealFft, RoundTripAndConstant) {
   const std::vector<int> dims = {6, 10};
   cpu::RealFft fft(dims, 1);
@@ -110,7 +88,7 @@ TEST(InterpolatedRepulsion, MatchesTheExactSumsWithinTheDocumentedError) {
         RepulsionGrid grid(D, alpha, set, 2);
         RepulsionSums ap;
         grid.sums(Y, ap);
-        const Errors e = errors(Y, ap, ex);
+        const RepulsionErrors e = repulsion_errors(Y, ap, ex);
         EXPECT_LT(e.force, bound) << "D " << D << " alpha " << alpha << " box " << box;
         EXPECT_LT(e.z, bound / 5) << "D " << D << " alpha " << alpha << " box " << box;
       }

@@ -1,15 +1,21 @@
-// Real-to-complex multidimensional FFTs of one size, for the interpolation grid (cpu/interp.cpp), in
-// double precision. Float's rounding is relative to the largest potential on the grid, so a point
-// far out in a sparse region, whose potentials are many orders smaller, gets sums of rounding noise
-// (a float fit of 20,000 points threw such points out; the fixed-point step's length, since bounded
-// by B_i, made that worse then).
-// The library behind them is chosen at build time (CMake ORRERY_FFT): FFTW 3 or KISS FFT, both from
-// Debian. Transforms are unnormalised (inverse(forward(x)) = x * size()), row-major, the last axis
-// fastest and halved in the spectrum (n_last / 2 + 1 complex values). forward() and inverse() may
-// be called from several threads at once, each with its own slot (0 <= slot < slots) and buffers;
-// buffers come from Buffer (aligned as the libraries' vector code wants).
+// FFTs for the interpolation grid (cpu/interp.cpp), in double precision. Float's rounding is
+// relative to the largest potential on the grid, so a point far out in a sparse region, whose
+// potentials are many orders smaller, gets sums of rounding noise (a float fit of 20,000 points
+// threw such points out; the fixed-point step's length, since bounded by B_i, made that worse then).
+//
+// Two layers:
+//  - RealRows and ComplexColumns: batches of one-dimensional transforms of one length, the only
+//    part that depends on the library, chosen at build time (CMake ORRERY_FFT): FFTW 3 or KISS FFT,
+//    both from Debian. Unnormalised; callable from several threads at once, each with its own slot.
+//  - GridConvolution (cpu/grid_convolution.cpp): the linear convolution of a grid of charges with an
+//    even kernel, by transforms of the grid zero-padded to twice its size per axis, made of those
+//    batches. It skips what the padding makes needless: the forward transform does not transform
+//    the all-zero rows of the padded half, and the inverse one transforms back only the rows it
+//    returns (a quarter of the work in 2-D, over a third in 3-D). The lines go to the threads in
+//    chunks of a fixed size, so the result does not depend on the thread count.
 #pragma once
 #include <complex>
+#include <functional>
 #include <memory>
 #include <new>
 #include <vector>
@@ -29,26 +35,71 @@ struct AlignedAllocator {
   bool operator!=(const AlignedAllocator&) const { return false; }
 };
 
-class RealFft {
+using Complex = std::complex<double>;
+using RealBuffer = std::vector<double, AlignedAllocator<double>>;
+using ComplexBuffer = std::vector<Complex, AlignedAllocator<Complex>>;
+
+// Real rows of length n (even), contiguous, to and from their n / 2 + 1 complex
+// coefficients, row r's at out + r * out_stride. `counts` lists every row count a call will pass
+// (plans are made for those, on the sample arrays, which they do not touch). Pointers passed to the
+// calls must be aligned to 64 bytes, as the samples, and out_stride a multiple of 4.
+class RealRows {
  public:
-  using RealBuffer = std::vector<double, AlignedAllocator<double>>;
-  using ComplexBuffer = std::vector<std::complex<double>, AlignedAllocator<std::complex<double>>>;
-  RealFft(const std::vector<int>& dims, int slots);  // every axis even
-  ~RealFft();
-  RealFft(const RealFft&) = delete;
-  RealFft& operator=(const RealFft&) = delete;
-  size_t real_size() const { return real_size_; }        // prod dims
-  size_t complex_size() const { return complex_size_; }  // prod dims[0..D-2] * (dims[D-1] / 2 + 1)
-  // in: real_size() values (destroyed); out: complex_size() values.
-  void forward(int slot, double* in, std::complex<double>* out) const;
-  // in: complex_size() values (destroyed); out: real_size() values.
-  void inverse(int slot, std::complex<double>* in, double* out) const;
+  RealRows(int n, long out_stride, const std::vector<int>& counts, int slots, double* in_sample,
+           Complex* out_sample);
+  ~RealRows();
+  RealRows(const RealRows&) = delete;
+  RealRows& operator=(const RealRows&) = delete;
+  void forward(int slot, int count, double* in, Complex* out) const;  // in destroyed
+  void inverse(int slot, int count, Complex* in, double* out) const;  // in destroyed
   static const char* library();
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  size_t real_size_ = 0, complex_size_ = 0;
+};
+
+// Adjacent complex columns of length n transformed in place: element k of column c at
+// data[c + k * stride]. Same conventions as RealRows (stride a multiple of 4).
+class ComplexColumns {
+ public:
+  ComplexColumns(int n, long stride, const std::vector<int>& counts, int slots, Complex* sample);
+  ~ComplexColumns();
+  ComplexColumns(const ComplexColumns&) = delete;
+  ComplexColumns& operator=(const ComplexColumns&) = delete;
+  void forward(int slot, int count, Complex* data) const;
+  void inverse(int slot, int count, Complex* data) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Linear convolution on a grid of G_0 x G_1 (x G_2) nodes, axis 0 fastest (node (n0, n1, n2) at
+// n0 + G_0 (n1 + G_1 n2)), with an even kernel: potential(m) = sum_n K(m - n) charge(n).
+class GridConvolution {
+ public:
+  GridConvolution(const std::vector<int>& nodes, int threads);
+  ~GridConvolution();
+  GridConvolution(const GridConvolution&) = delete;
+  GridConvolution& operator=(const GridConvolution&) = delete;
+
+  // Bytes a convolution of this shape holds for `spectra` spectra besides its own work spectrum.
+  static double bytes(const std::vector<int>& nodes, int threads, int spectra);
+  static size_t spectrum_length(const std::vector<int>& nodes);
+  size_t spectrum_size() const;
+  // The kernel's spectrum (real, as the kernel is even), scaled by 1 / prod(2 G_d) so that apply()
+  // returns the convolution itself: kernel(o0, o1, o2) for node offsets |o_d| < G_d (o2 = 0 in 2-D).
+  void kernel_spectrum(const std::function<double(int, int, int)>& kernel, std::vector<double>& out);
+  // The charges' spectrum (charges: prod G_d values).
+  void forward(const double* charges, ComplexBuffer& spectrum);
+  // potential (prod G_d values) = the convolution of the charges whose spectrum is given with the
+  // kernel whose spectrum is given.
+  void apply(const ComplexBuffer& spectrum, const std::vector<double>& kernel, double* potential);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace orrery::cpu

@@ -1,55 +1,99 @@
-// RealFft on FFTW 3 (double precision). Plans are made once per size with FFTW_ESTIMATE, which picks the
-// algorithm from the size alone (FFTW_MEASURE would time candidates and could pick differently from
-// run to run, changing the bits); the new-array execute functions are thread-safe.
+// RealRows and ComplexColumns on FFTW 3 (double precision). Plans are made once per shape and row
+// count with FFTW_ESTIMATE, which picks the algorithm from the sizes alone (FFTW_MEASURE would time
+// candidates and could pick differently from run to run, changing the bits) and leaves the sample
+// arrays alone; the new-array execute functions are thread-safe.
 #include <fftw3.h>
 
+#include <map>
 #include <mutex>
+#include <string>
 
 #include "cpu/fft.hpp"
 #include "orrery/error.hpp"
 
 namespace orrery::cpu {
-
-struct RealFft::Impl {
-  fftw_plan fwd = nullptr, inv = nullptr;
-};
-
 namespace {
+
 std::mutex& planner_mutex() {  // the FFTW planner is not thread-safe
   static std::mutex m;
   return m;
 }
+
+// Forward and inverse plans per row count.
+struct Plans {
+  std::map<int, std::pair<fftw_plan, fftw_plan>> by_count;
+  std::pair<fftw_plan, fftw_plan> at(int count) const {
+    const auto it = by_count.find(count);
+    if (it == by_count.end()) internal_error("FFT: no plan for " + std::to_string(count) + " lines");
+    return it->second;
+  }
+  ~Plans() {
+    std::lock_guard<std::mutex> lock(planner_mutex());
+    for (auto& [count, p] : by_count) {
+      if (p.first) fftw_destroy_plan(p.first);
+      if (p.second) fftw_destroy_plan(p.second);
+    }
+  }
+};
+
+fftw_complex* fc(Complex* p) { return reinterpret_cast<fftw_complex*>(p); }
+
 }  // namespace
 
-RealFft::RealFft(const std::vector<int>& dims, int /*slots*/) : impl_(std::make_unique<Impl>()) {
-  if (dims.empty() || dims.back() % 2 != 0) internal_error("RealFft: the last axis must be even");
-  real_size_ = 1;
-  for (int n : dims) real_size_ *= static_cast<size_t>(n);
-  complex_size_ = real_size_ / static_cast<size_t>(dims.back()) * static_cast<size_t>(dims.back() / 2 + 1);
-  RealBuffer r(real_size_);
-  ComplexBuffer c(complex_size_);
-  auto* cc = reinterpret_cast<fftw_complex*>(c.data());
+struct RealRows::Impl : Plans {};
+struct ComplexColumns::Impl : Plans {};
+
+RealRows::RealRows(int n, long out_stride, const std::vector<int>& counts, int, double* in, Complex* out)
+    : impl_(std::make_unique<Impl>()) {
+  if (n % 2 != 0) internal_error("RealRows: the length must be even");
+  const int flags = FFTW_ESTIMATE | FFTW_DESTROY_INPUT;
+  const int odist = static_cast<int>(out_stride);
   std::lock_guard<std::mutex> lock(planner_mutex());
-  const int rank = static_cast<int>(dims.size());
-  impl_->fwd = fftw_plan_dft_r2c(rank, dims.data(), r.data(), cc, FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
-  impl_->inv = fftw_plan_dft_c2r(rank, dims.data(), cc, r.data(), FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
-  if (!impl_->fwd || !impl_->inv) internal_error("RealFft: FFTW could not plan the transform");
+  for (int c : counts) {
+    if (c <= 0 || impl_->by_count.count(c)) continue;
+    auto& p = impl_->by_count[c];
+    p.first = fftw_plan_many_dft_r2c(1, &n, c, in, nullptr, 1, n, fc(out), nullptr, 1, odist, flags);
+    p.second = fftw_plan_many_dft_c2r(1, &n, c, fc(out), nullptr, 1, odist, in, nullptr, 1, n, flags);
+    if (!p.first || !p.second) internal_error("RealRows: FFTW could not plan the transform");
+  }
 }
 
-RealFft::~RealFft() {
+RealRows::~RealRows() = default;
+
+void RealRows::forward(int, int count, double* in, Complex* out) const {
+  fftw_execute_dft_r2c(impl_->at(count).first, in, fc(out));
+}
+
+void RealRows::inverse(int, int count, Complex* in, double* out) const {
+  fftw_execute_dft_c2r(impl_->at(count).second, fc(in), out);
+}
+
+const char* RealRows::library() { return "fftw3"; }
+
+ComplexColumns::ComplexColumns(int n, long stride, const std::vector<int>& counts, int, Complex* sample)
+    : impl_(std::make_unique<Impl>()) {
+  const int s = static_cast<int>(stride);
+  if (static_cast<long>(s) != stride) internal_error("ComplexColumns: stride beyond int");
   std::lock_guard<std::mutex> lock(planner_mutex());
-  if (impl_->fwd) fftw_destroy_plan(impl_->fwd);
-  if (impl_->inv) fftw_destroy_plan(impl_->inv);
+  for (int c : counts) {
+    if (c <= 0 || impl_->by_count.count(c)) continue;
+    auto& p = impl_->by_count[c];
+    p.first = fftw_plan_many_dft(1, &n, c, fc(sample), nullptr, s, 1, fc(sample), nullptr, s, 1, FFTW_FORWARD,
+                                 FFTW_ESTIMATE);
+    p.second = fftw_plan_many_dft(1, &n, c, fc(sample), nullptr, s, 1, fc(sample), nullptr, s, 1, FFTW_BACKWARD,
+                                  FFTW_ESTIMATE);
+    if (!p.first || !p.second) internal_error("ComplexColumns: FFTW could not plan the transform");
+  }
 }
 
-void RealFft::forward(int, double* in, std::complex<double>* out) const {
-  fftw_execute_dft_r2c(impl_->fwd, in, reinterpret_cast<fftw_complex*>(out));
+ComplexColumns::~ComplexColumns() = default;
+
+void ComplexColumns::forward(int, int count, Complex* data) const {
+  fftw_execute_dft(impl_->at(count).first, fc(data), fc(data));
 }
 
-void RealFft::inverse(int, std::complex<double>* in, double* out) const {
-  fftw_execute_dft_c2r(impl_->inv, reinterpret_cast<fftw_complex*>(in), out);
+void ComplexColumns::inverse(int, int count, Complex* data) const {
+  fftw_execute_dft(impl_->at(count).second, fc(data), fc(data));
 }
-
-const char* RealFft::library() { return "fftw3"; }
 
 }  // namespace orrery::cpu

@@ -6,8 +6,9 @@
 //   3. scatter: each box sums its own points' charges {1, y - c} (c the grid's centre, which keeps the
 //      charges small) into its own p^D nodes, boxes in parallel, points in index order: no two
 //      threads write one node, so there is nothing to race on and the sums have a fixed order;
-//   4. convolution: each charge's grid zero-padded to 2G per axis, transformed, multiplied by the
-//      kernels' transforms (made once per grid shape), transformed back; one charge per thread;
+//   4. convolution (cpu::GridConvolution): each charge's grid zero-padded to 2G per axis,
+//      transformed, multiplied by the kernels' transforms (made once per grid shape), transformed
+//      back, each transform pruned and spread over the threads;
 //   5. gather: each point's potentials from its box's nodes with the same weights; the self term,
 //      as the grid computes it (math::self_overlap), taken out.
 // Cost per evaluation O(N p^D (2D + 3) + (D + 3) G^D log G), memory O(N p D + G^D) for G nodes per axis.
@@ -110,11 +111,10 @@ struct RepulsionGrid::Impl {
   double spacing = 0;  // node spacing h = w / p
   long node_stride[3] = {1, 0, 0};
   long num_nodes = 0;
-  std::unique_ptr<cpu::RealFft> fft;
-  cpu::RealFft::ComplexBuffer kernel_h, kernel_hs;  // transforms of the kernels, divided by the size
+  std::unique_ptr<cpu::GridConvolution> conv;
+  std::vector<double> kernel_h, kernel_hs;  // the kernels' spectra (conv.kernel_spectrum)
   std::vector<double> self_h, self_hs;  // the kernels at the (2p - 1)^D node offsets within a box
-  std::vector<cpu::RealFft::RealBuffer> work_r;
-  std::vector<cpu::RealFft::ComplexBuffer> work_c, work_x;
+  cpu::ComplexBuffer spectrum;          // one charge's
   std::vector<double> charges;     // (D + 1) x num_nodes: {1, y_0 - c_0, ..., y_{D-1} - c_{D-1}}
   std::vector<double> potentials;  // (D + 2) x num_nodes: H * 1, HS * 1, HS * (y_d - c_d)
   std::vector<long> box_start;     // counting sort
@@ -125,21 +125,13 @@ struct RepulsionGrid::Impl {
 
   Impl(int dim, double a, const InterpSettings& st, int t) : D(dim), alpha(a), s(st), threads(t) {}
 
-  // Transforms run one charge per thread, so at most D + 1 at once: one set of buffers each.
-  int slots() const { return std::min(threads, D + 1); }
-
-  // The grid's arrays at the current shape (padded cells R, nodes G^D): the two kernel spectra,
-  // each slot's real buffer and two spectra, the charges and potentials, and the planner's
-  // scratch (a real buffer and a spectrum). Refused before any of it is allocated when it exceeds
-  // the memory available: a map this wide needs wider boxes or the exact sums.
+  // The grid's arrays at the current shape: the convolution's (its work spectrum and rows, one
+  // charge's spectrum), the two kernels' real spectra, the charges and potentials. Refused before
+  // any of it is allocated when it exceeds the memory available: a map this wide needs wider boxes
+  // or the exact sums.
   void check_memory() const {
-    double cells = 1, spectrum = 1;
-    for (int d = 0; d < D; ++d) {
-      cells *= padded[static_cast<size_t>(d)];
-      spectrum *= d == 0 ? padded[0] / 2 + 1 : padded[static_cast<size_t>(d)];
-    }
-    const double real_bytes = 8 * cells, complex_bytes = 16 * spectrum;
-    const double bytes = 2 * complex_bytes + (slots() + 1) * (real_bytes + complex_bytes) + slots() * complex_bytes +
+    const double spectrum_values = static_cast<double>(cpu::GridConvolution::spectrum_length(nodes));
+    const double bytes = cpu::GridConvolution::bytes(nodes, threads, 1) + 2 * 8 * spectrum_values +
                          8.0 * (2 * D + 3) * static_cast<double>(num_nodes);
     const double available = available_host_memory();
     if (bytes > available) {
@@ -155,7 +147,7 @@ struct RepulsionGrid::Impl {
   void shape(const std::vector<int>& need, double h) {
     std::vector<int> b(need);
     for (int& n : b) n = friendly_boxes(n, s.nodes);
-    if (b == boxes && h == spacing && fft) return;
+    if (b == boxes && h == spacing && conv) return;
     spacing = h;
     boxes = b;
     nodes.assign(static_cast<size_t>(D), 0);
@@ -168,40 +160,25 @@ struct RepulsionGrid::Impl {
       num_nodes *= nodes[static_cast<size_t>(d)];
     }
     // The old grid goes first (the peak is one grid, not two), and no stale plan survives a refusal.
-    fft.reset();
-    work_r.clear();
-    work_c.clear();
-    work_x.clear();
-    cpu::RealFft::ComplexBuffer().swap(kernel_h);
-    cpu::RealFft::ComplexBuffer().swap(kernel_hs);
+    conv.reset();
+    std::vector<double>().swap(kernel_h);
+    std::vector<double>().swap(kernel_hs);
+    cpu::ComplexBuffer().swap(spectrum);
     std::vector<double>().swap(charges);
     std::vector<double>().swap(potentials);
     check_memory();
-    // FFT axes row-major with the map's axis 0 last (fastest).
-    const std::vector<int> dims(padded.rbegin(), padded.rend());
-    fft = std::make_unique<cpu::RealFft>(dims, slots());
-    work_r.assign(static_cast<size_t>(slots()), cpu::RealFft::RealBuffer(fft->real_size()));
-    work_c.assign(static_cast<size_t>(slots()), cpu::RealFft::ComplexBuffer(fft->complex_size()));
-    work_x.assign(static_cast<size_t>(slots()), cpu::RealFft::ComplexBuffer(fft->complex_size()));
-    kernel_h.assign(fft->complex_size(), 0.0);
-    kernel_hs.assign(fft->complex_size(), 0.0);
-    const double norm = 1.0 / static_cast<double>(fft->real_size());
-    for (int which = 0; which < 2; ++which) {
-      auto& r = work_r[0];
-      const long M0 = padded[0], M1 = D > 1 ? padded[1] : 1, M2 = D > 2 ? padded[2] : 1;
-      for (long j2 = 0; j2 < M2; ++j2)
-        for (long j1 = 0; j1 < M1; ++j1)
-          for (long j0 = 0; j0 < M0; ++j0) {
-            int o0, o1 = 0, o2 = 0;
-            bool used = math::circular_offset(static_cast<int>(j0), nodes[0], o0);
-            used = math::circular_offset(static_cast<int>(j1), nodes[1], o1) && used;
-            if (D > 2) used = math::circular_offset(static_cast<int>(j2), nodes[2], o2) && used;
-            const double tau = h * h * (double(o0) * o0 + double(o1) * o1 + double(o2) * o2);
-            const double k = which == 0 ? math::tail_kernel_h(tau, alpha) : math::tail_kernel_hs(tau, alpha);
-            r[static_cast<size_t>((j2 * M1 + j1) * M0 + j0)] = used ? k * norm : 0.0;
-          }
-      fft->forward(0, r.data(), which == 0 ? kernel_h.data() : kernel_hs.data());
-    }
+    conv = std::make_unique<cpu::GridConvolution>(nodes, threads);
+    const double a = alpha;
+    conv->kernel_spectrum(
+        [h, a](int o0, int o1, int o2) {
+          return math::tail_kernel_h(h * h * (double(o0) * o0 + double(o1) * o1 + double(o2) * o2), a);
+        },
+        kernel_h);
+    conv->kernel_spectrum(
+        [h, a](int o0, int o1, int o2) {
+          return math::tail_kernel_hs(h * h * (double(o0) * o0 + double(o1) * o1 + double(o2) * o2), a);
+        },
+        kernel_hs);
     const int span = 2 * s.nodes - 1;
     self_h.assign(static_cast<size_t>(D == 2 ? span * span : span * span * span), 0.0);
     self_hs.assign(self_h.size(), 0.0);
@@ -216,34 +193,6 @@ struct RepulsionGrid::Impl {
     }
     charges.assign(static_cast<size_t>((D + 1) * num_nodes), 0.0);
     potentials.assign(static_cast<size_t>((D + 2) * num_nodes), 0.0);
-  }
-
-  // Charge grid q (num_nodes) into the padded real buffer r.
-  void pad(const double* q, double* r) const {
-    std::fill(r, r + fft->real_size(), 0.0);
-    const long M0 = padded[0], M1 = D > 1 ? padded[1] : 1;
-    const long G0 = nodes[0], G1 = nodes[1], G2 = D > 2 ? nodes[2] : 1;
-    for (long n2 = 0; n2 < G2; ++n2)
-      for (long n1 = 0; n1 < G1; ++n1)
-        std::copy(q + (n2 * G1 + n1) * G0, q + (n2 * G1 + n1 + 1) * G0, r + (n2 * M1 + n1) * M0);
-  }
-
-  void unpad(const double* r, double* q) const {
-    const long M0 = padded[0], M1 = D > 1 ? padded[1] : 1;
-    const long G0 = nodes[0], G1 = nodes[1], G2 = D > 2 ? nodes[2] : 1;
-    for (long n2 = 0; n2 < G2; ++n2)
-      for (long n1 = 0; n1 < G1; ++n1)
-        std::copy(r + (n2 * M1 + n1) * M0, r + (n2 * M1 + n1) * M0 + G0, q + (n2 * G1 + n1) * G0);
-  }
-
-  // Potential = kernel * charge: x = spectrum of the charge times the kernel's, transformed back.
-  void apply(int slot, const cpu::RealFft::ComplexBuffer& spectrum, const cpu::RealFft::ComplexBuffer& kernel,
-             double* potential) {
-    auto& x = work_x[static_cast<size_t>(slot)];
-    for (size_t q = 0; q < x.size(); ++q) x[q] = spectrum[q] * kernel[q];
-    auto& r = work_r[static_cast<size_t>(slot)];
-    fft->inverse(slot, x.data(), r.data());
-    unpad(r.data(), potential);
   }
 
   template <int D_>
@@ -328,19 +277,14 @@ void RepulsionGrid::Impl::run(const MatrixD& Y, RepulsionSums& out) {
 
   lap(timings.scatter);
   // 4. convolutions: charge 0 gives the H and HS potentials of charge 1, charge d + 1 the HS
-  // potential of y_d - c_d.
-#pragma omp parallel for schedule(dynamic, 1) num_threads(slots())
+  // potential of y_d - c_d; each transform spread over the threads.
   for (int c = 0; c <= D_; ++c) {
-    const int slot = omp_get_thread_num();
-    auto& r = work_r[static_cast<size_t>(slot)];
-    auto& spec = work_c[static_cast<size_t>(slot)];
-    pad(charges.data() + static_cast<size_t>(c * nn), r.data());
-    fft->forward(slot, r.data(), spec.data());
+    conv->forward(charges.data() + static_cast<size_t>(c * nn), spectrum);
     if (c == 0) {
-      apply(slot, spec, kernel_h, potentials.data());
-      apply(slot, spec, kernel_hs, potentials.data() + nn);
+      conv->apply(spectrum, kernel_h, potentials.data());
+      conv->apply(spectrum, kernel_hs, potentials.data() + nn);
     } else {
-      apply(slot, spec, kernel_hs, potentials.data() + static_cast<size_t>((c + 1) * nn));
+      conv->apply(spectrum, kernel_hs, potentials.data() + static_cast<size_t>((c + 1) * nn));
     }
   }
 

@@ -51,8 +51,8 @@ struct RepulsionSums {
 };
 
 // A reusable grid (FFT plans, kernel transforms) for maps of one dimension D (2 or 3) and one tail.
-// threads > 0; the result does not depend on the thread count (sums in a fixed order; the FFTs of
-// the charges run one per thread, each transform single-threaded).
+// threads > 0; the result does not depend on the thread count (sums in a fixed order; each FFT's
+// lines go to the threads in chunks of a fixed size).
 class RepulsionGrid {
  public:
   RepulsionGrid(int dim, double alpha, const InterpSettings& settings, int threads);

@@ -30,6 +30,12 @@ std::vector<F> input_table(const std::string& method) {
     t.push_back({"affinity_matrix", &NeInputSpec::affinity_matrix,
                  "Precomputed affinities: a sparse N x N Matrix Market coordinate file (.mtx[.gz]; real, integer or "
                  "pattern; general or symmetric), made symmetric as (A + A') / 2 and scaled to sum 1."});
+  if (hssne)
+    t.push_back({"model", &NeInputSpec::model,
+                 "An earlier hssne run's output directory (made from vectors): place the points of input.vectors into "
+                 "its map, which stays fixed, instead of making a new map. Each new point's neighbours among the "
+                 "run's points give its affinities (the run's perplexity unless input.perplexity is given); it is "
+                 "projected by the run's input.pca first. The run's params.alpha and params.dim apply."});
   t.push_back({"labels", &NeInputSpec::labels,
                snerv ? "One label per point, any integer or name (-1 unknown): the class-posterior model's targets. Required."
                      : "One label per point, any integer or name (-1 unknown): colours, k-NN accuracy, cv_folds" +
@@ -126,6 +132,13 @@ NeRunConfig read_ne_config(const RunConfig& run) {
     for (const char* k : {"pca", "perplexity", "affinities", "limit", "duplicates", "neighbors", "neighbor_ef"})
       if (run.input.contains(k)) input_error(std::string("input.") + k + ": does not apply to a precomputed affinity_matrix");
   if (in.pca > 0 && !in.distances.empty()) input_error("input.pca: applies to vectors, not to a distance matrix");
+  if (!in.model.empty()) {
+    if (in.vectors.empty()) input_error("input.model: places new points given as input.vectors");
+    for (const char* k : {"pca", "affinities", "cv_folds"})
+      if (run.input.contains(k))
+        input_error(std::string("input.") + k + ": does not apply to a placement into input.model (" +
+                    (std::string(k) == "pca" ? "the model's own projection is used" : "its affinities are sparse") + ")");
+  }
   if (m == "snerv" && in.perplexity != 0.0 && !(in.perplexity > 1.0))
     input_error("input.perplexity: expected 0 (the paper's 0.5 N / K) or a value > 1, found " +
                 detail::number_text(in.perplexity));
@@ -142,6 +155,7 @@ NeRunConfig read_ne_config(const RunConfig& run) {
   if (m == "hssne") {
     read_fields(run.params, cfg.hssne, hssne_fields(), "params");
     const HssneParams& p = cfg.hssne;
+    if (p.rho > 0 && !in.model.empty()) input_error("params.rho: does not apply to a placement into input.model");
     if (p.rho > 0 && in.labels.empty()) input_error("params.rho > 0 needs input.labels (-1 for unknown)");
     if (p.rho > 0 && (in.affinities == AffinityMode::sparse || !in.affinity_matrix.empty()))
       input_error("params.rho: semi-supervised mixing needs dense affinities (input.affinities)");
@@ -194,7 +208,10 @@ NeData load_ne_data(const NeRunConfig& cfg) {
                   (in.distances.empty() ? " are identical points" : " are at distance 0") + " (" +
                   std::to_string(d.duplicates.count) + " duplicate points in all)");
   }
-  if (in.pca > 0) d.X = pca_project(d.X, in.pca, cfg.run.threads);
+  if (in.pca > 0) {
+    d.pca = pca_fit(d.X, in.pca, cfg.run.threads);
+    d.X = pca_apply(d.pca, d.X, cfg.run.threads);
+  }
   d.class_names = in.class_names.path.empty() ? in.class_names.values : io::read_names(in.class_names.path);
   if (!in.labels.empty()) {
     io::Categories cat = io::read_categories(in.labels, in.limit);
@@ -213,7 +230,9 @@ NeData load_ne_data(const NeRunConfig& cfg) {
     }
   }
   const double perplexity = in.perplexity;
-  if (in.affinity_matrix.empty() && perplexity > 0 && !(perplexity < static_cast<double>(d.X.rows - 1)))
+  // (a placement's perplexity is checked against the model's points instead)
+  if (in.model.empty() && in.affinity_matrix.empty() && perplexity > 0 &&
+      !(perplexity < static_cast<double>(d.X.rows - 1)))
     input_error("input.perplexity: expected < N - 1 = " + std::to_string(d.X.rows - 1) + " for the " +
                 std::to_string(d.X.rows) + " points in " + source + ", found " + detail::number_text(perplexity));
   return d;

@@ -13,6 +13,7 @@
 #include "orrery/knn.hpp"
 #include "orrery/memory_plan.hpp"
 #include "orrery/nerv.hpp"
+#include "orrery/pca.hpp"
 #include "orrery/snerv.hpp"
 
 namespace orrery::cli {
@@ -55,6 +56,7 @@ inline constexpr index_t kNeighborRecallSample = 1000;
 
 struct NeInputSpec {
   std::string vectors, distances, affinity_matrix, labels;
+  std::string model;  // hssne: an earlier run's directory to place the vectors into
   ListInput<std::string> class_names;
   index_t limit = 0;
   int pca = 0;
@@ -91,6 +93,7 @@ struct NeData {
   std::vector<std::string> class_names;
   std::vector<std::string> legend;  // C entries: class c's name in the map (class_names by value)
   SparseAffinity given;    // hssne: input.affinity_matrix
+  PcaBasis pca;            // input.pca > 0: the projection applied to the vectors
   DuplicatePoints duplicates;  // among the vectors or in the distance matrix (none with given affinities)
   index_t points() const { return X.rows; }
 };

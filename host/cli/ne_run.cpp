@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/evaluate.hpp"
+#include "cli/hssne_place_run.hpp"
 #include "cli/ne_config.hpp"
 #include "cli/run_common.hpp"
 #include "io/writers.hpp"
@@ -81,6 +82,7 @@ NePrepared prepare_ne(const RunConfig& run) {
 }  // namespace
 
 std::string validate_ne(const RunConfig& run) {
+  if (is_placement(run)) return validate_placement(run);
   const NePrepared p = prepare_ne(run);
   return describe(p.cfg, p.d) + ", " + affinity_text(p.plan) + " affinities" +
          (p.plan.approximate ? " (approximate neighbours)" : "") + ", planned peak " +
@@ -89,6 +91,7 @@ std::string validate_ne(const RunConfig& run) {
 }
 
 json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
+  if (is_placement(run)) return run_placement(run, quiet);
   const auto t0 = Clock::now();
   const NePrepared prep = prepare_ne(run);
   const NeRunConfig& cfg = prep.cfg;
@@ -221,6 +224,20 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   add_coordinates(out, outputs, run, "embedding", Y);
   namespace fs = std::filesystem;
   const fs::path dir(run.output.dir);
+  if (method == "hssne" && !cfg.input.vectors.empty()) {
+    // what a later run needs to place new points into this map (input.model; hssne_place_run.hpp)
+    auto add = [&](const char* name, const MatrixD& M) {
+      const std::string p = (dir / name).string();
+      out.add(p, io::npy_bytes(M));
+      outputs[std::string(name).substr(0, std::string(name).size() - 4)] = p;
+    };
+    add("model_reference.npy", d.X);
+    add("model_map.npy", Y);
+    if (cfg.input.pca > 0) {
+      add("model_pca_mean.npy", d.pca.mean);
+      add("model_pca_components.npy", d.pca.components);
+    }
+  }
   if (run.output.svg) {
     report::MapPicture pic;
     pic.objects = Y;

@@ -199,21 +199,14 @@ SparseAffinity scaled_sum(const SparseAffinity& A, const SparseAffinity& B, doub
 
 }  // namespace
 
-AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int threads,
-                                   const std::function<void(index_t, index_t)>& progress) {
+ConditionalRows conditional_rows(const KnnGraph& g, double perplexity, int threads,
+                                 const std::function<void(index_t, index_t)>& progress) {
   const index_t N = g.num_points;
   const int k = g.k;
-  check_sparse_perplexity(N, perplexity);
-  if (k < sparse_neighbours(perplexity))
-    internal_error("affinities_from_knn: the graph has fewer than ceil(3 perplexity) neighbours");
-  AffinityResult res;
-  res.beta.assign(static_cast<size_t>(N), 0.0);
-  std::vector<double> cond(static_cast<size_t>(N) * k);
-  for (index_t i = 0; i < N; ++i) {
-    const double* d2 = g.distances2(i);
-    if (std::all_of(d2, d2 + k, [](double v) { return v == 0.0; }))
-      no_neighbourhood_error(i, "each of its k = ceil(3 perplexity) = " + std::to_string(k) + " nearest neighbours is");
-  }
+  if (!(perplexity > 1.0) || !(perplexity < k)) internal_error("conditional_rows: perplexity outside (1, k)");
+  ConditionalRows rows;
+  rows.beta.assign(static_cast<size_t>(N), 0.0);
+  rows.p.resize(static_cast<size_t>(N) * k);
   std::atomic<index_t> done{0};
 #pragma omp parallel for schedule(static) num_threads(threads_or_default(threads))
   for (index_t i = 0; i < N; ++i) {
@@ -225,9 +218,28 @@ AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int thr
                                                                          kBisectionSteps);
     double log_z, shift;
     math::row_entropy<double, index_t>(d2, k, -1, beta, &log_z, &shift);
-    res.beta[static_cast<size_t>(i)] = beta;
-    for (int l = 0; l < k; ++l) cond[static_cast<size_t>(i * k + l)] = std::exp(-beta * (d2[l] - shift) - log_z);
+    rows.beta[static_cast<size_t>(i)] = beta;
+    for (int l = 0; l < k; ++l) rows.p[static_cast<size_t>(i * k + l)] = std::exp(-beta * (d2[l] - shift) - log_z);
   }
+  return rows;
+}
+
+AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int threads,
+                                   const std::function<void(index_t, index_t)>& progress) {
+  const index_t N = g.num_points;
+  const int k = g.k;
+  check_sparse_perplexity(N, perplexity);
+  if (k < sparse_neighbours(perplexity))
+    internal_error("affinities_from_knn: the graph has fewer than ceil(3 perplexity) neighbours");
+  AffinityResult res;
+  for (index_t i = 0; i < N; ++i) {
+    const double* d2 = g.distances2(i);
+    if (std::all_of(d2, d2 + k, [](double v) { return v == 0.0; }))
+      no_neighbourhood_error(i, "each of its k = ceil(3 perplexity) = " + std::to_string(k) + " nearest neighbours is");
+  }
+  ConditionalRows rows = conditional_rows(g, perplexity, threads, progress);
+  res.beta = std::move(rows.beta);
+  const std::vector<double>& cond = rows.p;
   // Unsymmetrised rows p_{j|i} (NeRV): each neighbour list sorted by column.
   SparseAffinity& C = res.sparse_conditional;
   C.num_points = N;

@@ -58,7 +58,7 @@ struct GridPlan {
   std::vector<int> need;
 };
 
-GridPlan plan_grid(const MatrixD& Y, const InterpSettings& s) {
+GridPlan plan_grid(const MatrixD& Y, const InterpSettings& s, double margin = 0) {
   const index_t N = Y.rows;
   const int D = static_cast<int>(Y.cols), p = s.nodes;
   double lo[3], hi[3];
@@ -71,6 +71,7 @@ GridPlan plan_grid(const MatrixD& Y, const InterpSettings& s) {
       lo[d] = std::min(lo[d], Y(i, d));
       hi[d] = std::max(hi[d], Y(i, d));
     }
+  for (int d = 0; d < D; ++d) lo[d] -= margin, hi[d] += margin;
   GridPlan g;
   g.w = s.box_width;
   double widest = 0;
@@ -121,6 +122,9 @@ struct RepulsionGrid::Impl {
   std::vector<index_t> order;
   std::vector<long> point_box;  // linear box index per point
   std::vector<double> weights;  // N x D x p
+  // The current grid's placement: box width, first node, the charges' centre, box strides.
+  double w = 0, origin[3] = {0, 0, 0}, centre[3] = {0, 0, 0};
+  long box_stride[3] = {1, 0, 0};
   RepulsionGrid::Timings timings;
 
   Impl(int dim, double a, const InterpSettings& st, int t) : D(dim), alpha(a), s(st), threads(t) {}
@@ -195,15 +199,29 @@ struct RepulsionGrid::Impl {
     potentials.assign(static_cast<size_t>((D + 2) * num_nodes), 0.0);
   }
 
+  // The first node of box b: box coordinates times p in node units.
+  template <int D_>
+  long box_base(long b) const {
+    long base = 0;
+    for (int d = 0; d < D_; ++d) base += (b / box_stride[d]) % boxes[static_cast<size_t>(d)] * s.nodes * node_stride[d];
+    return base;
+  }
+
+  // Steps 1-4: the grid over Y's box widened by `margin` on every side, Y's charges, potentials.
+  template <int D_>
+  void field(const MatrixD& Y, double margin, double& t);
+  // Step 5 at Y's own points, each one's self term removed.
   template <int D_>
   void run(const MatrixD& Y, RepulsionSums& out);
+  // Step 5 at other points Q: inside[i] = 0 for a point outside the grid (its sums are left 0).
+  template <int D_>
+  void gather_at(const MatrixD& Q, RepulsionSums& out, std::vector<unsigned char>& inside) const;
 };
 
 template <int D_>
-void RepulsionGrid::Impl::run(const MatrixD& Y, RepulsionSums& out) {
+void RepulsionGrid::Impl::field(const MatrixD& Y, double margin, double& t) {
   const index_t N = Y.rows;
   const int p = s.nodes;
-  double t = omp_get_wtime();
   auto lap = [&t](double& into) {
     const double now = omp_get_wtime();
     into += now - t;
@@ -211,13 +229,13 @@ void RepulsionGrid::Impl::run(const MatrixD& Y, RepulsionSums& out) {
   };
   ++timings.calls;
   // 1. the grid
-  const GridPlan plan = plan_grid(Y, s);
-  const double w = plan.w, h = w / p;
-  const double* origin = plan.origin;
-  double centre[3];
-  shape(plan.need, h);
-  for (int d = 0; d < D_; ++d) centre[d] = origin[d] + 0.5 * w * boxes[static_cast<size_t>(d)];
-  long box_stride[3] = {1, 0, 0};
+  const GridPlan plan = plan_grid(Y, s, margin);
+  w = plan.w;
+  shape(plan.need, w / p);
+  for (int d = 0; d < D_; ++d) {
+    origin[d] = plan.origin[d];
+    centre[d] = origin[d] + 0.5 * w * boxes[static_cast<size_t>(d)];
+  }
   for (int d = 1; d < D_; ++d) box_stride[d] = box_stride[d - 1] * boxes[static_cast<size_t>(d - 1)];
   const long num_boxes = box_stride[D_ - 1] * boxes[static_cast<size_t>(D_ - 1)];
 
@@ -244,15 +262,6 @@ void RepulsionGrid::Impl::run(const MatrixD& Y, RepulsionSums& out) {
     std::vector<long> fill(box_start.begin(), box_start.end() - 1);
     for (index_t i = 0; i < N; ++i) order[static_cast<size_t>(fill[static_cast<size_t>(point_box[static_cast<size_t>(i)])]++)] = i;
   }
-  // The first node of box b: box coordinates times p in node units.
-  auto box_base = [&](long b) {
-    long base = 0;
-    for (int d = 0; d < D_; ++d) {
-      const long bd = (b / box_stride[d]) % boxes[static_cast<size_t>(d)];
-      base += bd * p * node_stride[d];
-    }
-    return base;
-  };
 
   lap(timings.grid);
   // 3. scatter
@@ -262,7 +271,7 @@ void RepulsionGrid::Impl::run(const MatrixD& Y, RepulsionSums& out) {
   for (long b = 0; b < num_boxes; ++b) {
     const long first = box_start[static_cast<size_t>(b)], last = box_start[static_cast<size_t>(b + 1)];
     if (first == last) continue;
-    const long base = box_base(b);
+    const long base = box_base<D_>(b);
     for (long q = first; q < last; ++q) {
       const index_t i = order[static_cast<size_t>(q)];
       double yc[3];
@@ -289,6 +298,15 @@ void RepulsionGrid::Impl::run(const MatrixD& Y, RepulsionSums& out) {
   }
 
   lap(timings.fft);
+}
+
+template <int D_>
+void RepulsionGrid::Impl::run(const MatrixD& Y, RepulsionSums& out) {
+  const index_t N = Y.rows;
+  const int p = s.nodes;
+  double t = omp_get_wtime();
+  field<D_>(Y, 0.0, t);
+  const long nn = num_nodes;  // the grid's, now that field() has shaped it
   // 5. gather
   out.h.resize(static_cast<size_t>(N));
   out.hs.resize(static_cast<size_t>(N));
@@ -297,7 +315,7 @@ void RepulsionGrid::Impl::run(const MatrixD& Y, RepulsionSums& out) {
   for (index_t i = 0; i < N; ++i) {
     double acc[D_ + 2] = {};
     const double* wi = weights.data() + static_cast<size_t>(i * D_ * p);
-    for_box_nodes<D_>(p, wi, node_stride, box_base(point_box[static_cast<size_t>(i)]), [&](long node, double wt) {
+    for_box_nodes<D_>(p, wi, node_stride, box_base<D_>(point_box[static_cast<size_t>(i)]), [&](long node, double wt) {
       for (int k = 0; k < D_ + 2; ++k) acc[k] += wt * potentials[static_cast<size_t>(k * nn + node)];
     });
     // The self term through the grid: sum over offsets of K times the axes' overlaps.
@@ -317,7 +335,40 @@ void RepulsionGrid::Impl::run(const MatrixD& Y, RepulsionSums& out) {
     out.hs[static_cast<size_t>(i)] = acc[1] - shs;
     for (int d = 0; d < D_; ++d) out.hsy(i, d) = acc[2 + d] + centre[d] * acc[1] - shs * Y(i, d);
   }
-  lap(timings.gather);
+  timings.gather += omp_get_wtime() - t;
+}
+
+template <int D_>
+void RepulsionGrid::Impl::gather_at(const MatrixD& Q, RepulsionSums& out, std::vector<unsigned char>& inside) const {
+  const index_t M = Q.rows;
+  const int p = s.nodes;
+  const long nn = num_nodes;
+  out.h.assign(static_cast<size_t>(M), 0.0);
+  out.hs.assign(static_cast<size_t>(M), 0.0);
+  out.hsy = MatrixD(M, D_, 0.0);
+  inside.assign(static_cast<size_t>(M), 0);
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (index_t i = 0; i < M; ++i) {
+    double wi[3 * math::kMaxInterpNodes];
+    long b = 0;
+    bool in = true;
+    for (int d = 0; d < D_; ++d) {
+      const double y = Q(i, d);
+      in = in && y >= origin[d] && y <= origin[d] + w * boxes[static_cast<size_t>(d)];
+      double u;
+      b += math::box_of(y, origin[d], w, boxes[static_cast<size_t>(d)], u) * box_stride[d];
+      math::lagrange_weights(u, p, wi + d * p);
+    }
+    if (!in) continue;
+    double acc[D_ + 2] = {};
+    for_box_nodes<D_>(p, wi, node_stride, box_base<D_>(b), [&](long node, double wt) {
+      for (int k = 0; k < D_ + 2; ++k) acc[k] += wt * potentials[static_cast<size_t>(k * nn + node)];
+    });
+    inside[static_cast<size_t>(i)] = 1;
+    out.h[static_cast<size_t>(i)] = acc[0];
+    out.hs[static_cast<size_t>(i)] = acc[1];
+    for (int d = 0; d < D_; ++d) out.hsy(i, d) = acc[2 + d] + centre[d] * acc[1];
+  }
 }
 
 RepulsionGrid::RepulsionGrid(int dim, double alpha, const InterpSettings& settings, int threads)
@@ -333,6 +384,19 @@ void RepulsionGrid::sums(const MatrixD& Y, RepulsionSums& out) {
   if (Y.cols != impl_->D) internal_error("RepulsionGrid: Y has the wrong dimension");
   if (impl_->D == 2) impl_->run<2>(Y, out);
   else impl_->run<3>(Y, out);
+}
+
+void RepulsionGrid::freeze(const MatrixD& reference, double margin) {
+  if (reference.cols != impl_->D) internal_error("RepulsionGrid: the reference has the wrong dimension");
+  double t = omp_get_wtime();
+  if (impl_->D == 2) impl_->field<2>(reference, margin, t);
+  else impl_->field<3>(reference, margin, t);
+}
+
+void RepulsionGrid::sums_at(const MatrixD& Q, RepulsionSums& out, std::vector<unsigned char>& inside) const {
+  if (Q.cols != impl_->D || !impl_->conv) internal_error("RepulsionGrid::sums_at: no frozen reference of Q's dimension");
+  if (impl_->D == 2) impl_->gather_at<2>(Q, out, inside);
+  else impl_->gather_at<3>(Q, out, inside);
 }
 
 std::vector<int> RepulsionGrid::boxes() const { return impl_->boxes; }

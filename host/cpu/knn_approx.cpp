@@ -45,28 +45,30 @@ struct ProgressTicker {
   }
 };
 
-}  // namespace
+// An HNSW graph over the rows of X (the space must outlive it), points inserted in index order on
+// one thread unless params.parallel_build; progress ticks once per point.
+struct Index {
+  hnswlib::L2Space space;
+  std::unique_ptr<hnswlib::HierarchicalNSW<float>> graph;
+  explicit Index(int d) : space(static_cast<size_t>(d)) {}
+};
 
-KnnGraph approximate_knn(const MatrixD& X, int k, unsigned long long seed, int threads, const ApproxKnnParams& params,
-                         const KnnProgress& progress) {
+std::unique_ptr<Index> build_index(const MatrixD& X, unsigned long long seed, int nt, const ApproxKnnParams& params,
+                                   ProgressTicker& ticker) {
   const index_t N = X.rows;
-  cpu::check_knn_k(N, k);
   if (params.M < 2 || params.ef_construction < 1 || params.ef_search < 1)
     input_error("approximate_knn: expected M >= 2, ef_construction >= 1 and ef_search >= 1");
   if (N > static_cast<index_t>(UINT32_MAX))
     input_error("approximate_knn: at most 2^32 - 1 points (hnswlib's 32-bit ids), found " + std::to_string(N));
   const int d = static_cast<int>(X.cols);
-  const int nt = threads_or_default(threads);
-  hnswlib::L2Space space(static_cast<size_t>(d));
-  auto index = std::make_unique<hnswlib::HierarchicalNSW<float>>(
-      &space, static_cast<size_t>(N), static_cast<size_t>(params.M), static_cast<size_t>(params.ef_construction),
+  auto index = std::make_unique<Index>(d);
+  index->graph = std::make_unique<hnswlib::HierarchicalNSW<float>>(
+      &index->space, static_cast<size_t>(N), static_cast<size_t>(params.M), static_cast<size_t>(params.ef_construction),
       static_cast<size_t>(seed));
-  // The work is N insertions then N queries, of similar cost at ef_construction ~ ef_search.
-  ProgressTicker ticker{progress, 2 * N};
   {
     std::vector<float> row(static_cast<size_t>(d));
     to_float(X, 0, row);
-    index->addPoint(row.data(), 0);  // the entry point, as hnswlib's own parallel loader does
+    index->graph->addPoint(row.data(), 0);  // the entry point, as hnswlib's own parallel loader does
   }
 #pragma omp parallel num_threads(params.parallel_build ? nt : 1)
   {
@@ -74,47 +76,84 @@ KnnGraph approximate_knn(const MatrixD& X, int k, unsigned long long seed, int t
 #pragma omp for schedule(dynamic, 64)
     for (index_t i = 1; i < N; ++i) {
       to_float(X, i, row);
-      index->addPoint(row.data(), static_cast<size_t>(i));
+      index->graph->addPoint(row.data(), static_cast<size_t>(i));
       ticker.tick(0);
     }
   }
-  index->setEf(static_cast<size_t>(std::max(params.ef_search, k + 1)));
-  ticker.done = 0;
-  KnnGraph g;
-  g.num_points = N;
-  g.k = k;
-  g.index.resize(static_cast<size_t>(N * k));
-  g.dist2.resize(static_cast<size_t>(N * k));
+  return index;
+}
+
+// Each query row's k nearest among the indexed rows R, re-ranked in double; `self(i)` is the
+// reference row query i must not list (-1: none). A query that reaches fewer than k is searched
+// exactly.
+template <class Self>
+KnnGraph query_index(Index& index, const MatrixD& R, const MatrixD& Q, int k, int nt, const ApproxKnnParams& params,
+                     ProgressTicker& ticker, index_t offset, Self&& self) {
+  const index_t M = Q.rows;
+  const int d = static_cast<int>(R.cols);
+  index.graph->setEf(static_cast<size_t>(std::max(params.ef_search, k + 1)));
+  KnnGraph g = cpu::sized_graph(M, k);
 #pragma omp parallel num_threads(nt)
   {
     std::vector<float> row(static_cast<size_t>(d));
     std::vector<std::pair<double, index_t>> found;
 #pragma omp for schedule(dynamic, 64)
-    for (index_t i = 0; i < N; ++i) {
-      to_float(X, i, row);
-      auto top = index->searchKnn(row.data(), static_cast<size_t>(k) + 1);
+    for (index_t i = 0; i < M; ++i) {
+      const index_t skip = self(i);
+      to_float(Q, i, row);
+      auto top = index.graph->searchKnn(row.data(), static_cast<size_t>(k) + (skip >= 0 ? 1 : 0));
       found.clear();
       for (; !top.empty(); top.pop()) {
         const auto j = static_cast<index_t>(top.top().second);
-        if (j != i) found.emplace_back(math::squared_distance(X.row(i), X.row(j), d), j);
+        if (j != skip) found.emplace_back(math::squared_distance(Q.row(i), R.row(j), d), j);
       }
       double* hd = g.dist2.data() + i * k;
       index_t* hi = g.index.data() + i * k;
       if (static_cast<int>(found.size()) < k) {
         // fewer than k reached (a part of the graph cut off from the search): this row exactly
-        cpu::exact_knn_row(X, i, k, hd, hi);
+        cpu::nearest_rows(R, Q.row(i), skip, k, hd, hi);
       } else {
-        // Without i among the k + 1 (many copies of it at distance 0), the k + 1-th is dropped.
+        // Without the query's own row among the k + 1 (many copies of it at distance 0), the
+        // k + 1-th is dropped.
         std::sort(found.begin(), found.end());
         for (int l = 0; l < k; ++l) {
           hd[l] = found[static_cast<size_t>(l)].first;
           hi[l] = found[static_cast<size_t>(l)].second;
         }
       }
-      ticker.tick(N);
+      ticker.tick(offset);
     }
   }
+  return g;
+}
+
+}  // namespace
+
+KnnGraph approximate_knn(const MatrixD& X, int k, unsigned long long seed, int threads, const ApproxKnnParams& params,
+                         const KnnProgress& progress) {
+  const index_t N = X.rows;
+  cpu::check_knn_k(N, k);
+  const int nt = threads_or_default(threads);
+  // The work is N insertions then N queries, of similar cost at ef_construction ~ ef_search.
+  ProgressTicker ticker{progress, 2 * N};
+  auto index = build_index(X, seed, nt, params, ticker);
+  ticker.done = 0;
+  KnnGraph g = query_index(*index, X, X, k, nt, params, ticker, N, [](index_t i) { return i; });
   if (progress) progress(2 * N, 2 * N);
+  return g;
+}
+
+KnnGraph approximate_knn_to(const MatrixD& R, const MatrixD& Q, int k, unsigned long long seed, int threads,
+                            const ApproxKnnParams& params, const KnnProgress& progress) {
+  if (k < 1 || k > R.rows)
+    input_error("k: expected 1 <= k <= " + std::to_string(R.rows) + " reference points, found " + std::to_string(k));
+  if (Q.cols != R.cols) internal_error("approximate_knn_to: queries and reference differ in dimension");
+  const int nt = threads_or_default(threads);
+  ProgressTicker ticker{progress, R.rows + Q.rows};
+  auto index = build_index(R, seed, nt, params, ticker);
+  ticker.done = 0;
+  KnnGraph g = query_index(*index, R, Q, k, nt, params, ticker, R.rows, [](index_t) { return index_t(-1); });
+  if (progress) progress(R.rows + Q.rows, R.rows + Q.rows);
   return g;
 }
 

@@ -18,7 +18,7 @@ namespace orrery {
 
 constexpr int kMaxIterations = 100;
 
-MatrixD pca_project(const MatrixD& X, int dims, int threads) {
+PcaBasis pca_fit(const MatrixD& X, int dims, int threads) {
   const index_t N = X.rows, d = X.cols;
   if (dims < 1 || dims > std::min<index_t>(N, d))
     input_error("input.pca: expected 1 <= dimensions <= min(N, d) = " + std::to_string(std::min<index_t>(N, d)) +
@@ -154,6 +154,19 @@ MatrixD pca_project(const MatrixD& X, int dims, int threads) {
     if (V(best, k) < 0)
       for (index_t a = 0; a < d; ++a) V(a, k) = -V(a, k);
   }
+  PcaBasis basis;
+  basis.mean = MatrixD(1, d);
+  for (index_t a = 0; a < d; ++a) basis.mean(0, a) = mean[static_cast<size_t>(a)];
+  basis.components = std::move(V);
+  return basis;
+}
+
+MatrixD pca_apply(const PcaBasis& basis, const MatrixD& X, int threads) {
+  const index_t N = X.rows, d = X.cols;
+  const auto dims = static_cast<int>(basis.components.cols);
+  if (basis.components.rows != d || basis.mean.cols != d) internal_error("pca_apply: X has another dimension than the basis");
+  const int nt = threads > 0 ? threads : omp_get_max_threads();
+  const MatrixD& V = basis.components;
   MatrixD out(N, dims, 0.0), VT(dims, d);
   for (index_t a = 0; a < d; ++a)
     for (int k = 0; k < dims; ++k) VT(k, a) = V(a, k);
@@ -162,7 +175,7 @@ MatrixD pca_project(const MatrixD& X, int dims, int threads) {
     std::vector<double> xc(static_cast<size_t>(d));
 #pragma omp for schedule(static)
     for (index_t n = 0; n < N; ++n) {
-      for (index_t a = 0; a < d; ++a) xc[static_cast<size_t>(a)] = X(n, a) - mean[static_cast<size_t>(a)];
+      for (index_t a = 0; a < d; ++a) xc[static_cast<size_t>(a)] = X(n, a) - basis.mean(0, a);
       for (int k = 0; k < dims; ++k) {
         const double* vk = VT.row(k);
         double s = 0.0;
@@ -173,5 +186,7 @@ MatrixD pca_project(const MatrixD& X, int dims, int threads) {
   }
   return out;
 }
+
+MatrixD pca_project(const MatrixD& X, int dims, int threads) { return pca_apply(pca_fit(X, dims, threads), X, threads); }
 
 }  // namespace orrery

@@ -55,6 +55,15 @@ struct KnnGraph;
 SparseAffinity affinities_from_entries(index_t N, index_t cols, const std::vector<index_t>& row,
                                        const std::vector<index_t>& col, const std::vector<double>& val,
                                        const std::string& what, int threads = 0);
+// Each row's conditional probabilities p_{j|i} over its k listed neighbours, calibrated to the
+// perplexity (1 < perplexity < k), in the list's order (num_points x k), with each row's beta. The
+// rows of affinities_from_knn, and of new points placed into a map (their neighbours among the
+// reference points). A row whose neighbours all lie at one distance gets uniform probabilities.
+struct ConditionalRows {
+  std::vector<double> p, beta;
+};
+ConditionalRows conditional_rows(const KnnGraph& g, double perplexity, int threads = 0,
+                                 const std::function<void(index_t, index_t)>& progress = {});
 // progress: rows done out of N (called from one thread), for a long run's ETA.
 AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int threads = 0,
                                    const std::function<void(index_t, index_t)>& progress = {});

@@ -196,6 +196,38 @@ HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& params, unsign
 HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& params, unsigned long long seed, int threads = 0,
                       const std::function<void(int, double)>& progress = {});
 
+// Out-of-sample placement: new points mapped into a frozen reference map (as openTSNE's transform,
+// for every tail). New point i has conditional probabilities p_{j|i} over its k nearest reference
+// points (perplexity-calibrated, conditional_rows) and its own output distribution over all N
+// reference points, q_{j|i} = H_ij / h_i with h_i = sum_j H_ij; it minimises
+//   C_i(y_i) = KL(p_i || q_i) = sum_j p_{j|i} log p_{j|i} - sum_j p_{j|i} log H_ij + log h_i,
+//   dC_i/dy_i = 2 sum_j p_{j|i} S_ij (y_i - y_j) - 2 (y_i hs_i - hsy_i) / h_i,
+// alone: the reference does not move and new points do not see one another, so a point's place does
+// not depend on which others are placed with it. Each starts at the p-weighted median of its
+// neighbours' places (per axis) and takes gradient steps whose length it keeps per point: a step
+// that lowers C_i is taken and the next one is 1.2x longer, one that does not is refused and the
+// length halved (so C_i never rises); it stops when its step is under `tol` map units. The sums
+// h, hs, hsy over the reference come from the frozen grid (RepulsionGrid::freeze) with repulsion
+// interpolated (exactly for a point that leaves the grid), else from the exact O(N) loop.
+struct PlacementParams {
+  int max_iter = 1000;  // the most steps a point tries
+  double tol = 1e-4;    // a point stops when its step is shorter than this (map units)
+};
+struct PlacementResult {
+  MatrixD coords;             // M x D
+  std::vector<double> cost;   // C_i at the end
+  std::vector<int> steps;     // steps tried per point
+  index_t exact_points = 0;   // points whose sums were summed exactly at least once (off the grid)
+};
+// to_reference: the new points' k nearest reference points (exact_knn_to / approximate_knn_to);
+// reference: the reference map (N x D, D 2 or 3); 1 < perplexity < k.
+PlacementResult place_points(const KnnGraph& to_reference, double perplexity, const MatrixD& reference, double alpha,
+                             const HssneRepulsion& repulsion, const PlacementParams& params, int threads = 0,
+                             const std::function<void(int, index_t)>& progress = {});
+// One new point's cost and gradient at y, given its sums over the reference (exposed for tests).
+double placement_cost(const double* y, int D, const index_t* nb, const double* p, int k, const MatrixD& reference,
+                      double alpha, double h, double hs, const double* hsy, double* grad);
+
 // One fixed-point update of MATH.md §4 on dense P (exposed for tests): returns J at the input Y.
 double hssne_fixed_point_step(const MatrixD& P, double alpha, MatrixD& Y, int threads = 0);
 

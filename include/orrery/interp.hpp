@@ -61,6 +61,13 @@ class RepulsionGrid {
   RepulsionGrid& operator=(const RepulsionGrid&) = delete;
   // The sums at Y (N x D), self excluded.
   void sums(const MatrixD& Y, RepulsionSums& out);
+  // A frozen field for placing new points into a fixed map: the reference points' charges and
+  // potentials on a grid over their box widened by `margin` map units on every side, made once;
+  // then sums_at(Q) gives each query point's sums over ALL reference points (none is excluded) by
+  // interpolation alone, O(p^D) per point. inside[i] = 0 marks a query outside the grid, whose
+  // sums are left 0 for the caller to compute exactly. sums() replaces the frozen field.
+  void freeze(const MatrixD& reference, double margin);
+  void sums_at(const MatrixD& Q, RepulsionSums& out, std::vector<unsigned char>& inside) const;
   // The number of cells of the padded grid that sums(Y) would transform (prod_d 2 G_d), without
   // making it: a wide map of few points (3-D above all) can need a grid dearer than all its pairs.
   double planned_cells(const MatrixD& Y) const;

@@ -33,6 +33,10 @@ using KnnProgress = std::function<void(index_t done, index_t total)>;
 // threads <= 0: the OpenMP default. progress: rows done out of N.
 KnnGraph exact_knn(const MatrixD& X, int k, int threads = 0, const KnnProgress& progress = {});
 
+// The k nearest reference rows (R, N x d) of every query row (Q, M x d): a graph of M rows whose
+// indices are R's rows, with exact_knn's order and ties (no row is excluded: the sets differ).
+// Requires 1 <= k <= N (an input error naming k otherwise). progress: queries done out of M.
+KnnGraph exact_knn_to(const MatrixD& R, const MatrixD& Q, int k, int threads = 0, const KnnProgress& progress = {});
 // The k nearest of every row of a symmetric N x N distance matrix (dist2 holds squared distances),
 // in the same order and with the same ties as exact_knn.
 KnnGraph knn_from_distance_matrix(const MatrixD& D, int k, int threads = 0);
@@ -64,6 +68,10 @@ struct ApproxKnnParams {
 KnnGraph approximate_knn(const MatrixD& X, int k, unsigned long long seed, int threads,
                          const ApproxKnnParams& params = {}, const KnnProgress& progress = {});
 
+// approximate_knn's search for query rows Q among the reference rows R (exact_knn_to's result up to
+// the lists' membership): R's graph built as there (one thread, seeded), the queries in parallel.
+KnnGraph approximate_knn_to(const MatrixD& R, const MatrixD& Q, int k, unsigned long long seed, int threads,
+                            const ApproxKnnParams& params = {}, const KnnProgress& progress = {});
 // The recall of a k-NN graph of X, estimated on `sample` query points drawn by `seed` (all of them
 // when sample >= N): each sampled point's exact k nearest are found by brute force against all N,
 // and a listed neighbour counts as found when its squared distance is at most the exact k-th one

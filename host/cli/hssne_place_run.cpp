@@ -1,0 +1,234 @@
+#include "cli/hssne_place_run.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli/evaluate.hpp"
+#include "cli/ne_config.hpp"
+#include "cli/run_common.hpp"
+#include "io/readers.hpp"
+#include "io/writers.hpp"
+#include "orrery/error.hpp"
+#include "orrery/hssne.hpp"
+#include "orrery/knn.hpp"
+#include "orrery/quality.hpp"
+#include "report/svg_map.hpp"
+
+namespace orrery::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// What a placement needs from the model's directory.
+struct PlacementModel {
+  MatrixD reference, map;
+  PcaBasis pca;  // 0 x 0 when the run projected nothing
+  double alpha = 1.0, perplexity = 30.0;
+  int dim = 2;
+};
+
+PlacementModel load_model(const std::string& dir) {
+  const fs::path d(dir);
+  const std::string where = "input.model: " + dir;
+  std::error_code ec;
+  if (!fs::is_directory(d, ec)) input_error(where + ": not a directory (give an hssne run's output.dir)");
+  std::ifstream in(d / "report.json", std::ios::binary);
+  if (!in) input_error(where + ": no report.json (give an hssne run's output.dir)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  json report;
+  try {
+    report = json::parse(text.str());
+  } catch (const json::exception& e) {
+    input_error(where + "/report.json: not valid JSON: " + e.what());
+  }
+  const std::string method = report.value("method", std::string("?"));
+  if (method != "hssne") input_error(where + " holds a " + method + " run; points can be placed into hssne maps only");
+  PlacementModel m;
+  try {
+    m.alpha = report.at("params").at("alpha").get<double>();
+    m.dim = report.at("params").at("dim").get<int>();
+    m.perplexity = report.at("input").at("perplexity").get<double>();
+  } catch (const json::exception&) {
+    input_error(where + "/report.json: no params.alpha, params.dim or input.perplexity");
+  }
+  for (const char* f : {"model_reference.npy", "model_map.npy"})
+    if (!fs::exists(d / f, ec))
+      input_error(where + ": no " + f + " (hssne runs from input.vectors write it; a run from distances or "
+                  "affinities cannot place new points)");
+  m.reference = io::read_matrix((d / "model_reference.npy").string());
+  m.map = io::read_matrix((d / "model_map.npy").string());
+  if (m.map.rows != m.reference.rows || m.map.cols != m.dim || (m.dim != 2 && m.dim != 3))
+    input_error(where + ": model_map.npy is " + std::to_string(m.map.rows) + " x " + std::to_string(m.map.cols) +
+                ", expected " + std::to_string(m.reference.rows) + " x " + std::to_string(m.dim));
+  if (fs::exists(d / "model_pca_mean.npy", ec)) {
+    m.pca.mean = io::read_matrix((d / "model_pca_mean.npy").string());
+    m.pca.components = io::read_matrix((d / "model_pca_components.npy").string());
+    if (m.pca.mean.rows != 1 || m.pca.components.rows != m.pca.mean.cols || m.pca.components.cols != m.reference.cols)
+      input_error(where + ": model_pca_mean.npy and model_pca_components.npy do not match model_reference.npy");
+  }
+  return m;
+}
+
+struct Prepared {
+  NeRunConfig cfg;
+  PlacementModel model;
+  NeData d;  // the new points, projected as the model's were
+  double perplexity = 0;
+  int k = 0;
+  bool approximate = false;
+};
+
+// New points x reference points up to which input.neighbors auto searches exactly (the exact
+// search then costs about as much as building the approximate search's graph over the reference).
+constexpr double kExactPlacementPairs = 1e9;
+
+Prepared prepare(const RunConfig& run) {
+  Prepared p;
+  p.cfg = read_ne_config(run);
+  const NeInputSpec& in = p.cfg.input;
+  if (p.cfg.hssne.rho > 0) input_error("params.rho: does not apply to a placement into input.model");
+  p.model = load_model(in.model);
+  const PlacementModel& m = p.model;
+  if (run.params.contains("dim") && p.cfg.hssne.dim != m.dim)
+    input_error("params.dim: " + std::to_string(p.cfg.hssne.dim) + ", but the map in input.model " + in.model + " is " +
+                std::to_string(m.dim) + "-D");
+  if (run.params.contains("alpha") && p.cfg.hssne.alpha != m.alpha)
+    input_error("params.alpha: " + detail::number_text(p.cfg.hssne.alpha) + ", but the map in input.model " + in.model +
+                " was made with alpha " + detail::number_text(m.alpha));
+  p.d = load_ne_data(p.cfg);
+  const index_t expect = m.pca.mean.cols > 0 ? m.pca.mean.cols : m.reference.cols;
+  if (p.d.X.cols != expect)
+    input_error("input.vectors: " + in.vectors + " has " + std::to_string(p.d.X.cols) + " columns, but the points of " +
+                in.model + " had " + std::to_string(expect));
+  if (m.pca.mean.cols > 0) p.d.X = pca_apply(m.pca, p.d.X, run.threads);
+  p.perplexity = run.input.contains("perplexity") ? in.perplexity : m.perplexity;
+  p.k = sparse_neighbours(p.perplexity);
+  if (p.k > m.reference.rows)
+    input_error("input.perplexity: " + detail::number_text(p.perplexity) + " asks for k = ceil(3 perplexity) = " +
+                std::to_string(p.k) + " neighbours among the " + std::to_string(m.reference.rows) + " points of " +
+                in.model);
+  const double pairs = static_cast<double>(p.d.X.rows) * static_cast<double>(m.reference.rows);
+  p.approximate = in.neighbors == NeighborsMode::approximate ||
+                  (in.neighbors == NeighborsMode::automatic && m.reference.rows > kExactNeighborsMaxPoints &&
+                   pairs > kExactPlacementPairs);
+  return p;
+}
+
+}  // namespace
+
+bool is_placement(const RunConfig& run) { return run.method == "hssne" && run.input.contains("model"); }
+
+std::string validate_placement(const RunConfig& run) {
+  const Prepared p = prepare(run);
+  return "hssne placement, " + std::to_string(p.d.X.rows) + " points into the map of " +
+         std::to_string(p.model.reference.rows) + " in " + p.cfg.input.model + ", k = " + std::to_string(p.k) + " " +
+         (p.approximate ? "approximate" : "exact") + " neighbours";
+}
+
+json run_placement(const RunConfig& run, bool quiet) {
+  const auto t0 = Clock::now();
+  const Prepared p = prepare(run);
+  const PlacementModel& m = p.model;
+  const NeData& d = p.d;
+  const index_t M = d.X.rows, N = m.reference.rows;
+  auto backend = make_backend(run.device, run.threads);
+  // The placement runs on the host whatever the device: its per-iteration work is a gather from
+  // the frozen grid (or the exact sums), O(M) per step.
+  auto host = make_backend("cpu", backend->threads());
+  const int threads = backend->threads();
+  if (!quiet)
+    std::fprintf(stderr, "[hssne] placing %lld points into the %lld-point map of %s\n", static_cast<long long>(M),
+                 static_cast<long long>(N), p.cfg.input.model.c_str());
+  const double t_read = seconds_since(t0);
+
+  const auto t1 = Clock::now();
+  KnnGraph g;
+  if (p.approximate) {
+    // the approximate search compares float distances: both sets at the reference's unit scale
+    const int e = float_safe_exponent(m.reference);
+    const MatrixD R = e ? times_power_of_two(m.reference, -e) : m.reference, Q = e ? times_power_of_two(d.X, -e) : d.X;
+    ApproxKnnParams prm;
+    prm.ef_search = p.cfg.input.neighbor_ef;
+    g = approximate_knn_to(R, Q, p.k, run.seed, threads, prm, StageProgress{"hssne", "approximate neighbours", quiet});
+  } else {
+    g = exact_knn_to(m.reference, d.X, p.k, threads, StageProgress{"hssne", "exact neighbours", quiet});
+  }
+  const double t_knn = seconds_since(t1);
+
+  const auto t2 = Clock::now();
+  const HssneRepulsion rep = resolve_repulsion(p.cfg.hssne, N, *host);
+  PlacementParams prm;
+  prm.max_iter = p.cfg.hssne.max_iter;
+  const PlacementResult r = place_points(g, p.perplexity, m.map, m.alpha, rep, prm, threads, [&](int it, index_t left) {
+    if (!quiet && (it % 50 == 0 || left == 0))
+      std::fprintf(stderr, "[hssne] placement step %4d: %lld points still moving, %s\n", it,
+                   static_cast<long long>(left), format_seconds(seconds_since(t2)).c_str());
+  });
+  const double t_place = seconds_since(t2);
+
+  const auto t3 = Clock::now();
+  json quality;
+  if (M >= 3) {
+    QualityRequest req;
+    req.ks = {1, 5, 10, 20};
+    for (int& k : req.ks) k = static_cast<int>(std::min<index_t>(k, M - 1));
+    req.curve = false;
+    req.threads = threads;
+    req.queries = p.cfg.quality_sample;
+    req.seed = run.seed;
+    quality = quality_json(evaluate_quality(d.X, r.coords, d.labels, req, backend.get()));
+  }
+  const double t_eval = seconds_since(t3);
+
+  io::OutputSet out;
+  json outputs = json::object();
+  add_coordinates(out, outputs, run, "embedding", r.coords);
+  const fs::path dir(run.output.dir);
+  if (run.output.svg) {
+    report::MapPicture pic;
+    pic.objects = r.coords;
+    pic.colour_index = d.labels;
+    pic.legend = d.legend;
+    pic.title = "HSSNE: " + std::to_string(M) + " points placed into a map of " + std::to_string(N);
+    pic.subtitle = d.labels.empty() ? "no labels given" : "coloured by label";
+    pic.seed = run.seed;
+    const std::string path = (dir / "map.svg").string();
+    out.add(path, report::render_map_svg(pic));
+    outputs["map_svg"] = path;
+  }
+  double cost = 0;
+  int most = 0;
+  for (index_t i = 0; i < M; ++i) cost += r.cost[static_cast<size_t>(i)], most = std::max(most, r.steps[static_cast<size_t>(i)]);
+  json report = report_header(run, *backend);
+  report["params"] = {{"alpha", m.alpha}, {"dim", m.dim}, {"max_iter", prm.max_iter}, {"tol", prm.tol},
+                      {"repulsion", enum_name(p.cfg.hssne.repulsion)}};
+  report["input"] = fields_to_json(p.cfg.input, ne_input_fields("hssne"));
+  report["input"]["points"] = M;
+  report["input"]["dims"] = d.X.cols;
+  report["input"]["perplexity"] = p.perplexity;
+  report["input"]["neighbors"] = p.approximate ? "approximate" : "exact";
+  report["result"] = {{"placement", true},
+                      {"reference_points", N},
+                      {"repulsion", rep.interpolated ? "interpolated" : "exact"},
+                      {"points_summed_exactly", r.exact_points},
+                      {"mean_cost", M > 0 ? cost / static_cast<double>(M) : 0.0},
+                      {"cost_note", "per new point, KL(p_i || q_i) over the reference points"},
+                      {"most_steps", most},
+                      {"device_note", "the placement runs on the host"}};
+  report["quality"] = quality;
+  report["timings"] = {{"read", t_read}, {"neighbors", t_knn}, {"placement", t_place}, {"evaluate", t_eval},
+                       {"total", seconds_since(t0)}};
+  outputs["report"] = (dir / "report.json").string();
+  report["outputs"] = outputs;
+  commit_run(out, report, run);
+  if (!quiet)
+    std::fprintf(stderr, "[hssne] placed %lld points (mean cost %.4g, at most %d steps); wrote %s\n",
+                 static_cast<long long>(M), M > 0 ? cost / static_cast<double>(M) : 0.0, most, run.output.dir.c_str());
+  return report;
+}
+
+}  // namespace orrery::cli

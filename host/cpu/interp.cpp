@@ -311,8 +311,11 @@ void RepulsionGrid::Impl::run(const MatrixD& Y, RepulsionSums& out) {
   out.h.resize(static_cast<size_t>(N));
   out.hs.resize(static_cast<size_t>(N));
   if (out.hsy.rows != N || out.hsy.cols != D_) out.hsy = MatrixD(N, D_);
+  // points in box order: consecutive points read the same nodes (cache hits), and each point's
+  // sums are its own, so the order changes no bits
 #pragma omp parallel for schedule(static) num_threads(threads)
-  for (index_t i = 0; i < N; ++i) {
+  for (index_t at = 0; at < N; ++at) {
+    const index_t i = order[static_cast<size_t>(at)];
     double acc[D_ + 2] = {};
     const double* wi = weights.data() + static_cast<size_t>(i * D_ * p);
     for_box_nodes<D_>(p, wi, node_stride, box_base<D_>(point_box[static_cast<size_t>(i)]), [&](long node, double wt) {
@@ -323,13 +326,15 @@ void RepulsionGrid::Impl::run(const MatrixD& Y, RepulsionSums& out) {
     double c[3][2 * math::kMaxInterpNodes - 1];
     for (int d = 0; d < D_; ++d) math::self_overlap(wi + d * p, p, c[d]);
     double sh = 0, shs = 0;
-    for (size_t q = 0; q < self_h.size(); ++q) {
-      const size_t o0 = q % span, o1 = (q / span) % span;
-      double wt = c[0][o0] * c[1][o1];
-      if constexpr (D_ == 3) wt *= c[2][q / (span * span)];
-      sh += wt * self_h[q];
-      shs += wt * self_hs[q];
-    }
+    size_t q = 0;  // offsets (o0, o1, o2), o0 fastest, as self_h is laid out
+    for (int o2 = 0; o2 < (D_ == 3 ? span : 1); ++o2)
+      for (int o1 = 0; o1 < span; ++o1)
+        for (int o0 = 0; o0 < span; ++o0, ++q) {
+          double wt = c[0][o0] * c[1][o1];
+          if constexpr (D_ == 3) wt *= c[2][o2];
+          sh += wt * self_h[q];
+          shs += wt * self_hs[q];
+        }
     // sum_{j != i} of each potential; hsy adds back the centre: sum_j HS (y_j - c) + c sum_j HS.
     out.h[static_cast<size_t>(i)] = acc[0] - sh;
     out.hs[static_cast<size_t>(i)] = acc[1] - shs;

@@ -11,8 +11,9 @@
 //    even kernel, by transforms of the grid zero-padded to twice its size per axis, made of those
 //    batches. It skips what the padding makes needless: the forward transform does not transform
 //    the all-zero rows of the padded half, and the inverse one transforms back only the rows it
-//    returns (a quarter of the work in 2-D, over a third in 3-D). The lines go to the threads in
-//    chunks of a fixed size, so the result does not depend on the thread count.
+//    returns, and the last axis's forward transform, the products with the kernels and their
+//    inverse transforms run on one cache-sized chunk of columns at a time. The lines go to the
+//    threads in chunks of a fixed size, so the result does not depend on the thread count.
 #pragma once
 #include <complex>
 #include <functional>
@@ -84,18 +85,19 @@ class GridConvolution {
   GridConvolution(const GridConvolution&) = delete;
   GridConvolution& operator=(const GridConvolution&) = delete;
 
-  // Bytes a convolution of this shape holds for `spectra` spectra besides its own work spectrum.
-  static double bytes(const std::vector<int>& nodes, int threads, int spectra);
+  // Bytes a convolution of this shape holds at its peak, with `kernels` kernels a call.
+  static double bytes(const std::vector<int>& nodes, int threads, int kernels);
+  // The length of a kernel's spectrum.
   static size_t spectrum_length(const std::vector<int>& nodes);
-  size_t spectrum_size() const;
-  // The kernel's spectrum (real, as the kernel is even), scaled by 1 / prod(2 G_d) so that apply()
-  // returns the convolution itself: kernel(o0, o1, o2) for node offsets |o_d| < G_d (o2 = 0 in 2-D).
+  // The kernel's spectrum (real, as the kernel is even), scaled by 1 / prod(2 G_d) so that
+  // convolve() returns the convolution itself: kernel(o0, o1, o2) for node offsets |o_d| < G_d
+  // (o2 = 0 in 2-D). Make the kernels before the first convolve (which frees the full spectrum
+  // they are made in; a later kernel makes it again).
   void kernel_spectrum(const std::function<double(int, int, int)>& kernel, std::vector<double>& out);
-  // The charges' spectrum (charges: prod G_d values).
-  void forward(const double* charges, ComplexBuffer& spectrum);
-  // potential (prod G_d values) = the convolution of the charges whose spectrum is given with the
-  // kernel whose spectrum is given.
-  void apply(const ComplexBuffer& spectrum, const std::vector<double>& kernel, double* potential);
+  // potentials[t] (prod G_d values each) = the convolution of the charges (prod G_d values) with
+  // kernel t, for one or more kernels (their spectra from kernel_spectrum).
+  void convolve(const double* charges, const std::vector<const std::vector<double>*>& kernels,
+                const std::vector<double*>& potentials);
 
  private:
   struct Impl;

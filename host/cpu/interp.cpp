@@ -115,7 +115,6 @@ struct RepulsionGrid::Impl {
   std::unique_ptr<cpu::GridConvolution> conv;
   std::vector<double> kernel_h, kernel_hs;  // the kernels' spectra (conv.kernel_spectrum)
   std::vector<double> self_h, self_hs;  // the kernels at the (2p - 1)^D node offsets within a box
-  cpu::ComplexBuffer spectrum;          // one charge's
   std::vector<double> charges;     // (D + 1) x num_nodes: {1, y_0 - c_0, ..., y_{D-1} - c_{D-1}}
   std::vector<double> potentials;  // (D + 2) x num_nodes: H * 1, HS * 1, HS * (y_d - c_d)
   std::vector<long> box_start;     // counting sort
@@ -129,13 +128,12 @@ struct RepulsionGrid::Impl {
 
   Impl(int dim, double a, const InterpSettings& st, int t) : D(dim), alpha(a), s(st), threads(t) {}
 
-  // The grid's arrays at the current shape: the convolution's (its work spectrum and rows, one
-  // charge's spectrum), the two kernels' real spectra, the charges and potentials. Refused before
-  // any of it is allocated when it exceeds the memory available: a map this wide needs wider boxes
-  // or the exact sums.
+  // The grid's arrays at the current shape: the convolution's (its spectra and buffers), the two
+  // kernels' real spectra, the charges and potentials. Refused before any of it is allocated when
+  // it exceeds the memory available: a map this wide needs wider boxes or the exact sums.
   void check_memory() const {
     const double spectrum_values = static_cast<double>(cpu::GridConvolution::spectrum_length(nodes));
-    const double bytes = cpu::GridConvolution::bytes(nodes, threads, 1) + 2 * 8 * spectrum_values +
+    const double bytes = cpu::GridConvolution::bytes(nodes, threads, 2) + 2 * 8 * spectrum_values +
                          8.0 * (2 * D + 3) * static_cast<double>(num_nodes);
     const double available = available_host_memory();
     if (bytes > available) {
@@ -167,7 +165,6 @@ struct RepulsionGrid::Impl {
     conv.reset();
     std::vector<double>().swap(kernel_h);
     std::vector<double>().swap(kernel_hs);
-    cpu::ComplexBuffer().swap(spectrum);
     std::vector<double>().swap(charges);
     std::vector<double>().swap(potentials);
     check_memory();
@@ -288,13 +285,9 @@ void RepulsionGrid::Impl::field(const MatrixD& Y, double margin, double& t) {
   // 4. convolutions: charge 0 gives the H and HS potentials of charge 1, charge d + 1 the HS
   // potential of y_d - c_d; each transform spread over the threads.
   for (int c = 0; c <= D_; ++c) {
-    conv->forward(charges.data() + static_cast<size_t>(c * nn), spectrum);
-    if (c == 0) {
-      conv->apply(spectrum, kernel_h, potentials.data());
-      conv->apply(spectrum, kernel_hs, potentials.data() + nn);
-    } else {
-      conv->apply(spectrum, kernel_hs, potentials.data() + static_cast<size_t>((c + 1) * nn));
-    }
+    const double* q = charges.data() + static_cast<size_t>(c * nn);
+    if (c == 0) conv->convolve(q, {&kernel_h, &kernel_hs}, {potentials.data(), potentials.data() + nn});
+    else conv->convolve(q, {&kernel_hs}, {potentials.data() + static_cast<size_t>((c + 1) * nn)});
   }
 
   lap(timings.fft);

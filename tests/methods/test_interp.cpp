@@ -31,8 +31,8 @@ MatrixD clustered_map(index_t N, int D, double span, unsigned seed) {
 }
 
 // The pruned padded-FFT convolution against the direct sum over all node pairs, 2-D and 3-D, odd
-// and even axes (rows and columns that do not fill a chunk), a random charge and an even kernel;
-// and the same bits with 1 and 3 threads.
+// and even axes (rows and columns that do not fill a chunk), a random charge and two even kernels
+// in one call; and the same bits with 1 and 3 threads.
 TEST(GridConvolution, EqualsTheDirectSum) {
   for (const std::vector<int>& nodes : {std::vector<int>{7, 20}, {36, 5}, {5, 18, 3}, {6, 4, 17}}) {
     const int D = static_cast<int>(nodes.size());
@@ -42,25 +42,30 @@ TEST(GridConvolution, EqualsTheDirectSum) {
     std::vector<double> q(static_cast<size_t>(G0 * G1 * G2));
     for (double& v : q) v = u(rng);
     auto K = [](int o0, int o1, int o2) { return 1.0 / (1.0 + 0.3 * (o0 * o0 + 2.0 * o1 * o1 + 0.5 * o2 * o2)); };
-    std::vector<double> pot1(q.size()), pot3(q.size()), kernel;
+    auto K2 = [&K](int o0, int o1, int o2) { return K(o0, o1, o2) * K(o0, o1, o2); };
+    std::vector<double> pot1(q.size()), pot3(q.size()), sq1(q.size()), sq3(q.size()), kernel, kernel2;
     for (int threads : {1, 3}) {
       cpu::GridConvolution conv(nodes, threads);
       conv.kernel_spectrum(K, kernel);
-      cpu::ComplexBuffer spec;
-      conv.forward(q.data(), spec);
-      conv.apply(spec, kernel, threads == 1 ? pot1.data() : pot3.data());
+      conv.kernel_spectrum(K2, kernel2);
+      conv.convolve(q.data(), {&kernel, &kernel2}, {threads == 1 ? pot1.data() : pot3.data(), threads == 1 ? sq1.data() : sq3.data()});
     }
     EXPECT_EQ(pot1, pot3) << "D " << D;
+    EXPECT_EQ(sq1, sq3) << "D " << D;
     double worst = 0;
     for (int m2 = 0; m2 < G2; ++m2)
       for (int m1 = 0; m1 < G1; ++m1)
         for (int m0 = 0; m0 < G0; ++m0) {
-          double direct = 0;
+          double direct = 0, direct2 = 0;
           for (int n2 = 0; n2 < G2; ++n2)
             for (int n1 = 0; n1 < G1; ++n1)
-              for (int n0 = 0; n0 < G0; ++n0)
-                direct += K(m0 - n0, m1 - n1, m2 - n2) * q[static_cast<size_t>((n2 * G1 + n1) * G0 + n0)];
-          worst = std::max(worst, std::abs(pot1[static_cast<size_t>((m2 * G1 + m1) * G0 + m0)] - direct));
+              for (int n0 = 0; n0 < G0; ++n0) {
+                const double qn = q[static_cast<size_t>((n2 * G1 + n1) * G0 + n0)];
+                direct += K(m0 - n0, m1 - n1, m2 - n2) * qn;
+                direct2 += K2(m0 - n0, m1 - n1, m2 - n2) * qn;
+              }
+          const auto at = static_cast<size_t>((m2 * G1 + m1) * G0 + m0);
+          worst = std::max({worst, std::abs(pot1[at] - direct), std::abs(sq1[at] - direct2)});
         }
     EXPECT_LT(worst, std::string(cpu::RealRows::library()) == "fftw3" ? 1e-12 : 1e-4) << "D " << D;
   }

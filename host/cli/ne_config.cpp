@@ -34,7 +34,7 @@ std::vector<F> input_table(const std::string& method) {
     t.push_back({"model", &NeInputSpec::model,
                  "An earlier hssne run's output directory (made from vectors): place the points of input.vectors into "
                  "its map, which stays fixed, instead of making a new map. Each new point's neighbours among the "
-                 "run's points give its affinities (the run's perplexity unless input.perplexity is given); it is "
+                 "run's points give its affinities (perplexity 5 unless input.perplexity is given); it is "
                  "projected by the run's input.pca first. The run's params.alpha and params.dim apply."});
   t.push_back({"labels", &NeInputSpec::labels,
                snerv ? "One label per point, any integer or name (-1 unknown): the class-posterior model's targets. Required."

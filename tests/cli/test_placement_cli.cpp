@@ -80,7 +80,7 @@ TEST(PlacementCli, NewPointsLandAmongTheirClassInTheSavedMap) {
   std::ifstream in(tmp.path("new_out/report.json"));
   const json r = json::parse(in);
   EXPECT_EQ(r["result"]["reference_points"], 300);
-  EXPECT_EQ(r["input"]["perplexity"], 15.0) << "the model's perplexity";
+  EXPECT_EQ(r["input"]["perplexity"], 5.0) << "placement's own default";
   EXPECT_EQ(r["input"]["neighbors"], "exact");
   EXPECT_GT(r["quality"]["at_k"][1]["knn_accuracy"].get<double>(), 0.95);
   // the same run on one thread (and params.dim given, equal to the model's): the same bits

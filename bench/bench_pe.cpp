@@ -313,6 +313,7 @@ int run_quality_bench(int argc, char** argv);  // bench/bench_quality.cpp
 int run_ne_bench(int argc, char** argv);       // bench/bench_ne.cpp
 int run_ne_scale_bench(int argc, char** argv);  // bench/bench_ne.cpp
 int run_interp_bench(int argc, char** argv);    // bench/bench_interp.cpp
+int run_place_bench(int argc, char** argv);     // bench/bench_place.cpp
 int run_nerv_bench(int argc, char** argv);            // bench/bench_nerv.cpp
 int run_snerv_distance_bench(int argc, char** argv);  // bench/bench_nerv.cpp
 int run_snerv_cv_bench(int argc, char** argv);        // bench/bench_nerv.cpp
@@ -335,6 +336,7 @@ int main(int argc, char** argv) {
     if (what == "hssne") return orrery::run_ne_bench(argc, argv);
     if (what == "hssne-scale") return orrery::run_ne_scale_bench(argc, argv);
     if (what == "hssne-interp") return orrery::run_interp_bench(argc, argv);
+    if (what == "hssne-place") return orrery::run_place_bench(argc, argv);
     if (what == "nerv") return orrery::run_nerv_bench(argc, argv);
     if (what == "snerv-distances") return orrery::run_snerv_distance_bench(argc, argv);
     if (what == "snerv-cv") return orrery::run_snerv_cv_bench(argc, argv);
@@ -342,7 +344,7 @@ int main(int argc, char** argv) {
     if (what == "knn") return orrery::run_knn_bench(argc, argv);
     if (what != "pe")
       input_error("unknown benchmark '" + what +
-                  "'; expected: pe, quality, hssne, hssne-scale, hssne-interp, nerv, snerv-distances, snerv-cv, plsv, knn");
+                  "'; expected: pe, quality, hssne, hssne-scale, hssne-interp, hssne-place, nerv, snerv-distances, snerv-cv, plsv, knn");
     return run_pe(parse_options(argc, argv));
   } catch (const orrery::Error& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -399,8 +399,8 @@ void RepulsionGrid::sums_at(const MatrixD& Q, RepulsionSums& out, std::vector<un
 
 std::vector<int> RepulsionGrid::boxes() const { return impl_->boxes; }
 
-double RepulsionGrid::planned_cells(const MatrixD& Y) const {
-  const GridPlan g = plan_grid(Y, impl_->s);
+double RepulsionGrid::planned_cells(const MatrixD& Y, double margin) const {
+  const GridPlan g = plan_grid(Y, impl_->s, margin);
   double cells = 1;
   for (int n : g.need) cells *= 2.0 * friendly_boxes(n, impl_->s.nodes) * impl_->s.nodes;
   return cells;

@@ -208,7 +208,9 @@ HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& params, unsign
 // that lowers C_i is taken and the next one is 1.2x longer, one that does not is refused and the
 // length halved (so C_i never rises); it stops when its step is under `tol` map units. The sums
 // h, hs, hsy over the reference come from the frozen grid (RepulsionGrid::freeze) with repulsion
-// interpolated (exactly for a point that leaves the grid), else from the exact O(N) loop.
+// interpolated (exactly for a point that leaves the grid; with exact_when_cheaper, as `auto` sets
+// it, not at all where the grid would cost more than ~100 exact steps of every point), else from
+// the exact O(N) loop.
 struct PlacementParams {
   int max_iter = 1000;  // the most steps a point tries
   double tol = 1e-4;    // a point stops when its step is shorter than this (map units)

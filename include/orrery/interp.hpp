@@ -70,7 +70,7 @@ class RepulsionGrid {
   void sums_at(const MatrixD& Q, RepulsionSums& out, std::vector<unsigned char>& inside) const;
   // The number of cells of the padded grid that sums(Y) would transform (prod_d 2 G_d), without
   // making it: a wide map of few points (3-D above all) can need a grid dearer than all its pairs.
-  double planned_cells(const MatrixD& Y) const;
+  double planned_cells(const MatrixD& Y, double margin = 0) const;  // margin: as freeze()'s
   // Whether the grid at Y costs less than the exact sums over N^2 pairs: (2D + 3) transforms of
   // M log2 M against N^2 pair evaluations (both ~1 ns a unit on one core), and M <= 2^27 cells.
   bool cheaper_than_exact(const MatrixD& Y) const;

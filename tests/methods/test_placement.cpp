@@ -162,6 +162,36 @@ TEST(Placement, NewPointsLandNearTheirNeighbours) {
   for (index_t i = 0; i < Xn.rows; ++i) EXPECT_LE(a.cost[static_cast<size_t>(i)], start.cost[static_cast<size_t>(i)]);
 }
 
+// 3-D: new points land among their class; and `auto` repulsion (exact_when_cheaper) gives way to
+// the exact sums for a few points, where the grid would cost more (the same bits as exact).
+TEST(Placement, ThreeDimensionalMapsAndTheGridGivingWay) {
+  std::vector<int> labels, new_labels;
+  const MatrixD X = classes(600, 1, labels), Xn = classes(40, 9, new_labels);
+  HssneParams prm;
+  prm.dim = 3;
+  prm.max_iter = 300;
+  const MatrixD Y = fit_hssne(affinities_sparse(X, 20.0).sparse, prm, 1, 2).coords;
+  const KnnGraph g = exact_knn_to(X, Xn, 15, 2);
+  HssneRepulsion exact, automatic;
+  automatic.interpolated = automatic.exact_when_cheaper = true;
+  const PlacementResult a = place_points(g, 5.0, Y, 1.0, exact, PlacementParams{}, 2);
+  const PlacementResult b = place_points(g, 5.0, Y, 1.0, automatic, PlacementParams{}, 2);
+  EXPECT_EQ(a.coords.data, b.coords.data);
+  EXPECT_EQ(b.exact_points, 40);
+  int right = 0;
+  for (index_t i = 0; i < Xn.rows; ++i) {
+    index_t best = 0;
+    double bd = 1e300;
+    for (index_t j = 0; j < Y.rows; ++j) {
+      double d2 = 0;
+      for (int d = 0; d < 3; ++d) d2 += (a.coords(i, d) - Y(j, d)) * (a.coords(i, d) - Y(j, d));
+      if (d2 < bd) bd = d2, best = j;
+    }
+    right += labels[static_cast<size_t>(best)] == new_labels[static_cast<size_t>(i)];
+  }
+  EXPECT_GE(right, 39) << "of 40 new points, nearest reference point of the same class";
+}
+
 // pca_fit + pca_apply is pca_project, and the basis projects new rows as it did the fitted ones.
 TEST(Placement, PcaBasisProjectsLikeTheFit) {
   std::vector<int> labels;

@@ -109,7 +109,7 @@ int run_place_bench(int argc, char** argv) {
               {"reference", n_ref}, {"new", n_new}, {"place_perplexity", perplexity}, {"iterations", iters}, {"threads", T},
               {"map_seconds", fit_s}, {"neighbors", approximate ? "approximate" : "exact"},
               {"place_knn_seconds", knn_s}, {"place_seconds", place_s},
-              {"repulsion", rep.interpolated ? "interpolated" : "exact"}, {"most_steps", most},
+              {"repulsion", placed.interpolated ? "interpolated" : "exact"}, {"most_steps", most},
               {"knn5_input", acc_input}, {"knn5_placed", acc_placed}};
   std::printf("%8s %6s %9s %8s %9s %6s %9s %9s %9s %9s\n", "ref", "new", "map_s", "knn_s", "place_s", "steps",
               "5nn_in", "5nn_plc", "refit_s", "5nn_ref");

@@ -217,7 +217,7 @@ json run_placement(const RunConfig& run, bool quiet) {
   report["input"]["neighbors"] = p.approximate ? "approximate" : "exact";
   report["result"] = {{"placement", true},
                       {"reference_points", N},
-                      {"repulsion", rep.interpolated ? "interpolated" : "exact"},
+                      {"repulsion", r.interpolated ? "interpolated" : "exact"},
                       {"points_summed_exactly", r.exact_points},
                       {"mean_cost", M > 0 ? cost / static_cast<double>(M) : 0.0},
                       {"cost_note", "per new point, KL(p_i || q_i) over the reference points"},

@@ -185,6 +185,7 @@ PlacementResult place_points(const KnnGraph& g, double perplexity, const MatrixD
     if (progress) progress(it, static_cast<index_t>(active.size()));
   }
   res.exact_points = grid ? std::count(summed_exactly.begin(), summed_exactly.end(), 1) : M;
+  res.interpolated = grid != nullptr;
   return res;
 }
 

@@ -220,6 +220,7 @@ struct PlacementResult {
   std::vector<double> cost;   // C_i at the end
   std::vector<int> steps;     // steps tried per point
   index_t exact_points = 0;   // points whose sums were summed exactly at least once (off the grid)
+  bool interpolated = false;  // whether the frozen grid was made (auto may give way to exact sums)
 };
 // to_reference: the new points' k nearest reference points (exact_knn_to / approximate_knn_to);
 // reference: the reference map (N x D, D 2 or 3); 1 < perplexity < k.

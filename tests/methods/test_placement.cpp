@@ -139,6 +139,7 @@ TEST(Placement, NewPointsLandNearTheirNeighbours) {
   const PlacementResult b = place_points(g, 20.0, Y, 1.0, interp, PlacementParams{}, 2);
   const PlacementResult c = place_points(g, 20.0, Y, 1.0, interp, PlacementParams{}, 1);
   EXPECT_EQ(b.coords.data, c.coords.data);
+  EXPECT_TRUE(b.interpolated);
   // the map's scale: the mean distance of a reference point to its class centre
   int right = 0;
   double moved = 0, spread = 0;
@@ -178,6 +179,7 @@ TEST(Placement, ThreeDimensionalMapsAndTheGridGivingWay) {
   const PlacementResult b = place_points(g, 5.0, Y, 1.0, automatic, PlacementParams{}, 2);
   EXPECT_EQ(a.coords.data, b.coords.data);
   EXPECT_EQ(b.exact_points, 40);
+  EXPECT_FALSE(b.interpolated);
   int right = 0;
   for (index_t i = 0; i < Xn.rows; ++i) {
     index_t best = 0;

@@ -14,8 +14,8 @@
 #include "orrery/error.hpp"
 #include "orrery/hssne.hpp"
 #include "orrery/knn.hpp"
+#include "orrery/memory_plan.hpp"
 #include "orrery/quality.hpp"
-#include "report/svg_map.hpp"
 
 namespace orrery::cli {
 namespace {
@@ -90,6 +90,22 @@ constexpr double kPlacementPerplexity = 5.0;
 // search then costs about as much as building the approximate search's graph over the reference).
 constexpr double kExactPlacementPairs = 1e9;
 
+// What a placement holds beyond the model and the new points, read already: their neighbour lists
+// and conditional rows, the HNSW index over the model's points (approximate), and the frozen grid
+// (checked by the grid itself when it is made, as every grid is).
+MemoryPlan placement_plan(const Prepared& p) {
+  const double N = static_cast<double>(p.model.reference.rows), M = static_cast<double>(p.d.X.rows);
+  const double d = static_cast<double>(p.model.reference.cols);
+  MemoryPlan plan;
+  plan.add({"the new points' neighbour lists and probabilities, M k (8 + 8 + 8) bytes", "input.perplexity",
+            "place fewer points at once, or lower the perplexity", 24.0 * M * p.k, 0.0});
+  if (p.approximate)
+    plan.add({"the approximate search's HNSW index over the model's points, about N (12 M + 4 d + 16) bytes",
+              "input.neighbors", "use \"exact\" (slower, no index)",
+              N * (12.0 * ApproxKnnParams{}.M + 4.0 * d + 16.0), 0.0});
+  return plan;
+}
+
 Prepared prepare(const RunConfig& run) {
   Prepared p;
   p.cfg = read_ne_config(run);
@@ -119,6 +135,7 @@ Prepared prepare(const RunConfig& run) {
   p.approximate = in.neighbors == NeighborsMode::approximate ||
                   (in.neighbors == NeighborsMode::automatic && m.reference.rows > kExactNeighborsMaxPoints &&
                    pairs > kExactPlacementPairs);
+  check_memory_plan(placement_plan(p), make_backend("cpu", run.threads)->memory(), false);
   return p;
 }
 
@@ -176,34 +193,15 @@ json run_placement(const RunConfig& run, bool quiet) {
 
   const auto t3 = Clock::now();
   json quality;
-  if (M >= 3) {
-    QualityRequest req;
-    req.ks = {1, 5, 10, 20};
-    for (int& k : req.ks) k = static_cast<int>(std::min<index_t>(k, M - 1));
-    req.curve = false;
-    req.threads = threads;
-    req.queries = p.cfg.quality_sample;
-    req.seed = run.seed;
-    quality = quality_json(evaluate_quality(d.X, r.coords, d.labels, req, backend.get()));
-  }
+  if (M >= 3) quality = quality_json(evaluate_quality(d.X, r.coords, d.labels, ne_quality_request(p.cfg, M, threads), backend.get()));
   const double t_eval = seconds_since(t3);
 
   io::OutputSet out;
   json outputs = json::object();
   add_coordinates(out, outputs, run, "embedding", r.coords);
   const fs::path dir(run.output.dir);
-  if (run.output.svg) {
-    report::MapPicture pic;
-    pic.objects = r.coords;
-    pic.colour_index = d.labels;
-    pic.legend = d.legend;
-    pic.title = "HSSNE: " + std::to_string(M) + " points placed into a map of " + std::to_string(N);
-    pic.subtitle = d.labels.empty() ? "no labels given" : "coloured by label";
-    pic.seed = run.seed;
-    const std::string path = (dir / "map.svg").string();
-    out.add(path, report::render_map_svg(pic));
-    outputs["map_svg"] = path;
-  }
+  add_ne_map_svg(out, outputs, run, r.coords, d,
+                 "HSSNE: " + std::to_string(M) + " points placed into a map of " + std::to_string(N));
   double cost = 0;
   int most = 0;
   for (index_t i = 0; i < M; ++i) cost += r.cost[static_cast<size_t>(i)], most = std::max(most, r.steps[static_cast<size_t>(i)]);

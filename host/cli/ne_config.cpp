@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "cli/run_common.hpp"
 #include "io/readers.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/error.hpp"
 #include "orrery/pca.hpp"
+#include "report/svg_map.hpp"
 
 namespace orrery::cli {
 namespace {
@@ -342,6 +344,32 @@ AffinityResult ne_affinities(const NeRunConfig& cfg, const NeData& d, const NePl
     for (double& b : a.beta) b = std::ldexp(b, -2 * e);
   } else a = affinities_dense(d.X, in.perplexity, threads);
   return a;
+}
+
+QualityRequest ne_quality_request(const NeRunConfig& cfg, index_t N, int threads) {
+  QualityRequest req;
+  req.ks = {1, 5, 10, 20};
+  for (int& k : req.ks) k = static_cast<int>(std::min<index_t>(k, N - 1));
+  req.curve = false;
+  req.threads = threads;
+  req.queries = cfg.quality_sample;  // above kQualitySampleAbove points a seeded subsample by default
+  req.seed = cfg.run.seed;
+  return req;
+}
+
+void add_ne_map_svg(io::OutputSet& out, json& outputs, const RunConfig& run, const MatrixD& Y, const NeData& d,
+                    const std::string& title) {
+  if (!run.output.svg) return;
+  report::MapPicture pic;
+  pic.objects = Y;
+  pic.colour_index = d.labels;
+  pic.legend = d.legend;
+  pic.title = title;
+  pic.subtitle = d.labels.empty() ? "no labels given" : "coloured by label";
+  pic.seed = run.seed;
+  const std::string p = (std::filesystem::path(run.output.dir) / "map.svg").string();
+  out.add(p, report::render_map_svg(pic));
+  outputs["map_svg"] = p;
 }
 
 SnervParams snerv_params(const NeRunConfig& cfg, bool sparse) {

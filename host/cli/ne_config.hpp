@@ -14,6 +14,8 @@
 #include "orrery/memory_plan.hpp"
 #include "orrery/nerv.hpp"
 #include "orrery/pca.hpp"
+#include "orrery/quality.hpp"
+#include "io/writers.hpp"
 #include "orrery/snerv.hpp"
 
 namespace orrery::cli {
@@ -123,6 +125,14 @@ struct NeighbourSearch {
 // what the neighbour search did.
 AffinityResult ne_affinities(const NeRunConfig& cfg, const NeData& d, const NePlan& plan, Backend& backend,
                              bool quiet = true, NeighbourSearch* search = nullptr);
+
+// The quality measures a neighbour-embedding run adds to its report, for a map of N points: k in
+// {1, 5, 10, 20} (at most N - 1), no curve, output.quality_sample query points, the run's seed.
+QualityRequest ne_quality_request(const NeRunConfig& cfg, index_t N, int threads);
+
+// Adds output.dir/map.svg (when output.svg) drawing Y coloured by the data's labels, and records it.
+void add_ne_map_svg(io::OutputSet& out, json& outputs, const RunConfig& run, const MatrixD& Y, const NeData& d,
+                    const std::string& title);
 
 // Supervised NeRV's settings from the run's input and params.
 SnervParams snerv_params(const NeRunConfig& cfg, bool sparse);

@@ -188,14 +188,8 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
                  format_seconds(t_fit).c_str());
 
   const auto t3 = Clock::now();
-  QualityRequest req;
-  req.ks = {1, 5, 10, 20};
-  for (int& k : req.ks) k = static_cast<int>(std::min<index_t>(k, N - 1));
-  req.curve = false;
-  req.threads = backend->threads();
+  QualityRequest req = ne_quality_request(cfg, N, backend->threads());
   req.input_is_distance_matrix = !cfg.input.distances.empty() || method == "snerv";
-  req.queries = cfg.quality_sample;  // above kQualitySampleAbove points a seeded subsample by default
-  req.seed = run.seed;
   // with precomputed affinities there is no input space to compare the map with
   const json quality = !cfg.input.affinity_matrix.empty()
                            ? json()
@@ -238,19 +232,9 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
       add("model_pca_components.npy", d.pca.components);
     }
   }
-  if (run.output.svg) {
-    report::MapPicture pic;
-    pic.objects = Y;
-    pic.colour_index = d.labels;
-    pic.legend = d.legend;
-    pic.title = std::string(method == "hssne" ? "HSSNE" : method == "snerv" ? "Supervised NeRV" : "NeRV") + ": " +
-                std::to_string(N) + " points";
-    pic.subtitle = d.labels.empty() ? "no labels given" : "coloured by label";
-    pic.seed = run.seed;
-    const std::string p = (dir / "map.svg").string();
-    out.add(p, report::render_map_svg(pic));
-    outputs["map_svg"] = p;
-  }
+  add_ne_map_svg(out, outputs, run, Y, d,
+                 std::string(method == "hssne" ? "HSSNE" : method == "snerv" ? "Supervised NeRV" : "NeRV") + ": " +
+                     std::to_string(N) + " points");
   json report = report_header(run, *backend);
   report["params"] = params;
   report["input"] = fields_to_json(cfg.input, ne_input_fields(method));

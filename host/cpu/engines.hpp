@@ -1,12 +1,14 @@
 // The CPU backend's engines and primitives, one file per family (pe_engine.cpp, hssne_engine.cpp,
 // nerv_engine.cpp, plsv_engine.cpp, rank_rows.cpp; knn.cpp and learning_metric.cpp implement the
-// public CPU references of orrery/knn.hpp and orrery/snerv.hpp). Only cpu_backend.cpp and the
-// engines' own files include this header; methods reach these through Backend.
+// public CPU references of orrery/knn.hpp and orrery/snerv.hpp). Only cpu_backend.cpp, the
+// engines' own files and the grid (interp.cpp) include this header; methods reach these through
+// Backend.
 #pragma once
 #include <memory>
 #include <vector>
 
 #include "orrery/backend.hpp"
+#include "orrery/interp.hpp"
 
 namespace orrery::cpu {
 
@@ -20,6 +22,12 @@ std::unique_ptr<NervEngine> make_nerv_engine(const MatrixD* dense, const SparseA
                                              const std::vector<double>& beta, const NervOptions& options,
                                              int threads);
 std::unique_ptr<PlsvEngine> make_plsv_engine(const Corpus& corpus, int topics, int dim, int threads);
+// Interpolated repulsion's far points (interp.cpp), summed exactly: each point of `far` (indices into
+// Y, N x D with D 2 or 3) gets its sums over every other point of Y, replacing its entries of out;
+// every other point gets its sums over the far points added to its entries. O(|far| N) pairs; each
+// point's sums in a fixed order, so the thread count changes no bits.
+void add_far_repulsion(const MatrixD& Y, const std::vector<index_t>& far, double alpha, RepulsionSums& out,
+                       int threads);
 RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,
                   const std::vector<index_t>& queries, int threads);
 

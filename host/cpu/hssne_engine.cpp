@@ -34,19 +34,21 @@ void resize_sums(HssneSums& s, index_t N, int D) {
   if (s.hsy.rows != N || s.hsy.cols != D) s.hsy = MatrixD(N, D);
 }
 
-// Row i's repulsive sums over every j != i, from the map by dimension (yt[d N + j] = y_jd, so the
-// loads are contiguous), written for the vectoriser: the j == i term is added and removed after
-// (H(0) = S(0) = 1), so the loop has no branch on j; one scalar per dimension, as GCC sums an
-// array-section reduction lane by lane. kTail is math::heavy_tail_terms's, picked by the caller.
+// The point y's repulsive sums over the m points of ft (a map by dimension, ft[d m + j]), pair by
+// pair in index order; one scalar per dimension, as GCC sums an array-section reduction lane by
+// lane.
 template <int D, int kTail>
-ORRERY_ALWAYS_INLINE void repulsion_loop(const double* yt, index_t N, index_t i, double alpha,
-                                         math::HssneRow<double, D>& acc) {
-  const cpu::MapRow<double, D> r(yt, N, i);
-  const double *x0 = r.x0, *x1 = r.x1, *x2 = r.x2;
+ORRERY_ALWAYS_INLINE void repulsion_from_loop(const double* ft, index_t m, const double* y, double alpha,
+                                              math::HssneRow<double, D>& acc) {
+  const double *x0 = ft, *x1 = D > 1 ? ft + m : ft, *x2 = D > 2 ? ft + 2 * m : ft;
+  const double y0 = y[0], y1 = D > 1 ? y[1] : 0.0, y2 = D > 2 ? y[2] : 0.0;
   double h_sum = 0.0, hs_sum = 0.0, g0 = 0.0, g1 = 0.0, g2 = 0.0;
 #pragma omp simd reduction(+ : h_sum, hs_sum, g0, g1, g2)
-  for (index_t j = 0; j < N; ++j) {
-    const math::TailTerms<double> t = math::heavy_tail_terms<kTail>(r.tau(j), alpha);
+  for (index_t j = 0; j < m; ++j) {
+    double tau = (y0 - x0[j]) * (y0 - x0[j]);
+    if constexpr (D > 1) tau += (y1 - x1[j]) * (y1 - x1[j]);
+    if constexpr (D > 2) tau += (y2 - x2[j]) * (y2 - x2[j]);
+    const math::TailTerms<double> t = math::heavy_tail_terms<kTail>(tau, alpha);
     const double hs = t.h * t.s;
     h_sum += t.h;
     hs_sum += hs;
@@ -54,10 +56,24 @@ ORRERY_ALWAYS_INLINE void repulsion_loop(const double* yt, index_t N, index_t i,
     if constexpr (D > 1) g1 += hs * x1[j];
     if constexpr (D > 2) g2 += hs * x2[j];
   }
-  acc.h_sum = h_sum - 1.0;
-  acc.hs_sum = hs_sum - 1.0;
-  const double g[3] = {g0, g1, g2}, y[3] = {r.y0, r.y1, r.y2};
-  for (int d = 0; d < D; ++d) acc.hsy[d] = g[d] - y[d];
+  acc.h_sum = h_sum;
+  acc.hs_sum = hs_sum;
+  const double g[3] = {g0, g1, g2};
+  for (int d = 0; d < D; ++d) acc.hsy[d] = g[d];
+}
+
+// Row i's repulsive sums over every j != i, from the map by dimension (yt[d N + j] = y_jd, so the
+// loads are contiguous), written for the vectoriser: the j == i term is added and removed after
+// (H(0) = S(0) = 1), so the loop has no branch on j. kTail is math::heavy_tail_terms's, picked by
+// the caller.
+template <int D, int kTail>
+ORRERY_ALWAYS_INLINE void repulsion_loop(const double* yt, index_t N, index_t i, double alpha,
+                                         math::HssneRow<double, D>& acc) {
+  const double y[3] = {yt[i], D > 1 ? yt[N + i] : 0.0, D > 2 ? yt[2 * N + i] : 0.0};
+  repulsion_from_loop<D, kTail>(yt, N, y, alpha, acc);
+  acc.h_sum -= 1.0;
+  acc.hs_sum -= 1.0;
+  for (int d = 0; d < D; ++d) acc.hsy[d] -= y[d];
 }
 
 // Row i's attractive sums over its list (columns col[lo, hi), values val), as hssne_accumulate's
@@ -134,6 +150,12 @@ ORRERY_CLONES void repulsion_row(const double* yt, index_t N, index_t i, double 
 }
 
 template <int D>
+ORRERY_CLONES void repulsion_from(const double* ft, index_t m, const double* y, double alpha,
+                                  math::HssneRow<double, D>& acc) {
+  ORRERY_HSSNE_TAIL_DISPATCH(repulsion_from_loop, ft, m, y, alpha, acc);
+}
+
+template <int D>
 ORRERY_CLONES void attraction_row(const double* yt, index_t N, index_t i, const index_t* col, const double* val,
                                   index_t lo, index_t hi, double alpha, math::HssneRow<double, D>& acc) {
   ORRERY_HSSNE_TAIL_DISPATCH(attraction_loop, yt, N, i, col, val, lo, hi, alpha, acc);
@@ -158,8 +180,11 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
   resize_sums(out, N, D);
   const std::vector<double> yt = cpu::by_dimension<double>(Y);
   // A grid dearer than the pairs (a wide map of few points) gives way to the exact loop.
-  if (grid && exact_when_cheaper && !grid->cheaper_than_exact(Y)) grid = nullptr;
-  if (grid) grid->sums(Y, rep);
+  if (grid && exact_when_cheaper) {
+    if (!grid->sums_if_cheaper(Y, rep)) grid = nullptr;
+  } else if (grid) {
+    grid->sums(Y, rep);
+  }
 #pragma omp parallel for schedule(static) num_threads(nthreads(threads))
   for (index_t i = 0; i < N; ++i) {
     math::HssneRow<double, D> acc;
@@ -306,7 +331,47 @@ void exact_repulsion_rows(const MatrixD& Y, double alpha, RepulsionSums& out, in
   }
 }
 
+template <int D>
+void far_repulsion_rows(const MatrixD& Y, const std::vector<index_t>& far, double alpha, RepulsionSums& out,
+                        int threads) {
+  const index_t N = Y.rows, m = static_cast<index_t>(far.size());
+  const std::vector<double> yt = cpu::by_dimension<double>(Y);
+  std::vector<double> ft(static_cast<size_t>(m * D));
+  std::vector<unsigned char> is_far(static_cast<size_t>(N), 0);
+  for (index_t r = 0; r < m; ++r) {
+    const index_t j = far[static_cast<size_t>(r)];
+    is_far[static_cast<size_t>(j)] = 1;
+    for (int d = 0; d < D; ++d) ft[static_cast<size_t>(d * m + r)] = Y(j, d);
+  }
+  // A far point's row costs N pairs, another's m: dynamic chunks keep the threads even; each row's
+  // sums are its own, so the schedule changes no bits.
+#pragma omp parallel for schedule(dynamic, 1024) num_threads(nthreads(threads))
+  for (index_t i = 0; i < N; ++i) {
+    const auto k = static_cast<size_t>(i);
+    math::HssneRow<double, D> acc;
+    if (is_far[k]) {
+      repulsion_row<D>(yt.data(), N, i, alpha, acc);
+      out.h[k] = acc.h_sum;
+      out.hs[k] = acc.hs_sum;
+      for (int d = 0; d < D; ++d) out.hsy(i, d) = acc.hsy[d];
+    } else {
+      const double y[3] = {Y(i, 0), Y(i, 1), D > 2 ? Y(i, D - 1) : 0.0};
+      repulsion_from<D>(ft.data(), m, y, alpha, acc);
+      out.h[k] += acc.h_sum;
+      out.hs[k] += acc.hs_sum;
+      for (int d = 0; d < D; ++d) out.hsy(i, d) += acc.hsy[d];
+    }
+  }
+}
+
 }  // namespace
+
+void add_far_repulsion(const MatrixD& Y, const std::vector<index_t>& far, double alpha, RepulsionSums& out,
+                       int threads) {
+  if (far.empty()) return;
+  if (Y.cols == 2) far_repulsion_rows<2>(Y, far, alpha, out, threads);
+  else far_repulsion_rows<3>(Y, far, alpha, out, threads);
+}
 
 }  // namespace orrery::cpu
 

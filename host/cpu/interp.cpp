@@ -11,14 +11,18 @@
 //      back, each transform pruned and spread over the threads;
 //   5. gather: each point's potentials from its box's nodes with the same weights; the self term,
 //      as the grid computes it (math::self_overlap), taken out.
+// The grid covers the map's box, or a smaller one where that is cheaper counting the few points it
+// leaves out (choose_bounds); those far points' shares are summed exactly (cpu::add_far_repulsion).
 // Cost per evaluation O(N p^D (2D + 3) + (D + 3) G^D log G), memory O(N p D + G^D) for G nodes per axis.
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 
+#include "cpu/engines.hpp"
 #include "cpu/fft.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/error.hpp"
@@ -51,42 +55,58 @@ inline void for_box_nodes(int p, const double* w, const long* stride, long base,
   }
 }
 
-// The grid for Y: box width w, origin and boxes needed per axis (before FFT-friendly rounding).
+// A box the grid covers: [lo_d, hi_d] per axis.
+struct Bounds {
+  double lo[3], hi[3];
+};
+
+// Y's own box widened by `margin` on every side.
+Bounds full_bounds(const MatrixD& Y, double margin) {
+  const int D = static_cast<int>(Y.cols);
+  Bounds b;
+  for (int d = 0; d < D; ++d) {
+    b.lo[d] = std::numeric_limits<double>::infinity();
+    b.hi[d] = -b.lo[d];
+  }
+  for (index_t i = 0; i < Y.rows; ++i)
+    for (int d = 0; d < D; ++d) {
+      b.lo[d] = std::min(b.lo[d], Y(i, d));
+      b.hi[d] = std::max(b.hi[d], Y(i, d));
+    }
+  for (int d = 0; d < D; ++d) {
+    if (!std::isfinite(b.lo[d]) || !std::isfinite(b.hi[d])) internal_error("interpolated repulsion: the map is not finite");
+    b.lo[d] -= margin, b.hi[d] += margin;
+  }
+  return b;
+}
+
+// The grid over a box: box width w, origin and boxes needed per axis (before FFT-friendly rounding).
 struct GridPlan {
   double w;
   double origin[3];
   std::vector<int> need;
 };
 
-GridPlan plan_grid(const MatrixD& Y, const InterpSettings& s, double margin = 0) {
-  const index_t N = Y.rows;
-  const int D = static_cast<int>(Y.cols), p = s.nodes;
-  double lo[3], hi[3];
-  for (int d = 0; d < D; ++d) {
-    lo[d] = std::numeric_limits<double>::infinity();
-    hi[d] = -lo[d];
-  }
-  for (index_t i = 0; i < N; ++i)
-    for (int d = 0; d < D; ++d) {
-      lo[d] = std::min(lo[d], Y(i, d));
-      hi[d] = std::max(hi[d], Y(i, d));
-    }
-  for (int d = 0; d < D; ++d) lo[d] -= margin, hi[d] += margin;
+// A span beyond s.max_nodes_per_axis is an input error if `refuse`, else a plan of no boxes (its
+// cost infinite: plan_cells).
+GridPlan plan_grid(const Bounds& b, int D, const InterpSettings& s, bool refuse = true) {
+  const int p = s.nodes;
   GridPlan g;
   g.w = s.box_width;
   double widest = 0;
-  for (int d = 0; d < D; ++d) {
-    if (!std::isfinite(lo[d]) || !std::isfinite(hi[d])) internal_error("interpolated repulsion: the map is not finite");
-    widest = std::max(widest, hi[d] - lo[d]);
-  }
+  for (int d = 0; d < D; ++d) widest = std::max(widest, b.hi[d] - b.lo[d]);
   const int min_boxes = s.min_boxes > 0 ? s.min_boxes : (D == 2 ? 32 : 12);
   while (widest < min_boxes * g.w && g.w > s.box_width * 0x1p-40) g.w *= 0.5;
   g.need.resize(static_cast<size_t>(D));
   for (int d = 0; d < D; ++d) {
-    g.origin[d] = std::floor(lo[d] / g.w) * g.w;
-    const double span = (hi[d] - g.origin[d]) / g.w;
+    g.origin[d] = std::floor(b.lo[d] / g.w) * g.w;
+    const double span = (b.hi[d] - g.origin[d]) / g.w;
+    if (span * p + p > s.max_nodes_per_axis && !refuse) {
+      g.need.clear();
+      return g;
+    }
     if (span * p + p > s.max_nodes_per_axis)
-      input_error("interpolated repulsion: the map spans " + std::to_string(hi[d] - lo[d]) + " along axis " +
+      input_error("interpolated repulsion: the map spans " + std::to_string(b.hi[d] - b.lo[d]) + " along axis " +
                   std::to_string(d) + ", more than " + std::to_string(s.max_nodes_per_axis) +
                   " grid nodes at box width " + std::to_string(g.w) + " and " + std::to_string(p) +
                   " nodes per box; use a larger params.interp_box or exact repulsion");
@@ -98,6 +118,71 @@ GridPlan plan_grid(const MatrixD& Y, const InterpSettings& s, double margin = 0)
 int friendly_boxes(int n, int p) {
   while (!fft_friendly(2L * n * p)) ++n;
   return n;
+}
+
+// Cells of the padded grid a plan transforms: prod_d 2 G_d (infinite for a refused plan).
+double plan_cells(const GridPlan& g, int p) {
+  if (g.need.empty()) return std::numeric_limits<double>::infinity();
+  double cells = 1;
+  for (int n : g.need) cells *= 2.0 * friendly_boxes(n, p) * p;
+  return cells;
+}
+
+// Costs in one unit: a grid of M padded cells transforms 2D + 3 times, M log2 M units each; one
+// pair's terms summed exactly cost kPairUnits (on 2 cores, 100,000 points: 0.16-0.19 ns a unit for
+// the transforms, 0.30-0.49 ns a pair for the far points and 0.28 for the all-pairs loop).
+constexpr double kPairUnits = 2.0;
+double grid_units(double cells, int D) { return (2 * D + 3) * cells * std::log2(std::max(cells, 2.0)); }
+
+// Where the grid goes for the map Y: its whole box, or a smaller box that leaves out a few far
+// points (far: each one's sums over all N points and every point's sums over it are then exact,
+// 2 N pairs each). A handful of points thrown far out (early exaggeration with a large learning
+// rate throws some hundreds of units from a bulk of a few units) would otherwise stretch the grid,
+// whose cost grows with its area or volume, a hundredfold. Candidates leave out the t = 1, 2, 4,
+// ..., N / 128 lowest and highest points of every axis (exact order statistics); the cheapest by
+// grid_units + kPairUnits 2 N |far| (|far| <= 2 D t) wins. Returns the box; `far` lists the points
+// outside it in index order. Depends on Y alone.
+Bounds choose_bounds(const MatrixD& Y, const InterpSettings& s, std::vector<index_t>& far) {
+  const index_t N = Y.rows;
+  const int D = static_cast<int>(Y.cols), p = s.nodes;
+  const Bounds full = full_bounds(Y, 0.0);
+  far.clear();
+  const index_t t_max = N / 128;
+  const double full_units = grid_units(plan_cells(plan_grid(full, D, s, false), p), D);
+  // The search costs a few passes over the map: not worth it where the grid costs less than the
+  // points' own work (scatter, gather: hundreds of units a point).
+  if (t_max == 0 || full_units < 64.0 * static_cast<double>(N)) return full;
+  // low[d][t]: axis d's t-th smallest coordinate (t from 0), high[d][t] its t-th largest
+  std::vector<std::vector<double>> low(static_cast<size_t>(D)), high(static_cast<size_t>(D));
+  std::vector<double> col(static_cast<size_t>(N));
+  const auto last = static_cast<std::ptrdiff_t>(t_max + 1);
+  for (int d = 0; d < D; ++d) {
+    for (index_t i = 0; i < N; ++i) col[static_cast<size_t>(i)] = Y(i, d);
+    std::nth_element(col.begin(), col.begin() + t_max, col.end());
+    std::sort(col.begin(), col.begin() + last);
+    low[static_cast<size_t>(d)].assign(col.begin(), col.begin() + last);
+    std::nth_element(col.begin() + last, col.end() - last, col.end());
+    std::sort(col.end() - last, col.end(), std::greater<>());
+    high[static_cast<size_t>(d)].assign(col.end() - last, col.end());
+  }
+  double best_units = full_units;
+  Bounds best = full;
+  for (index_t t = 1; t <= t_max; t *= 2) {
+    Bounds b;
+    for (int d = 0; d < D; ++d) {
+      b.lo[d] = low[static_cast<size_t>(d)][static_cast<size_t>(t)];
+      b.hi[d] = high[static_cast<size_t>(d)][static_cast<size_t>(t)];
+    }
+    const double units = grid_units(plan_cells(plan_grid(b, D, s, false), p), D) +
+                         kPairUnits * 2.0 * static_cast<double>(2 * D * t) * static_cast<double>(N);
+    if (units < best_units) best_units = units, best = b;
+  }
+  for (index_t i = 0; i < N; ++i) {
+    bool in = true;
+    for (int d = 0; d < D; ++d) in = in && Y(i, d) >= best.lo[d] && Y(i, d) <= best.hi[d];
+    if (!in) far.push_back(i);
+  }
+  return best;
 }
 
 }  // namespace
@@ -204,19 +289,19 @@ struct RepulsionGrid::Impl {
     return base;
   }
 
-  // Steps 1-4: the grid over Y's box widened by `margin` on every side, Y's charges, potentials.
+  // Steps 1-4: the grid over `box`, the charges of Y's points but the far ones, the potentials.
   template <int D_>
-  void field(const MatrixD& Y, double margin, double& t);
+  void field(const MatrixD& Y, const Bounds& box, const std::vector<index_t>& far, double& t);
   // Step 5 at Y's own points, each one's self term removed.
   template <int D_>
-  void run(const MatrixD& Y, RepulsionSums& out);
+  void run(const MatrixD& Y, const Bounds& box, const std::vector<index_t>& far, RepulsionSums& out);
   // Step 5 at other points Q: inside[i] = 0 for a point outside the grid (its sums are left 0).
   template <int D_>
   void gather_at(const MatrixD& Q, RepulsionSums& out, std::vector<unsigned char>& inside) const;
 };
 
 template <int D_>
-void RepulsionGrid::Impl::field(const MatrixD& Y, double margin, double& t) {
+void RepulsionGrid::Impl::field(const MatrixD& Y, const Bounds& box, const std::vector<index_t>& far, double& t) {
   const index_t N = Y.rows;
   const int p = s.nodes;
   auto lap = [&t](double& into) {
@@ -226,7 +311,7 @@ void RepulsionGrid::Impl::field(const MatrixD& Y, double margin, double& t) {
   };
   ++timings.calls;
   // 1. the grid
-  const GridPlan plan = plan_grid(Y, s, margin);
+  const GridPlan plan = plan_grid(box, D_, s);
   w = plan.w;
   shape(plan.need, w / p);
   for (int d = 0; d < D_; ++d) {
@@ -251,13 +336,18 @@ void RepulsionGrid::Impl::field(const MatrixD& Y, double margin, double& t) {
     }
     point_box[static_cast<size_t>(i)] = b;
   }
+  for (index_t i : far) point_box[static_cast<size_t>(i)] = -1;  // no charge on the grid
   box_start.assign(static_cast<size_t>(num_boxes + 1), 0);
-  for (index_t i = 0; i < N; ++i) ++box_start[static_cast<size_t>(point_box[static_cast<size_t>(i)] + 1)];
+  for (index_t i = 0; i < N; ++i)
+    if (point_box[static_cast<size_t>(i)] >= 0) ++box_start[static_cast<size_t>(point_box[static_cast<size_t>(i)] + 1)];
   for (long b = 0; b < num_boxes; ++b) box_start[static_cast<size_t>(b + 1)] += box_start[static_cast<size_t>(b)];
-  order.resize(static_cast<size_t>(N));
+  order.resize(static_cast<size_t>(box_start.back()));
   {
     std::vector<long> fill(box_start.begin(), box_start.end() - 1);
-    for (index_t i = 0; i < N; ++i) order[static_cast<size_t>(fill[static_cast<size_t>(point_box[static_cast<size_t>(i)])]++)] = i;
+    for (index_t i = 0; i < N; ++i) {
+      const long b = point_box[static_cast<size_t>(i)];
+      if (b >= 0) order[static_cast<size_t>(fill[static_cast<size_t>(b)]++)] = i;
+    }
   }
 
   lap(timings.grid);
@@ -294,11 +384,12 @@ void RepulsionGrid::Impl::field(const MatrixD& Y, double margin, double& t) {
 }
 
 template <int D_>
-void RepulsionGrid::Impl::run(const MatrixD& Y, RepulsionSums& out) {
+void RepulsionGrid::Impl::run(const MatrixD& Y, const Bounds& box, const std::vector<index_t>& far,
+                              RepulsionSums& out) {
   const index_t N = Y.rows;
   const int p = s.nodes;
   double t = omp_get_wtime();
-  field<D_>(Y, 0.0, t);
+  field<D_>(Y, box, far, t);
   const long nn = num_nodes;  // the grid's, now that field() has shaped it
   // 5. gather
   out.h.resize(static_cast<size_t>(N));
@@ -306,8 +397,9 @@ void RepulsionGrid::Impl::run(const MatrixD& Y, RepulsionSums& out) {
   if (out.hsy.rows != N || out.hsy.cols != D_) out.hsy = MatrixD(N, D_);
   // points in box order: consecutive points read the same nodes (cache hits), and each point's
   // sums are its own, so the order changes no bits
+  const auto inside = static_cast<index_t>(order.size());
 #pragma omp parallel for schedule(static) num_threads(threads)
-  for (index_t at = 0; at < N; ++at) {
+  for (index_t at = 0; at < inside; ++at) {
     const index_t i = order[static_cast<size_t>(at)];
     double acc[D_ + 2] = {};
     const double* wi = weights.data() + static_cast<size_t>(i * D_ * p);
@@ -334,6 +426,11 @@ void RepulsionGrid::Impl::run(const MatrixD& Y, RepulsionSums& out) {
     for (int d = 0; d < D_; ++d) out.hsy(i, d) = acc[2 + d] + centre[d] * acc[1] - shs * Y(i, d);
   }
   timings.gather += omp_get_wtime() - t;
+  t = omp_get_wtime();
+  // the far points: their own sums, and everyone's sums over them, exactly
+  cpu::add_far_repulsion(Y, far, alpha, out, threads);
+  timings.far += omp_get_wtime() - t;
+  timings.far_points = static_cast<index_t>(far.size());
 }
 
 template <int D_>
@@ -378,17 +475,52 @@ RepulsionGrid::RepulsionGrid(int dim, double alpha, const InterpSettings& settin
 
 RepulsionGrid::~RepulsionGrid() = default;
 
+// The box and far points sums() would use at Y, and whether that costs less than the exact sums.
+struct RepulsionGrid::Choice {
+  Bounds box;
+  std::vector<index_t> far;
+  double units = 0;  // grid_units + the far points' pairs
+  double cells = 0;
+};
+
 void RepulsionGrid::sums(const MatrixD& Y, RepulsionSums& out) {
   if (Y.cols != impl_->D) internal_error("RepulsionGrid: Y has the wrong dimension");
-  if (impl_->D == 2) impl_->run<2>(Y, out);
-  else impl_->run<3>(Y, out);
+  Choice c;
+  choose(Y, c);
+  sums(Y, c, out);
+}
+
+bool RepulsionGrid::sums_if_cheaper(const MatrixD& Y, RepulsionSums& out) {
+  if (Y.cols != impl_->D) internal_error("RepulsionGrid: Y has the wrong dimension");
+  Choice c;
+  choose(Y, c);
+  if (!cheaper(Y, c)) return false;
+  sums(Y, c, out);
+  return true;
+}
+
+void RepulsionGrid::choose(const MatrixD& Y, Choice& c) const {
+  c.box = choose_bounds(Y, impl_->s, c.far);
+  c.cells = plan_cells(plan_grid(c.box, impl_->D, impl_->s, false), impl_->s.nodes);
+  c.units = grid_units(c.cells, impl_->D) + kPairUnits * 2.0 * static_cast<double>(c.far.size()) * Y.rows;
+}
+
+bool RepulsionGrid::cheaper(const MatrixD& Y, const Choice& c) const {
+  const double N = static_cast<double>(Y.rows);
+  return c.cells <= 0x1p27 && c.units < kPairUnits * N * N;
+}
+
+void RepulsionGrid::sums(const MatrixD& Y, const Choice& c, RepulsionSums& out) {
+  if (impl_->D == 2) impl_->run<2>(Y, c.box, c.far, out);
+  else impl_->run<3>(Y, c.box, c.far, out);
 }
 
 void RepulsionGrid::freeze(const MatrixD& reference, double margin) {
   if (reference.cols != impl_->D) internal_error("RepulsionGrid: the reference has the wrong dimension");
   double t = omp_get_wtime();
-  if (impl_->D == 2) impl_->field<2>(reference, margin, t);
-  else impl_->field<3>(reference, margin, t);
+  const Bounds box = full_bounds(reference, margin);
+  if (impl_->D == 2) impl_->field<2>(reference, box, {}, t);
+  else impl_->field<3>(reference, box, {}, t);
 }
 
 void RepulsionGrid::sums_at(const MatrixD& Q, RepulsionSums& out, std::vector<unsigned char>& inside) const {
@@ -400,15 +532,13 @@ void RepulsionGrid::sums_at(const MatrixD& Q, RepulsionSums& out, std::vector<un
 std::vector<int> RepulsionGrid::boxes() const { return impl_->boxes; }
 
 double RepulsionGrid::planned_cells(const MatrixD& Y, double margin) const {
-  const GridPlan g = plan_grid(Y, impl_->s, margin);
-  double cells = 1;
-  for (int n : g.need) cells *= 2.0 * friendly_boxes(n, impl_->s.nodes) * impl_->s.nodes;
-  return cells;
+  return plan_cells(plan_grid(full_bounds(Y, margin), impl_->D, impl_->s), impl_->s.nodes);
 }
 
 bool RepulsionGrid::cheaper_than_exact(const MatrixD& Y) const {
-  const double M = planned_cells(Y), N = static_cast<double>(Y.rows);
-  return M <= 0x1p27 && (2 * impl_->D + 3) * M * std::log2(M) < N * N;
+  Choice c;
+  choose(Y, c);
+  return cheaper(Y, c);
 }
 RepulsionGrid::Timings RepulsionGrid::timings() const { return impl_->timings; }
 

@@ -59,8 +59,13 @@ class RepulsionGrid {
   ~RepulsionGrid();
   RepulsionGrid(const RepulsionGrid&) = delete;
   RepulsionGrid& operator=(const RepulsionGrid&) = delete;
-  // The sums at Y (N x D), self excluded.
+  // The sums at Y (N x D), self excluded. The grid covers Y's box, or a smaller one where that
+  // costs less counting the points it leaves out ("far" points, a few thrown far from the bulk):
+  // their sums over every point, and every point's sums over them, are exact.
   void sums(const MatrixD& Y, RepulsionSums& out);
+  // sums(Y, out) where that costs less than the exact sums over all N^2 pairs (the cells at most
+  // 2^27); false, with out untouched, otherwise.
+  bool sums_if_cheaper(const MatrixD& Y, RepulsionSums& out);
   // A frozen field for placing new points into a fixed map: the reference points' charges and
   // potentials on a grid over their box widened by `margin` map units on every side, made once;
   // then sums_at(Q) gives each query point's sums over ALL reference points (none is excluded) by
@@ -71,19 +76,25 @@ class RepulsionGrid {
   // The number of cells of the padded grid that sums(Y) would transform (prod_d 2 G_d), without
   // making it: a wide map of few points (3-D above all) can need a grid dearer than all its pairs.
   double planned_cells(const MatrixD& Y, double margin = 0) const;  // margin: as freeze()'s
-  // Whether the grid at Y costs less than the exact sums over N^2 pairs: (2D + 3) transforms of
-  // M log2 M against N^2 pair evaluations (both ~1 ns a unit on one core), and M <= 2^27 cells.
+  // Whether sums(Y) costs less than the exact sums over N^2 pairs: (2D + 3) transforms of
+  // M log2 M units and the far points' 2 N |far| pairs against N^2 pairs (interp.cpp's kPairUnits
+  // per pair), and M <= 2^27 cells.
   bool cheaper_than_exact(const MatrixD& Y) const;
   // The last grid's boxes per axis (for reports and benchmarks).
   std::vector<int> boxes() const;
   // Seconds spent so far in each stage, over every call (benchmarks split an iteration with them).
   struct Timings {
-    double grid = 0, scatter = 0, fft = 0, gather = 0;
+    double grid = 0, scatter = 0, fft = 0, gather = 0, far = 0;
     int calls = 0;
+    index_t far_points = 0;  // at the last call
   };
   Timings timings() const;
 
  private:
+  struct Choice;
+  void choose(const MatrixD& Y, Choice& c) const;
+  bool cheaper(const MatrixD& Y, const Choice& c) const;
+  void sums(const MatrixD& Y, const Choice& c, RepulsionSums& out);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -145,6 +145,49 @@ TEST(InterpolatedRepulsion, AnIsolatedPointKeepsItsRelativeAccuracy) {
   }
 }
 
+// A bulk of a few units and a handful of points thrown hundreds of units out (as early
+// exaggeration with a large learning rate does): the grid covers the bulk alone (about the bulk's
+// own grid; leaving out a few of the bulk's outermost points too can halve the boxes), the far
+// points' sums are exact, everyone's error stays within the grid's
+// bound, and the bits do not depend on the thread count. One point a million units out, once a
+// grid the memory guard refused, is simply far.
+TEST(InterpolatedRepulsion, FarPointsLeaveTheGridToTheBulk) {
+  for (int D : {2, 3}) {
+    const index_t bulk = D == 2 ? 4000 : 2000, far = 6;
+    std::mt19937_64 rng(21);
+    std::normal_distribution<double> g(0.0, 2.0);
+    MatrixD Y(bulk + far, D), alone(bulk, D);
+    for (index_t i = 0; i < bulk; ++i)
+      for (int d = 0; d < D; ++d) alone(i, d) = Y(i, d) = g(rng);
+    for (index_t k = 0; k < far; ++k)
+      for (int d = 0; d < D; ++d) Y(bulk + k, d) = d == k % D ? (k < 3 ? 400.0 : -300.0) + k : 0.5 * k;
+    Y(bulk + far - 1, 0) = 1e6;
+    for (double alpha : {0.5, 1.0}) {
+      RepulsionSums ex, ap, ap1, bulk_only;
+      exact_repulsion(Y, alpha, ex, 2);
+      RepulsionGrid grid(D, alpha, InterpSettings{}, 2), one(D, alpha, InterpSettings{}, 1), ref(D, alpha, InterpSettings{}, 2);
+      grid.sums(Y, ap);
+      one.sums(Y, ap1);
+      ref.sums(alone, bulk_only);  // the bulk's own grid, for its shape
+      double cells = 1, bulk_cells = 1;
+      for (int d = 0; d < D; ++d) cells *= grid.boxes()[static_cast<size_t>(d)], bulk_cells *= ref.boxes()[static_cast<size_t>(d)];
+      EXPECT_LE(cells, (D == 2 ? 4 : 8) * bulk_cells) << "D " << D;
+      EXPECT_GE(grid.timings().far_points, far) << "D " << D;
+      EXPECT_LE(grid.timings().far_points, bulk / 32) << "D " << D;
+      for (index_t k = bulk; k < bulk + far; ++k) {
+        const auto i = static_cast<size_t>(k);
+        EXPECT_NEAR(ap.h[i], ex.h[i], 1e-12 * ex.h[i]) << "D " << D << " far point " << k;
+        EXPECT_NEAR(ap.hs[i], ex.hs[i], 1e-12 * ex.hs[i]) << "D " << D << " far point " << k;
+      }
+      const RepulsionErrors err = repulsion_errors(Y, ap, ex);
+      EXPECT_LT(err.force, 1e-2) << "D " << D << " alpha " << alpha;
+      EXPECT_LT(err.z, 1e-3) << "D " << D << " alpha " << alpha;
+      EXPECT_EQ(ap.h, ap1.h);
+      EXPECT_EQ(ap.hsy.data, ap1.hsy.data);
+    }
+  }
+}
+
 // Same map, 1 and 2 threads, twice: the same bits (fixed-order sums, no races in the scatter).
 TEST(InterpolatedRepulsion, SameBitsForAnyThreadCount) {
   for (int D : {2, 3}) {

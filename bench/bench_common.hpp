@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <sstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,24 @@ inline LabelledImages fashion_all(const std::string& dir) {
   all.pixels.rows += test.rows;
   all.labels.insert(all.labels.end(), labels.begin(), labels.end());
   return all;
+}
+
+// N points in d dimensions from 20 Gaussian components of unit spread, centres drawn N(0, 3^2) per
+// coordinate: overlapping clusters of high intrinsic dimension, harder for a graph search than
+// images. Labels: each point's component.
+inline LabelledImages gaussian_mixture(index_t N, int d, unsigned long long seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> z(0, 1);
+  const int components = 20;
+  MatrixD centres(components, d);
+  for (double& v : centres.data) v = 3.0 * z(rng);
+  LabelledImages out{MatrixD(N, d), std::vector<int>(static_cast<size_t>(N))};
+  for (index_t i = 0; i < N; ++i) {
+    const index_t c = static_cast<index_t>(rng() % components);
+    out.labels[static_cast<size_t>(i)] = static_cast<int>(c);
+    for (int j = 0; j < d; ++j) out.pixels(i, j) = centres(c, j) + z(rng);
+  }
+  return out;
 }
 
 // The first N rows of M, each entry divided by `divisor`.

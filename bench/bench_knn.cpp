@@ -50,22 +50,6 @@ std::vector<ApproxKnnParams> parse_settings(const std::string& v, bool parallel)
   return out;
 }
 
-// N points in d dimensions from 20 Gaussian components of unit spread, centres drawn N(0, 3^2) per
-// coordinate: overlapping clusters of high intrinsic dimension, harder for a graph search than images.
-MatrixD gaussian_mixture(index_t N, int d, unsigned long long seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> z(0, 1);
-  const int components = 20;
-  MatrixD centres(components, d);
-  for (double& v : centres.data) v = 3.0 * z(rng);
-  MatrixD X(N, d);
-  for (index_t i = 0; i < N; ++i) {
-    const index_t c = static_cast<index_t>(rng() % components);
-    for (int j = 0; j < d; ++j) X(i, j) = centres(c, j) + z(rng);
-  }
-  return X;
-}
-
 }  // namespace
 
 int run_knn_bench(int argc, char** argv) {
@@ -99,7 +83,7 @@ int run_knn_bench(int argc, char** argv) {
     if (source == "fashion" && N > all.rows) input_error("knn: --n " + std::to_string(N) + " exceeds the 70000 images");
     MatrixD X(N, source == "fashion" ? all.cols : 50);
     if (source == "fashion") std::copy(all.data.begin(), all.data.begin() + N * all.cols, X.data.begin());
-    else X = gaussian_mixture(N, 50, seed);
+    else X = bench::gaussian_mixture(N, 50, seed).pixels;
     const MatrixD Xp = pca > 0 && pca < X.cols ? pca_project(X, pca, threads) : X;
     auto t = Clock::now();
     const KnnGraph exact = run_exact ? exact_knn(Xp, k, threads) : KnnGraph();

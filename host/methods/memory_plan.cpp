@@ -82,6 +82,9 @@ MemoryPlan plan_neighbour_embedding(const NePlanInput& in, bool device) {
       p.add({"the HSSNE engine's P, N^2 floats on the GPU (and staged on the host)", "input.affinities",
              "use \"sparse\"" + fewer, 4.0 * nn, 4.0 * nn});
     if (!in.dense && device) p.add({"the HSSNE engine's lists", "input.perplexity", "a smaller perplexity" + fewer, 0.0, 32.0 * n * k});
+    if (!in.dense && !device && in.grid_engine)
+      p.add({"the grid engine's copy of P in breadth-first order, up to 32 N k bytes", "input.perplexity",
+             "a smaller perplexity" + fewer, 32.0 * n * k, 0.0});
   } else {
     if (in.dense && device)
       p.add({"the NeRV engine's P and log P and their transposes, 4 N^2 floats on the GPU (2 staged on the host)",

@@ -58,6 +58,7 @@ struct NePlanInput {
   bool nerv_double = false;  // NeRV's CPU arithmetic is double
   bool mixing = false;       // HSSNE's semi-supervised mixing: a second N^2 P
   bool from_distances = false;  // input is an N x N distance matrix (already read)
+  bool grid_engine = false;     // HSSNE's CPU engine with interpolated repulsion: a renumbered copy of P
 };
 MemoryPlan plan_neighbour_embedding(const NePlanInput& in, bool device);
 

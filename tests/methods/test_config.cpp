@@ -193,6 +193,9 @@ TEST(MemoryPlan, RefusesWhatDoesNotFitAndNamesTheKey) {
   const MemoryPlan sparse = plan_neighbour_embedding(in, false);
   EXPECT_LT(sparse.host_peak(), 1e9) << "sparse affinities are O(N k)";
   EXPECT_NO_THROW(check_memory_plan(sparse, small, false));
+  in.grid_engine = true;  // the CPU grid engine's renumbered copy of P: up to 2 N k entries of 16 bytes
+  EXPECT_NEAR(plan_neighbour_embedding(in, false).host_peak() - sparse.host_peak(), 32.0 * 70000.0 * 90.0, 1.0);
+  in.grid_engine = false;
   // On a device the engine's arrays count against its memory.
   in.method = NeMethod::nerv;
   in.dense = true;

@@ -284,27 +284,18 @@ int run_ne_bench(int argc, char** argv) {
 // from 4,000 seeded query points above 10,000 points, all points below) and --steps plain steps at
 // the final map (pairs per second of one fixed-point step; 0 skips them).
 int run_ne_scale_bench(int argc, char** argv) {
-  std::vector<index_t> sizes = {2000, 10000, 70000};
-  int iters = 1000, pca = -1, threads = 0, steps = 20;
-  double perplexity = 30;
-  std::string device = "auto", dir = "/usr/share/datasets/fashion-mnist", out, source = "fashion", neighbors = "auto";
-  for (int a = 2; a < argc; ++a) {
-    const std::string opt = argv[a];
-    if (a + 1 >= argc) input_error("hssne-scale: option " + opt + " needs a value");
-    const std::string v = argv[++a];
-    if (opt == "--n") sizes = bench::count_list(v);
-    else if (opt == "--iters") iters = std::stoi(v);
-    else if (opt == "--pca") pca = std::stoi(v);
-    else if (opt == "--perplexity") perplexity = std::stod(v);
-    else if (opt == "--device") device = v;
-    else if (opt == "--threads") threads = std::stoi(v);
-    else if (opt == "--data") dir = v;
-    else if (opt == "--source") source = v;
-    else if (opt == "--neighbors") neighbors = v;
-    else if (opt == "--steps") steps = std::stoi(v);
-    else if (opt == "--out") out = v;
-    else input_error("hssne-scale: unknown option '" + opt + "'");
-  }
+  const auto o = bench::options(argc, argv,
+                                {"--n", "--iters", "--pca", "--perplexity", "--device", "--threads", "--data", "--source",
+                                 "--neighbors", "--steps", "--out"},
+                                "hssne-scale");
+  const std::vector<index_t> sizes = bench::count_list(bench::opt(o, "--n", "2000,10000,70000"));
+  const int iters = std::stoi(bench::opt(o, "--iters", "1000")), threads = std::stoi(bench::opt(o, "--threads", "0")),
+            steps = std::stoi(bench::opt(o, "--steps", "20"));
+  int pca = std::stoi(bench::opt(o, "--pca", "-1"));
+  const double perplexity = std::stod(bench::opt(o, "--perplexity", "30"));
+  const std::string device = bench::opt(o, "--device", "auto"), dir = bench::opt(o, "--data", "/usr/share/datasets/fashion-mnist"),
+                    out = bench::opt(o, "--out", ""), source = bench::opt(o, "--source", "fashion"),
+                    neighbors = bench::opt(o, "--neighbors", "auto");
   if (source != "fashion" && source != "mixture") input_error("hssne-scale: --source takes fashion or mixture, not '" + source + "'");
   if (neighbors != "auto" && neighbors != "exact" && neighbors != "approximate")
     input_error("hssne-scale: --neighbors takes auto, exact or approximate, not '" + neighbors + "'");

@@ -51,25 +51,14 @@ MatrixD fit_map(const MatrixD& X, int iters, int threads, Backend& backend) {
 }  // namespace
 
 int run_place_bench(int argc, char** argv) {
-  index_t n_ref = 60000, n_new = 10000;
-  int iters = 1000, threads = 0;
-  double perplexity = 5;  // the new points' (the map's is 30): the CLI's default
-  bool refit = true;
-  std::string dir = "/usr/share/datasets/fashion-mnist", out;
-  for (int a = 2; a < argc; ++a) {
-    const std::string opt = argv[a];
-    if (a + 1 >= argc) input_error("hssne-place: option " + opt + " needs a value");
-    const std::string v = argv[++a];
-    if (opt == "--ref") n_ref = std::stol(v);
-    else if (opt == "--new") n_new = std::stol(v);
-    else if (opt == "--iters") iters = std::stoi(v);
-    else if (opt == "--threads") threads = std::stoi(v);
-    else if (opt == "--refit") refit = v != "off";
-    else if (opt == "--perplexity") perplexity = std::stod(v);
-    else if (opt == "--data") dir = v;
-    else if (opt == "--out") out = v;
-    else input_error("hssne-place: unknown option '" + opt + "'");
-  }
+  const auto o = bench::options(
+      argc, argv, {"--ref", "--new", "--iters", "--threads", "--refit", "--perplexity", "--data", "--out"}, "hssne-place");
+  const index_t n_ref = std::stol(bench::opt(o, "--ref", "60000")), n_new = std::stol(bench::opt(o, "--new", "10000"));
+  const int iters = std::stoi(bench::opt(o, "--iters", "1000")), threads = std::stoi(bench::opt(o, "--threads", "0"));
+  // the new points' perplexity (the map's is 30): the CLI's default
+  const double perplexity = std::stod(bench::opt(o, "--perplexity", "5"));
+  const bool refit = bench::opt(o, "--refit", "on") != "off";
+  const std::string dir = bench::opt(o, "--data", "/usr/share/datasets/fashion-mnist"), out = bench::opt(o, "--out", "");
   const int T = threads > 0 ? threads : omp_get_max_threads();
   auto backend = make_backend("cpu", T);
   std::vector<int> labels;

@@ -293,9 +293,9 @@ class CpuHssneEngine final : public HssneEngine {
     exact_when_cheaper_ = repulsion.exact_when_cheaper;
     if (grid_ && S) {
       order_ = breadth_first_order(*S);
-      rank_.resize(order_.size());
-      for (size_t r = 0; r < order_.size(); ++r) rank_[static_cast<size_t>(order_[r])] = static_cast<index_t>(r);
-      local_ = renumbered(*S, order_, rank_, threads);
+      std::vector<index_t> rank(order_.size());
+      for (size_t r = 0; r < order_.size(); ++r) rank[static_cast<size_t>(order_[r])] = static_cast<index_t>(r);
+      local_ = renumbered(*S, order_, rank, threads);
       S_ = &local_;
     }
   }
@@ -411,9 +411,9 @@ class CpuHssneEngine final : public HssneEngine {
   std::unique_ptr<RepulsionGrid> grid_;  // null: exact repulsion over all pairs
   bool exact_when_cheaper_ = false;
   RepulsionSums rep_;
-  // The engine's numbering (empty: the caller's): order_[r] is the caller's point r, rank_ the
-  // inverse; local_ is P so renumbered (S_ points to it).
-  std::vector<index_t> order_, rank_;
+  // The engine's numbering (empty: the caller's): order_[r] is the caller's point r; local_ is P
+  // so renumbered (S_ points to it).
+  std::vector<index_t> order_;
   SparseAffinity local_;
 };
 

@@ -101,15 +101,16 @@ GridPlan plan_grid(const Bounds& b, int D, const InterpSettings& s, bool refuse 
   for (int d = 0; d < D; ++d) {
     g.origin[d] = std::floor(b.lo[d] / g.w) * g.w;
     const double span = (b.hi[d] - g.origin[d]) / g.w;
-    if (span * p + p > s.max_nodes_per_axis && !refuse) {
-      g.need.clear();
-      return g;
-    }
-    if (span * p + p > s.max_nodes_per_axis)
+    if (span * p + p > s.max_nodes_per_axis) {
+      if (!refuse) {
+        g.need.clear();
+        return g;
+      }
       input_error("interpolated repulsion: the map spans " + std::to_string(b.hi[d] - b.lo[d]) + " along axis " +
                   std::to_string(d) + ", more than " + std::to_string(s.max_nodes_per_axis) +
                   " grid nodes at box width " + std::to_string(g.w) + " and " + std::to_string(p) +
                   " nodes per box; use a larger params.interp_box or exact repulsion");
+    }
     g.need[static_cast<size_t>(d)] = std::max(1, static_cast<int>(std::floor(span)) + 1);
   }
   return g;
@@ -141,14 +142,15 @@ double grid_units(double cells, int D) { return (2 * D + 3) * cells * std::log2(
 // whose cost grows with its area or volume, a hundredfold. Candidates leave out the t = 1, 2, 4,
 // ..., N / 128 lowest and highest points of every axis (exact order statistics); the cheapest by
 // grid_units + kPairUnits 2 N |far| (|far| <= 2 D t) wins. Returns the box; `far` lists the points
-// outside it in index order. Depends on Y alone.
-Bounds choose_bounds(const MatrixD& Y, const InterpSettings& s, std::vector<index_t>& far) {
+// outside it in index order, `cells` its grid's padded cells (plan_cells). Depends on Y alone.
+Bounds choose_bounds(const MatrixD& Y, const InterpSettings& s, std::vector<index_t>& far, double& cells) {
   const index_t N = Y.rows;
   const int D = static_cast<int>(Y.cols), p = s.nodes;
   const Bounds full = full_bounds(Y, 0.0);
   far.clear();
   const index_t t_max = N / 128;
-  const double full_units = grid_units(plan_cells(plan_grid(full, D, s, false), p), D);
+  const double full_cells = plan_cells(plan_grid(full, D, s, false), p), full_units = grid_units(full_cells, D);
+  cells = full_cells;
   // The search costs a few passes over the map: not worth it where the grid costs less than the
   // points' own work (scatter, gather: hundreds of units a point).
   if (t_max == 0 || full_units < 64.0 * static_cast<double>(N)) return full;
@@ -173,9 +175,9 @@ Bounds choose_bounds(const MatrixD& Y, const InterpSettings& s, std::vector<inde
       b.lo[d] = low[static_cast<size_t>(d)][static_cast<size_t>(t)];
       b.hi[d] = high[static_cast<size_t>(d)][static_cast<size_t>(t)];
     }
-    const double units = grid_units(plan_cells(plan_grid(b, D, s, false), p), D) +
-                         kPairUnits * 2.0 * static_cast<double>(2 * D * t) * static_cast<double>(N);
-    if (units < best_units) best_units = units, best = b;
+    const double b_cells = plan_cells(plan_grid(b, D, s, false), p);
+    const double units = grid_units(b_cells, D) + kPairUnits * 2.0 * static_cast<double>(2 * D * t) * static_cast<double>(N);
+    if (units < best_units) best_units = units, best = b, cells = b_cells;
   }
   for (index_t i = 0; i < N; ++i) {
     bool in = true;
@@ -500,8 +502,7 @@ bool RepulsionGrid::sums_if_cheaper(const MatrixD& Y, RepulsionSums& out) {
 }
 
 void RepulsionGrid::choose(const MatrixD& Y, Choice& c) const {
-  c.box = choose_bounds(Y, impl_->s, c.far);
-  c.cells = plan_cells(plan_grid(c.box, impl_->D, impl_->s, false), impl_->s.nodes);
+  c.box = choose_bounds(Y, impl_->s, c.far, c.cells);
   c.units = grid_units(c.cells, impl_->D) + kPairUnits * 2.0 * static_cast<double>(c.far.size()) * Y.rows;
 }
 

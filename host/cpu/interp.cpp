@@ -27,6 +27,7 @@
 #include "orrery/backend.hpp"
 #include "orrery/error.hpp"
 #include "orrery/interp.hpp"
+#include "orrery/interp_plan.hpp"
 #include "orrery/math/interp.hpp"
 #include "orrery/math/neighbor.hpp"
 #include "orrery/memory_plan.hpp"
@@ -34,31 +35,14 @@
 namespace orrery {
 namespace {
 
-bool fft_friendly(long n) {
-  for (long f : {2, 3, 5, 7})
-    while (n % f == 0) n /= f;
-  return n == 1;
-}
-
-// Visits the p^D nodes of box `box` (its first node's linear index `base`) with their weights,
-// axis 0 fastest: fn(node_index, weight).
-template <int D, class Fn>
-inline void for_box_nodes(int p, const double* w, const long* stride, long base, Fn&& fn) {
-  if constexpr (D == 2) {
-    for (int k1 = 0; k1 < p; ++k1)
-      for (int k0 = 0; k0 < p; ++k0) fn(base + k1 * stride[1] + k0, w[p + k1] * w[k0]);
-  } else {
-    for (int k2 = 0; k2 < p; ++k2)
-      for (int k1 = 0; k1 < p; ++k1)
-        for (int k0 = 0; k0 < p; ++k0)
-          fn(base + k2 * stride[2] + k1 * stride[1] + k0, w[2 * p + k2] * (w[p + k1] * w[k0]));
-  }
-}
-
-// A box the grid covers: [lo_d, hi_d] per axis.
-struct Bounds {
-  double lo[3], hi[3];
-};
+using interp::Bounds;
+using interp::cheapest_bounds;
+using interp::friendly_boxes;
+using interp::GridPlan;
+using interp::grid_units;
+using interp::plan_cells;
+using interp::plan_grid;
+using interp::trims_to_try;
 
 // Y's own box widened by `margin` on every side.
 Bounds full_bounds(const MatrixD& Y, double margin) {
@@ -80,61 +64,6 @@ Bounds full_bounds(const MatrixD& Y, double margin) {
   return b;
 }
 
-// The grid over a box: box width w, origin and boxes needed per axis (before FFT-friendly rounding).
-struct GridPlan {
-  double w;
-  double origin[3];
-  std::vector<int> need;
-};
-
-// A span beyond s.max_nodes_per_axis is an input error if `refuse`, else a plan of no boxes (its
-// cost infinite: plan_cells).
-GridPlan plan_grid(const Bounds& b, int D, const InterpSettings& s, bool refuse = true) {
-  const int p = s.nodes;
-  GridPlan g;
-  g.w = s.box_width;
-  double widest = 0;
-  for (int d = 0; d < D; ++d) widest = std::max(widest, b.hi[d] - b.lo[d]);
-  const int min_boxes = s.min_boxes > 0 ? s.min_boxes : (D == 2 ? 32 : 12);
-  while (widest < min_boxes * g.w && g.w > s.box_width * 0x1p-40) g.w *= 0.5;
-  g.need.resize(static_cast<size_t>(D));
-  for (int d = 0; d < D; ++d) {
-    g.origin[d] = std::floor(b.lo[d] / g.w) * g.w;
-    const double span = (b.hi[d] - g.origin[d]) / g.w;
-    if (span * p + p > s.max_nodes_per_axis) {
-      if (!refuse) {
-        g.need.clear();
-        return g;
-      }
-      input_error("interpolated repulsion: the map spans " + std::to_string(b.hi[d] - b.lo[d]) + " along axis " +
-                  std::to_string(d) + ", more than " + std::to_string(s.max_nodes_per_axis) +
-                  " grid nodes at box width " + std::to_string(g.w) + " and " + std::to_string(p) +
-                  " nodes per box; use a larger params.interp_box or exact repulsion");
-    }
-    g.need[static_cast<size_t>(d)] = std::max(1, static_cast<int>(std::floor(span)) + 1);
-  }
-  return g;
-}
-
-int friendly_boxes(int n, int p) {
-  while (!fft_friendly(2L * n * p)) ++n;
-  return n;
-}
-
-// Cells of the padded grid a plan transforms: prod_d 2 G_d (infinite for a refused plan).
-double plan_cells(const GridPlan& g, int p) {
-  if (g.need.empty()) return std::numeric_limits<double>::infinity();
-  double cells = 1;
-  for (int n : g.need) cells *= 2.0 * friendly_boxes(n, p) * p;
-  return cells;
-}
-
-// Costs in one unit: a grid of M padded cells transforms 2D + 3 times, M log2 M units each; one
-// pair's terms summed exactly cost kPairUnits (on 2 cores, 100,000 points: 0.16-0.19 ns a unit for
-// the transforms, 0.30-0.49 ns a pair for the far points and 0.28 for the all-pairs loop).
-constexpr double kPairUnits = 2.0;
-double grid_units(double cells, int D) { return (2 * D + 3) * cells * std::log2(std::max(cells, 2.0)); }
-
 // Where the grid goes for the map Y: its whole box, or a smaller box that leaves out a few far
 // points (far: each one's sums over all N points and every point's sums over it are then exact,
 // 2 N pairs each). A handful of points thrown far out (early exaggeration with a large learning
@@ -145,16 +74,14 @@ double grid_units(double cells, int D) { return (2 * D + 3) * cells * std::log2(
 // outside it in index order, `cells` its grid's padded cells (plan_cells). Depends on Y alone.
 Bounds choose_bounds(const MatrixD& Y, const InterpSettings& s, std::vector<index_t>& far, double& cells) {
   const index_t N = Y.rows;
-  const int D = static_cast<int>(Y.cols), p = s.nodes;
+  const int D = static_cast<int>(Y.cols);
   const Bounds full = full_bounds(Y, 0.0);
   far.clear();
-  const index_t t_max = N / 128;
-  const double full_cells = plan_cells(plan_grid(full, D, s, false), p), full_units = grid_units(full_cells, D);
-  cells = full_cells;
-  // The search costs a few passes over the map: not worth it where the grid costs less than the
-  // points' own work (scatter, gather: hundreds of units a point).
-  if (t_max == 0 || full_units < 64.0 * static_cast<double>(N)) return full;
+  cells = plan_cells(plan_grid(full, D, s, false), s.nodes);
+  const std::vector<index_t> trims = trims_to_try(N, grid_units(cells, D));
+  if (trims.empty()) return full;
   // low[d][t]: axis d's t-th smallest coordinate (t from 0), high[d][t] its t-th largest
+  const index_t t_max = trims.back();
   std::vector<std::vector<double>> low(static_cast<size_t>(D)), high(static_cast<size_t>(D));
   std::vector<double> col(static_cast<size_t>(N));
   const auto last = static_cast<std::ptrdiff_t>(t_max + 1);
@@ -167,18 +94,13 @@ Bounds choose_bounds(const MatrixD& Y, const InterpSettings& s, std::vector<inde
     std::sort(col.end() - last, col.end(), std::greater<>());
     high[static_cast<size_t>(d)].assign(col.end() - last, col.end());
   }
-  double best_units = full_units;
-  Bounds best = full;
-  for (index_t t = 1; t <= t_max; t *= 2) {
-    Bounds b;
+  std::vector<Bounds> candidates(trims.size());
+  for (size_t q = 0; q < trims.size(); ++q)
     for (int d = 0; d < D; ++d) {
-      b.lo[d] = low[static_cast<size_t>(d)][static_cast<size_t>(t)];
-      b.hi[d] = high[static_cast<size_t>(d)][static_cast<size_t>(t)];
+      candidates[q].lo[d] = low[static_cast<size_t>(d)][static_cast<size_t>(trims[q])];
+      candidates[q].hi[d] = high[static_cast<size_t>(d)][static_cast<size_t>(trims[q])];
     }
-    const double b_cells = plan_cells(plan_grid(b, D, s, false), p);
-    const double units = grid_units(b_cells, D) + kPairUnits * 2.0 * static_cast<double>(2 * D * t) * static_cast<double>(N);
-    if (units < best_units) best_units = units, best = b, cells = b_cells;
-  }
+  const Bounds best = cheapest_bounds(full, candidates, trims, N, D, s, cells);
   for (index_t i = 0; i < N; ++i) {
     bool in = true;
     for (int d = 0; d < D; ++d) in = in && Y(i, d) >= best.lo[d] && Y(i, d) <= best.hi[d];
@@ -267,18 +189,7 @@ struct RepulsionGrid::Impl {
           return math::tail_kernel_hs(h * h * (double(o0) * o0 + double(o1) * o1 + double(o2) * o2), a);
         },
         kernel_hs);
-    const int span = 2 * s.nodes - 1;
-    self_h.assign(static_cast<size_t>(D == 2 ? span * span : span * span * span), 0.0);
-    self_hs.assign(self_h.size(), 0.0);
-    for (size_t q = 0; q < self_h.size(); ++q) {
-      double tau = 0;
-      for (int d = 0, rest = static_cast<int>(q); d < D; ++d, rest /= span) {
-        const double o = rest % span - (s.nodes - 1);
-        tau += h * h * o * o;
-      }
-      self_h[q] = math::tail_kernel_h(tau, alpha);
-      self_hs[q] = math::tail_kernel_hs(tau, alpha);
-    }
+    interp::self_kernel_tables(D, s.nodes, h, alpha, self_h, self_hs);
     charges.assign(static_cast<size_t>((D + 1) * num_nodes), 0.0);
     potentials.assign(static_cast<size_t>((D + 2) * num_nodes), 0.0);
   }
@@ -365,7 +276,7 @@ void RepulsionGrid::Impl::field(const MatrixD& Y, const Bounds& box, const std::
       const index_t i = order[static_cast<size_t>(q)];
       double yc[3];
       for (int d = 0; d < D_; ++d) yc[d] = Y(i, d) - centre[d];
-      for_box_nodes<D_>(p, weights.data() + static_cast<size_t>(i * D_ * p), node_stride, base,
+      math::for_box_nodes<D_>(p, weights.data() + static_cast<size_t>(i * D_ * p), node_stride, base,
                         [&](long node, double wt) {
                           charges[static_cast<size_t>(node)] += wt;
                           for (int d = 0; d < D_; ++d) charges[static_cast<size_t>((d + 1) * nn + node)] += wt * yc[d];
@@ -403,29 +314,14 @@ void RepulsionGrid::Impl::run(const MatrixD& Y, const Bounds& box, const std::ve
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (index_t at = 0; at < inside; ++at) {
     const index_t i = order[static_cast<size_t>(at)];
-    double acc[D_ + 2] = {};
     const double* wi = weights.data() + static_cast<size_t>(i * D_ * p);
-    for_box_nodes<D_>(p, wi, node_stride, box_base<D_>(point_box[static_cast<size_t>(i)]), [&](long node, double wt) {
-      for (int k = 0; k < D_ + 2; ++k) acc[k] += wt * potentials[static_cast<size_t>(k * nn + node)];
-    });
-    // The self term through the grid: sum over offsets of K times the axes' overlaps.
-    const int span = 2 * p - 1;
-    double c[3][2 * math::kMaxInterpNodes - 1];
-    for (int d = 0; d < D_; ++d) math::self_overlap(wi + d * p, p, c[d]);
-    double sh = 0, shs = 0;
-    size_t q = 0;  // offsets (o0, o1, o2), o0 fastest, as self_h is laid out
-    for (int o2 = 0; o2 < (D_ == 3 ? span : 1); ++o2)
-      for (int o1 = 0; o1 < span; ++o1)
-        for (int o0 = 0; o0 < span; ++o0, ++q) {
-          double wt = c[0][o0] * c[1][o1];
-          if constexpr (D_ == 3) wt *= c[2][o2];
-          sh += wt * self_h[q];
-          shs += wt * self_hs[q];
-        }
-    // sum_{j != i} of each potential; hsy adds back the centre: sum_j HS (y_j - c) + c sum_j HS.
-    out.h[static_cast<size_t>(i)] = acc[0] - sh;
-    out.hs[static_cast<size_t>(i)] = acc[1] - shs;
-    for (int d = 0; d < D_; ++d) out.hsy(i, d) = acc[2 + d] + centre[d] * acc[1] - shs * Y(i, d);
+    double acc[D_ + 2], sh, shs, y[D_], hsy[D_];
+    math::gather_potentials<D_>(p, wi, node_stride, box_base<D_>(point_box[static_cast<size_t>(i)]), potentials.data(),
+                                nn, acc);
+    math::grid_self_term<D_>(wi, p, self_h.data(), self_hs.data(), sh, shs);
+    for (int d = 0; d < D_; ++d) y[d] = Y(i, d);
+    math::grid_point_sums<D_>(acc, sh, shs, centre, y, out.h[static_cast<size_t>(i)], out.hs[static_cast<size_t>(i)], hsy);
+    for (int d = 0; d < D_; ++d) out.hsy(i, d) = hsy[d];
   }
   timings.gather += omp_get_wtime() - t;
   t = omp_get_wtime();
@@ -457,10 +353,8 @@ void RepulsionGrid::Impl::gather_at(const MatrixD& Q, RepulsionSums& out, std::v
       math::lagrange_weights(u, p, wi + d * p);
     }
     if (!in) continue;
-    double acc[D_ + 2] = {};
-    for_box_nodes<D_>(p, wi, node_stride, box_base<D_>(b), [&](long node, double wt) {
-      for (int k = 0; k < D_ + 2; ++k) acc[k] += wt * potentials[static_cast<size_t>(k * nn + node)];
-    });
+    double acc[D_ + 2];
+    math::gather_potentials<D_>(p, wi, node_stride, box_base<D_>(b), potentials.data(), nn, acc);
     inside[static_cast<size_t>(i)] = 1;
     out.h[static_cast<size_t>(i)] = acc[0];
     out.hs[static_cast<size_t>(i)] = acc[1];
@@ -503,12 +397,11 @@ bool RepulsionGrid::sums_if_cheaper(const MatrixD& Y, RepulsionSums& out) {
 
 void RepulsionGrid::choose(const MatrixD& Y, Choice& c) const {
   c.box = choose_bounds(Y, impl_->s, c.far, c.cells);
-  c.units = grid_units(c.cells, impl_->D) + kPairUnits * 2.0 * static_cast<double>(c.far.size()) * Y.rows;
+  c.units = grid_units(c.cells, impl_->D) + interp::kPairUnits * 2.0 * static_cast<double>(c.far.size()) * Y.rows;
 }
 
 bool RepulsionGrid::cheaper(const MatrixD& Y, const Choice& c) const {
-  const double N = static_cast<double>(Y.rows);
-  return c.cells <= 0x1p27 && c.units < kPairUnits * N * N;
+  return interp::cheaper_than_pairs(c.cells, c.units, Y.rows);
 }
 
 void RepulsionGrid::sums(const MatrixD& Y, const Choice& c, RepulsionSums& out) {

@@ -101,4 +101,63 @@ ORRERY_HD_INLINE void self_overlap(const T* w, int p, T* c) {
   }
 }
 
+// The weight of node (k0, k1, k2) of a point's box, from its per-axis weights w (D x p, axis d at
+// w + d p): the product of the axes' weights, multiplied in this order on every device.
+template <int D, class T>
+ORRERY_HD_INLINE T box_node_weight(const T* w, int p, int k0, int k1, int k2) {
+  if constexpr (D == 2) return w[p + k1] * w[k0];
+  else return w[2 * p + k2] * (w[p + k1] * w[k0]);
+}
+
+// Visits the p^D nodes of a box (its first node's linear index `base`, node strides `stride`)
+// with their weights, axis 0 fastest: fn(node_index, weight).
+template <int D, class T, class Fn>
+ORRERY_HD_INLINE void for_box_nodes(int p, const T* w, const long* stride, long base, Fn&& fn) {
+  for (int k2 = 0; k2 < (D == 3 ? p : 1); ++k2)
+    for (int k1 = 0; k1 < p; ++k1)
+      for (int k0 = 0; k0 < p; ++k0)
+        fn(base + (D == 3 ? k2 * stride[2] : 0) + k1 * stride[1] + k0, box_node_weight<D>(w, p, k0, k1, k2));
+}
+
+// The grid's self term of a point with per-axis weights w: sum over the (2p - 1)^D node offsets of
+// the kernels (self_h, self_hs: K at offset (o0, o1, o2), o0 fastest) times the axes' overlaps
+// (self_overlap).
+template <int D, class T>
+ORRERY_HD_INLINE void grid_self_term(const T* w, int p, const T* self_h, const T* self_hs, T& sh, T& shs) {
+  const int span = 2 * p - 1;
+  T c[3][2 * kMaxInterpNodes - 1];
+  for (int d = 0; d < D; ++d) self_overlap(w + d * p, p, c[d]);
+  sh = T(0), shs = T(0);
+  int q = 0;
+  for (int o2 = 0; o2 < (D == 3 ? span : 1); ++o2)
+    for (int o1 = 0; o1 < span; ++o1)
+      for (int o0 = 0; o0 < span; ++o0, ++q) {
+        T wt = c[0][o0] * c[1][o1];
+        if constexpr (D == 3) wt *= c[2][o2];
+        sh += wt * self_h[q];
+        shs += wt * self_hs[q];
+      }
+}
+
+// A point's potentials read from the grid: out[k] = sum over its box's nodes of weight times
+// potential k (D + 2 potentials, nn apart: H * 1, HS * 1, HS * (y_d - c_d)).
+template <int D, class T>
+ORRERY_HD_INLINE void gather_potentials(int p, const T* w, const long* stride, long base, const T* potentials, long nn,
+                                        T* out) {
+  for (int k = 0; k < D + 2; ++k) out[k] = T(0);
+  for_box_nodes<D>(p, w, stride, base, [&](long node, T wt) {
+    for (int k = 0; k < D + 2; ++k) out[k] += wt * potentials[k * nn + node];
+  });
+}
+
+// A grid point's sums over the other points from its potentials acc (gather_potentials), its self
+// term (grid_self_term), the charges' centre c and its coordinates y: h, hs and, since the charges
+// were y_j - c, hsy = sum_j HS (y_j - c) + c sum_j HS, each less the point's own share.
+template <int D, class T>
+ORRERY_HD_INLINE void grid_point_sums(const T* acc, T sh, T shs, const T* centre, const T* y, T& h, T& hs, T* hsy) {
+  h = acc[0] - sh;
+  hs = acc[1] - shs;
+  for (int d = 0; d < D; ++d) hsy[d] = acc[2 + d] + centre[d] * acc[1] - shs * y[d];
+}
+
 }  // namespace orrery::math

@@ -104,15 +104,13 @@ class CudaBackend final : public Backend {
                                     double eta_r) override {
     return cuda::make_pe_engine(info_.index, P, log_priors, dim, eta_r);
   }
+  bool has_interpolated_repulsion() const override { return true; }
   std::unique_ptr<HssneEngine> make_hssne(const MatrixD& P, double alpha, int dim) override {
     return cuda::make_hssne_engine(info_.index, &P, nullptr, alpha, dim);
   }
   std::unique_ptr<HssneEngine> make_hssne(const SparseAffinity& P, double alpha, int dim,
                                           const HssneRepulsion& repulsion = {}) override {
-    if (repulsion.interpolated)
-      input_error("params.repulsion: interpolated repulsion runs on the CPU only so far; on CUDA use \"exact\" or "
-                  "\"auto\" (device \"cpu\" for interpolated)");
-    return cuda::make_hssne_engine(info_.index, nullptr, &P, alpha, dim);
+    return cuda::make_hssne_engine(info_.index, nullptr, &P, alpha, dim, repulsion);
   }
   std::unique_ptr<NervEngine> make_nerv(const MatrixD& P, const std::vector<double>& beta,
                                         const NervOptions& options) override {

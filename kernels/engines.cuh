@@ -12,7 +12,8 @@ namespace orrery::cuda {
 std::unique_ptr<PeEngine> make_pe_engine(int device, const MatrixD& P, const std::vector<double>& log_priors, int dim,
                                          double eta_r);                                    // pe_engine.cu
 std::unique_ptr<HssneEngine> make_hssne_engine(int device, const MatrixD* dense, const SparseAffinity* sparse,
-                                               double alpha, int dim);                     // hssne.cu
+                                               double alpha, int dim,
+                                               const HssneRepulsion& repulsion = {});      // hssne.cu
 std::unique_ptr<NervEngine> make_nerv_engine(int device, const MatrixD* dense, const SparseAffinity* sparse,
                                              const std::vector<double>& beta, const NervOptions& options);  // nerv.cu
 std::unique_ptr<PlsvEngine> make_plsv_engine(int device, const Corpus& corpus, int topics, int dim);  // plsv.cu

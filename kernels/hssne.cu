@@ -25,6 +25,7 @@
 #include "check.cuh"
 #include "coords.cuh"
 #include "engines.cuh"
+#include "interp.cuh"
 #include "orrery/affinity.hpp"
 #include "orrery/error.hpp"
 #include "orrery/hssne.hpp"
@@ -195,7 +196,8 @@ __global__ void gradient_step_kernel(double* __restrict__ y, double* __restrict_
 
 class CudaHssneEngine final : public HssneEngine {
  public:
-  CudaHssneEngine(int device, const MatrixD* dense, const SparseAffinity* sparse, double alpha, int dim)
+  CudaHssneEngine(int device, const MatrixD* dense, const SparseAffinity* sparse, double alpha, int dim,
+                  const HssneRepulsion& repulsion)
       : device_(device), alpha_(alpha), dim_(dim), dense_(dense != nullptr) {
     if (dim != 2 && dim != 3) internal_error("hssne (cuda): D must be 2 or 3");
     ORRERY_CUDA_CHECK(cudaSetDevice(device_));
@@ -226,6 +228,11 @@ class CudaHssneEngine final : public HssneEngine {
     block_totals_.resize(2 * static_cast<size_t>(point_blocks_));
     totals_.resize(2);
     host_totals_.resize(2);
+    if (repulsion.interpolated) {
+      if (dense_) internal_error("hssne (cuda): interpolated repulsion needs sparse P");
+      grid_ = std::make_unique<DeviceGrid>(dim, alpha, repulsion.grid, N_);
+      exact_when_cheaper_ = repulsion.exact_when_cheaper;
+    }
   }
 
   std::string name() const override { return name_; }
@@ -343,18 +350,29 @@ class CudaHssneEngine final : public HssneEngine {
     return {host_totals_.get()[0], host_totals_.get()[1]};
   }
 
+  // The repulsive sums into partial_ (chunk 0 of the pairs kernel's layout, from the grid; or
+  // every chunk, from all pairs), then the finish kernel.
   template <int D>
   void launch(const double* yd, double* result) {
+    if (grid_ && grid_->sums(yd, partial_.get(), exact_when_cheaper_)) {
+      finish<D>(yd, 1, result);
+      return;
+    }
     const dim3 grid = pair_grid(N_, kThreads, chunks_);
     const float a = static_cast<float>(alpha_);
     if (dense_) hssne_pairs_kernel<D, true><<<grid, kThreads>>>(y4_.get(), N_, a, pt_.get(), chunks_.chunk, partial_.get());
     else hssne_pairs_kernel<D, false><<<grid, kThreads>>>(y4_.get(), N_, a, nullptr, chunks_.chunk, partial_.get());
     ORRERY_CUDA_LAUNCHED("hssne_pairs_kernel");
+    finish<D>(yd, chunks_.count, result);
+  }
+
+  template <int D>
+  void finish(const double* yd, int chunks, double* result) {
     if (dense_)
-      hssne_finish_kernel<D, true><<<point_blocks_, kPointThreads>>>(yd, N_, chunks_.count, alpha_, partial_.get(), nullptr,
+      hssne_finish_kernel<D, true><<<point_blocks_, kPointThreads>>>(yd, N_, chunks, alpha_, partial_.get(), nullptr,
                                                                      nullptr, nullptr, result, block_totals_.get());
     else
-      hssne_finish_kernel<D, false><<<point_blocks_, kPointThreads>>>(yd, N_, chunks_.count, alpha_, partial_.get(),
+      hssne_finish_kernel<D, false><<<point_blocks_, kPointThreads>>>(yd, N_, chunks, alpha_, partial_.get(),
                                                                       row_ptr_.get(), col_.get(), val_.get(), result,
                                                                       block_totals_.get());
     ORRERY_CUDA_LAUNCHED("hssne_finish_kernel");
@@ -375,14 +393,16 @@ class CudaHssneEngine final : public HssneEngine {
   DeviceBuffer<float4> y4_;
   PinnedBuffer<double> host_totals_;
   HssneTotals cur_, trial_totals_;
+  std::unique_ptr<DeviceGrid> grid_;  // null: exact repulsion over all pairs
+  bool exact_when_cheaper_ = false;
 };
 
 }  // namespace
 
 std::unique_ptr<HssneEngine> make_hssne_engine(int device, const MatrixD* dense, const SparseAffinity* sparse,
-                                               double alpha, int dim) {
+                                               double alpha, int dim, const HssneRepulsion& repulsion) {
   if ((dense == nullptr) == (sparse == nullptr)) internal_error("make_hssne_engine (cuda): give dense or sparse P");
-  return std::make_unique<CudaHssneEngine>(device, dense, sparse, alpha, dim);
+  return std::make_unique<CudaHssneEngine>(device, dense, sparse, alpha, dim, repulsion);
 }
 
 }  // namespace orrery::cuda

@@ -290,9 +290,10 @@ NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& availabl
   plan.approximate = plan.sparse && in.affinity_matrix.empty() && p.method != NeMethod::snerv &&
                      (in.neighbors == NeighborsMode::approximate ||
                       (in.neighbors == NeighborsMode::automatic && !device && N > kExactNeighborsMaxPoints));
-  p.grid_engine = p.method == NeMethod::hssne && plan.sparse && !device &&
+  p.grid_engine = p.method == NeMethod::hssne && plan.sparse &&
                   (cfg.hssne.repulsion == HssneRepulsionMode::interpolated ||
                    (cfg.hssne.repulsion == HssneRepulsionMode::automatic && N >= kInterpolatedRepulsionMinPoints));
+  p.grid_nodes = cfg.hssne.interp_nodes;
   plan.memory = plan_neighbour_embedding(p, device);
   if (plan.approximate) {
     // hnswlib's layer 0 (2 M links, a float copy of the point, its label) and the upper layers (M

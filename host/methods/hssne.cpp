@@ -41,10 +41,10 @@ const std::vector<Field<HssneParams>>& hssne_fields() {
       {"rho", &HssneParams::rho, "Semi-supervised mixing weight of same-class pairs (0 = unsupervised).", 0, 1},
       {"init_scale", &HssneParams::init_scale, "Standard deviation of the seeded Gaussian start.", 0, 1e3, true},
       {"repulsion", &HssneParams::repulsion,
-       "exact (all pairs, O(N^2)), interpolated (CPU only: FFT grid, O(N) per iteration; sparse affinities; "
-       "force error ~1e-2 at the default grid, 5e-4 at interp_box 0.5) or auto: interpolated from 20,000 points with sparse "
-       "affinities on the CPU (exact at any map where the grid would cost more than the pairs), exact "
-       "otherwise."},
+       "exact (all pairs, O(N^2)), interpolated (FFT grid, O(N) per iteration, FFTW on the CPU and cuFFT on CUDA; "
+       "sparse affinities; force error ~1e-2 at the default grid, 5e-4 at interp_box 0.5) or auto: interpolated "
+       "from 20,000 points with sparse affinities (exact at any map where the grid would cost more than the "
+       "pairs), exact otherwise."},
       {"interp_nodes", &HssneParams::interp_nodes,
        "interpolated: nodes per box and dimension.", 2, 8},
       {"interp_box", &HssneParams::interp_box,

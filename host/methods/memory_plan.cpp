@@ -85,6 +85,9 @@ MemoryPlan plan_neighbour_embedding(const NePlanInput& in, bool device) {
     if (!in.dense && !device && in.grid_engine)
       p.add({"the grid engine's copy of P in breadth-first order, up to 32 N k bytes", "input.perplexity",
              "a smaller perplexity" + fewer, 32.0 * n * k, 0.0});
+    if (!in.dense && device && in.grid_engine)
+      p.add({"the interpolation grid's per-point arrays on the GPU, up to N (24 p + 64) bytes", "params.interp_nodes",
+             "fewer nodes per box (p)" + fewer, 0.0, n * (24.0 * in.grid_nodes + 64.0)});
   } else {
     if (in.dense && device)
       p.add({"the NeRV engine's P and log P and their transposes, 4 N^2 floats on the GPU (2 staged on the host)",

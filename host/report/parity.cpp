@@ -42,6 +42,10 @@ const std::vector<Tolerance>& tolerances() {
        "a step is double arithmetic on sums that agree to 2e-5, and the fixed-point map divides sums that partly "
        "cancel: 1e-4 of the map's extent"},
       {"hssne.trace", 1e-5, 0, 0, 0, "KL per iteration from totals that agree to 2e-5"},
+      {"hssne.grid", 0, 0, 1e-10, 0,
+       "interpolated sums: the same grid, weights and sums in the same order in double on both; only the transforms "
+       "(FFTW against cuFFT), the far points' exact rows (vectorised on the CPU) and fused multiply-adds round "
+       "differently: 1e-10 of the largest entry"},
       {"knn.graph", 0, 0, 0, 0,
        "the same double distances summed in the same order and the same bounded heap: identical graphs wherever the "
        "distances are identical (integer-valued points), ties by index"},

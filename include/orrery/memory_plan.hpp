@@ -58,7 +58,10 @@ struct NePlanInput {
   bool nerv_double = false;  // NeRV's CPU arithmetic is double
   bool mixing = false;       // HSSNE's semi-supervised mixing: a second N^2 P
   bool from_distances = false;  // input is an N x N distance matrix (already read)
-  bool grid_engine = false;     // HSSNE's CPU engine with interpolated repulsion: a renumbered copy of P
+  // HSSNE with interpolated repulsion: on the CPU a renumbered copy of P, on a device the grid's
+  // per-point arrays (weights of grid_nodes per axis, keys, orders, far-point lists)
+  bool grid_engine = false;
+  int grid_nodes = 4;
 };
 MemoryPlan plan_neighbour_embedding(const NePlanInput& in, bool device);
 

@@ -12,6 +12,7 @@
 #include "orrery/affinity.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/hssne.hpp"
+#include "orrery/interp.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/parity.hpp"
 #include "parity.hpp"
@@ -70,6 +71,51 @@ std::vector<test::ParityCase> test::hssne_parity_cases() {
                      check.add(compare_hssne_engines(*cpu.make_hssne(aff.sparse, alpha, 2),
                                                      *gpu.make_hssne(aff.sparse, alpha, 2), Y));
                  }});
+  // Interpolated repulsion: the same plan (boxes, far points) on both, the sums in double. A few
+  // points thrown far from the bulk make the grid leave them out (checked on the CPU's grid).
+  for (int dim : {2, 3})
+    for (double alpha : {0.0, 0.5, 1.0, 2.0})
+      out.push_back({"hssne", "grid_N3001_D" + std::to_string(dim) + tail(alpha) + "_far_points",
+                     [dim, alpha](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
+                       const index_t n = 3001;
+                       const AffinityResult aff = affinities_sparse(clustered(n, 6, 11), 15.0);
+                       MatrixD Y = gaussian_points(n, dim, 12, 4.0);
+                       for (index_t i = 0; i < 6; ++i) Y(100 * i, i % dim) = (i % 2 ? -1.0 : 1.0) * (150.0 + 40 * i);
+                       HssneRepulsion rep;
+                       rep.interpolated = true;
+                       RepulsionGrid probe(dim, alpha, rep.grid, 1);
+                       RepulsionSums probe_sums;
+                       probe.sums(Y, probe_sums);
+                       EXPECT_GT(probe.timings().far_points, 0) << "the case must leave far points off the grid";
+                       auto c = cpu.make_hssne(aff.sparse, alpha, dim, rep), g = gpu.make_hssne(aff.sparse, alpha, dim, rep),
+                            g2 = gpu.make_hssne(aff.sparse, alpha, dim, rep);
+                       const HssneTotals tc = c->start(Y), tg = g->start(Y);
+                       g2->start(Y);
+                       HssneSums sc, sg, sg2;
+                       c->current_sums(sc);
+                       g->current_sums(sg);
+                       g2->current_sums(sg2);
+                       check.agree("grid h", "hssne.grid", sc.h, sg.h);
+                       check.agree("grid hs", "hssne.grid", sc.hs, sg.hs);
+                       check.agree("grid hsy", "hssne.grid", sc.hsy.data, sg.hsy.data);
+                       check.agree("grid attraction a", "hssne.grid", sc.a, sg.a);
+                       check.agree("grid Z", "hssne.grid", tc.z, tg.z);
+                       EXPECT_EQ(sg.h, sg2.h) << "the same map twice: the same bits";
+                       EXPECT_EQ(sg.hsy.data, sg2.hsy.data) << "the same map twice: the same bits";
+                       check.add(compare_hssne_engines(*cpu.make_hssne(aff.sparse, alpha, dim, rep),
+                                                       *gpu.make_hssne(aff.sparse, alpha, dim, rep), Y));
+                     }});
+  // `auto` repulsion: where the grid costs more than the pairs (a small map of few points) both
+  // take the exact sums, by the same cost model.
+  out.push_back({"hssne", "grid_auto_N700_falls_back_to_pairs", [](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
+                   const AffinityResult aff = affinities_sparse(clustered(700, 4, 13), 10.0);
+                   const MatrixD Y = gaussian_points(700, 3, 14, 30.0);
+                   HssneRepulsion rep;
+                   rep.interpolated = true;
+                   rep.exact_when_cheaper = true;
+                   check.add(compare_hssne_engines(*cpu.make_hssne(aff.sparse, 1.0, 3, rep),
+                                                   *gpu.make_hssne(aff.sparse, 1.0, 3, rep), Y));
+                 }});
   return out;
 }
 
@@ -127,6 +173,32 @@ TEST(HssneParityFit, FitsFollowTheCpuAndRepeatBitForBit) {
     check.same("evaluations (the same steps: restarts, damping)", std::vector<int>{c.evaluations},
                std::vector<int>{g1.evaluations});
     check.same("restarts", std::vector<int>{c.restarts}, std::vector<int>{g1.restarts});
+    check.agree("objective trace", "hssne.trace", c.objective_trace, g1.objective_trace);
+    check.agree("map", "hssne.map", c.coords.data, g1.coords.data);
+  }
+  EXPECT_EQ(device_guard_violations(), "");
+}
+
+// The gradient optimiser on interpolated repulsion over both phases: the same steps as the CPU's
+// grid to its rounding, and the same bits twice.
+TEST(HssneParityFit, GridFitsFollowTheCpuAndRepeatBitForBit) {
+  ORRERY_REQUIRE_CUDA();
+  auto cpu = make_backend("cpu", 0), gpu = make_backend("cuda", 0);
+  const AffinityResult aff = affinities_sparse(clustered(2500, 8, 15), 20.0);
+  HssneParams prm;
+  prm.max_iter = 12;
+  prm.exaggeration_iter = 6;
+  prm.tol = 0.0;
+  prm.repulsion = HssneRepulsionMode::interpolated;
+  prm.optimizer = HssneOptimizer::gradient;
+  for (int dim : {2, 3}) {
+    prm.dim = dim;
+    test::ParityCheck check("hssne/grid fit D" + std::to_string(dim));
+    const HssneResult c = fit_hssne(aff.sparse, prm, 7, *cpu);
+    const HssneResult g1 = fit_hssne(aff.sparse, prm, 7, *gpu);
+    const HssneResult g2 = fit_hssne(aff.sparse, prm, 7, *gpu);
+    EXPECT_EQ(g1.coords.data, g2.coords.data) << check.where();
+    EXPECT_EQ(g1.objective_trace, g2.objective_trace) << check.where();
     check.agree("objective trace", "hssne.trace", c.objective_trace, g1.objective_trace);
     check.agree("map", "hssne.map", c.coords.data, g1.coords.data);
   }

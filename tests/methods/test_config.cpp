@@ -210,6 +210,14 @@ TEST(MemoryPlan, RefusesWhatDoesNotFitAndNamesTheKey) {
   }
   in.dense = false;
   EXPECT_LT(plan_neighbour_embedding(in, true).device_peak(), 1e8) << "sparse NeRV keeps O(N k) on the device";
+  // The device grid's per-point arrays: O(N p), on the device only.
+  in.method = NeMethod::hssne;
+  const MemoryPlan lists = plan_neighbour_embedding(in, true);
+  in.grid_engine = true;
+  in.grid_nodes = 5;
+  const MemoryPlan grid = plan_neighbour_embedding(in, true);
+  EXPECT_NEAR(grid.device_peak() - lists.device_peak(), 20000.0 * (24.0 * 5 + 64.0), 1.0);
+  EXPECT_NEAR(grid.host_peak(), lists.host_peak(), 1.0) << "no renumbered copy of P on the host for a device";
 }
 
 // The comparison behind the parity suite and `orrery check`: bounds, NaN and infinities, the

@@ -1,0 +1,41 @@
+// Interpolated repulsion on the device: the CPU grid's scheme (host/cpu/interp.cpp, orrery/interp.hpp)
+// with the same plan (orrery/interp_plan.hpp: the same boxes, far points and cost model for the same
+// map) and the same per-point arithmetic (math/interp.hpp), the transforms by cuFFT. Only kernels.cu
+// families include this header.
+#pragma once
+#include <memory>
+
+#include "orrery/interp.hpp"
+#include "orrery/types.hpp"
+
+namespace orrery::cuda {
+
+class DeviceGrid {
+ public:
+  // A grid for maps of N points in D = 2 or 3 dimensions with tail alpha, on the current device.
+  DeviceGrid(int dim, double alpha, const InterpSettings& settings, long long N);
+  ~DeviceGrid();
+  DeviceGrid(const DeviceGrid&) = delete;
+  DeviceGrid& operator=(const DeviceGrid&) = delete;
+
+  // The sums at the device map y (N x D doubles, row-major), self excluded, into `out` on the
+  // device: 2 + D rows of N (h, hs, hsy_0, ..., hsy_{D-1}). With only_if_cheaper, a map whose grid
+  // would cost more than the exact sums over all pairs (interp::cheaper_than_pairs) returns false
+  // and leaves `out` untouched. A few O(1) values (the map's box, order statistics, the far count)
+  // come to the host per call to plan the grid; the map stays on the device.
+  bool sums(const double* y, double* out, bool only_if_cheaper);
+
+  // Seconds per stage over every call (each call synchronises once at its end to read them).
+  struct Timings {
+    double plan = 0, scatter = 0, fft = 0, gather = 0, far = 0;
+    int calls = 0;
+    long long far_points = 0;  // at the last call
+  };
+  Timings timings() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace orrery::cuda

@@ -4,7 +4,8 @@
 // iterations), then at that map, for every tail alpha and grid setting: the relative L2 error of
 // the repulsive force F_i = sum_j H_ij S_ij (y_i - y_j) / Z and of Z against the exact O(N^2) sums
 // (double), and the time of one interpolated evaluation split into grid set-up, scatter, FFT and
-// gather, with the exact evaluation's time in the same run (the ratio is the speed-up).
+// gather, with the exact evaluation's time in the same run (the ratio is the speed-up). The grids are
+// the default, a tight one (box 0.5) and FIt-SNE's (3 nodes, box 1), or those of --settings p:w,...
 #include <omp.h>
 
 #include <cmath>
@@ -22,22 +23,13 @@
 namespace orrery {
 
 int run_interp_bench(int argc, char** argv) {
-  std::vector<double> sizes = {10000, 70000}, alphas = {0, 0.5, 1, 2}, dims = {2, 3};
-  int iters = 1000, threads = 0;
-  std::string dir = "/usr/share/datasets/fashion-mnist", out;
-  for (int a = 2; a < argc; ++a) {
-    const std::string opt = argv[a];
-    if (a + 1 >= argc) input_error("hssne-interp: option " + opt + " needs a value");
-    const std::string v = argv[++a];
-    if (opt == "--n") sizes = bench::number_list(v);
-    else if (opt == "--alpha") alphas = bench::number_list(v);
-    else if (opt == "--dim") dims = bench::number_list(v);
-    else if (opt == "--iters") iters = std::stoi(v);
-    else if (opt == "--threads") threads = std::stoi(v);
-    else if (opt == "--data") dir = v;
-    else if (opt == "--out") out = v;
-    else input_error("hssne-interp: unknown option '" + opt + "'");
-  }
+  const auto o = bench::options(argc, argv, {"--n", "--alpha", "--dim", "--iters", "--threads", "--data", "--out", "--settings"},
+                                "hssne-interp");
+  const std::vector<double> sizes = bench::number_list(bench::opt(o, "--n", "10000,70000"));
+  const std::vector<double> alphas = bench::number_list(bench::opt(o, "--alpha", "0,0.5,1,2"));
+  const std::vector<double> dims = bench::number_list(bench::opt(o, "--dim", "2,3"));
+  const int iters = std::stoi(bench::opt(o, "--iters", "1000")), threads = std::stoi(bench::opt(o, "--threads", "0"));
+  const std::string dir = bench::opt(o, "--data", "/usr/share/datasets/fashion-mnist"), out = bench::opt(o, "--out", "");
   const int T = threads > 0 ? threads : omp_get_max_threads();
   auto backend = make_backend("cpu", T);
   std::vector<int> all_labels;
@@ -48,8 +40,21 @@ int run_interp_bench(int argc, char** argv) {
   };
   InterpSettings tight;
   tight.box_width = 0.5;
-  const std::vector<Setting> settings = {{"default", InterpSettings{4, 1.0}}, {"tight", tight},
-                                         {"fitsne", InterpSettings{3, 1.0}}};
+  std::vector<Setting> settings = {{"default", InterpSettings{}}, {"tight", tight}, {"fitsne", InterpSettings{3, 1.0}}};
+  // --settings p:w,...: grids of p nodes per box and box width w instead (named "p:w")
+  std::vector<std::string> names;
+  if (o.count("--settings")) {
+    settings.clear();
+    std::string list = o.at("--settings") + ",";
+    for (size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos; at = comma + 1) {
+      const std::string item = list.substr(at, comma - at);
+      const size_t colon = item.find(':');
+      if (colon == std::string::npos) input_error("hssne-interp: --settings expects p:w,..., found '" + item + "'");
+      names.push_back(item);
+      settings.push_back({nullptr, InterpSettings{std::stoi(item.substr(0, colon)), std::stod(item.substr(colon + 1))}});
+    }
+    for (size_t q = 0; q < settings.size(); ++q) settings[q].name = names[q].c_str();
+  }
   json records = json::array();
   std::printf("%6s %2s %5s %8s %6s %9s %9s %8s %8s %8s %8s %8s %9s %8s\n", "N", "D", "alpha", "setting", "span",
               "force_err", "Z_err", "grid_ms", "scat_ms", "fft_ms", "gath_ms", "int_ms", "exact_ms", "speedup");

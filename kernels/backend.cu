@@ -123,7 +123,10 @@ class CudaBackend final : public Backend {
   std::unique_ptr<PlsvEngine> make_plsv(const Corpus& corpus, int topics, int dim) override {
     return cuda::make_plsv_engine(info_.index, corpus, topics, dim);
   }
-  KnnGraph knn(const MatrixD& X, int k) const override { return cuda::exact_knn(X, k, info_.index); }
+  KnnGraph knn(const MatrixD& X, int k) const override { return knn_reporting(X, k, {}); }
+  KnnGraph knn_reporting(const MatrixD& X, int k, const KnnProgress& progress) const override {
+    return cuda::exact_knn(X, k, info_.index, progress);
+  }
   RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,
                      const std::vector<index_t>& queries) const override {
     return cuda::rank_rows(X, Y, kmax, distance_matrix, queries, info_.index);

@@ -18,8 +18,8 @@ namespace orrery {
 
 KnnGraph exact_knn(const MatrixD& X, int k, int threads, const KnnProgress& progress) {
   const index_t N = X.rows;
-  cpu::check_knn_k(N, k);
-  KnnGraph g = cpu::sized_graph(N, k);
+  check_knn_k(N, k);
+  KnnGraph g = sized_graph(N, k);
   std::atomic<index_t> done{0};
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
   {
@@ -40,7 +40,7 @@ KnnGraph exact_knn_to(const MatrixD& R, const MatrixD& Q, int k, int threads, co
     input_error("k: expected 1 <= k <= " + std::to_string(R.rows) + " reference points, found " + std::to_string(k));
   if (Q.cols != R.cols) internal_error("exact_knn_to: queries and reference differ in dimension");
   const index_t M = Q.rows;
-  KnnGraph g = cpu::sized_graph(M, k);
+  KnnGraph g = sized_graph(M, k);
   std::atomic<index_t> done{0};
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads > 0 ? threads : omp_get_max_threads())
   for (index_t i = 0; i < M; ++i) {
@@ -57,8 +57,8 @@ KnnGraph Backend::knn_reporting(const MatrixD& X, int k, const KnnProgress&) con
 KnnGraph knn_from_distance_matrix(const MatrixD& D, int k, int threads) {
   const index_t N = D.rows;
   if (D.cols != N) internal_error("knn_from_distance_matrix: D is not square");
-  cpu::check_knn_k(N, k);
-  KnnGraph g = cpu::sized_graph(N, k);
+  check_knn_k(N, k);
+  KnnGraph g = sized_graph(N, k);
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads > 0 ? threads : omp_get_max_threads())
   for (index_t i = 0; i < N; ++i) {
     double* hd = g.dist2.data() + i * k;

@@ -92,7 +92,7 @@ KnnGraph query_index(Index& index, const MatrixD& R, const MatrixD& Q, int k, in
   const index_t M = Q.rows;
   const int d = static_cast<int>(R.cols);
   index.graph->setEf(static_cast<size_t>(std::max(params.ef_search, k + 1)));
-  KnnGraph g = cpu::sized_graph(M, k);
+  KnnGraph g = sized_graph(M, k);
 #pragma omp parallel num_threads(nt)
   {
     std::vector<float> row(static_cast<size_t>(d));
@@ -132,7 +132,7 @@ KnnGraph query_index(Index& index, const MatrixD& R, const MatrixD& Q, int k, in
 KnnGraph approximate_knn(const MatrixD& X, int k, unsigned long long seed, int threads, const ApproxKnnParams& params,
                          const KnnProgress& progress) {
   const index_t N = X.rows;
-  cpu::check_knn_k(N, k);
+  check_knn_k(N, k);
   const int nt = threads_or_default(threads);
   // The work is N insertions then N queries, of similar cost at ef_construction ~ ef_search.
   ProgressTicker ticker{progress, 2 * N};

@@ -10,8 +10,10 @@
 //   is identical for any thread count and equals a brute-force loop bit for bit.
 #pragma once
 #include <functional>
+#include <string>
 #include <vector>
 
+#include "orrery/error.hpp"
 #include "orrery/types.hpp"
 
 namespace orrery {
@@ -24,6 +26,22 @@ struct KnnGraph {
   const index_t* neighbours(index_t i) const { return index.data() + i * k; }
   const double* distances2(index_t i) const { return dist2.data() + i * k; }
 };
+
+// A graph of `rows` lists of k neighbours, to be filled.
+inline KnnGraph sized_graph(index_t rows, int k) {
+  KnnGraph g;
+  g.num_points = rows;
+  g.k = k;
+  g.index.resize(static_cast<size_t>(rows * k));
+  g.dist2.resize(static_cast<size_t>(rows * k));
+  return g;
+}
+
+// Every search's precondition, as an input error naming k and N.
+inline void check_knn_k(index_t N, int k) {
+  if (k < 1 || k > N - 1)
+    input_error("k: expected 1 <= k <= N - 1 = " + std::to_string(N - 1) + " neighbours, found " + std::to_string(k));
+}
 
 // Progress of a long search: called now and then from one thread with the units done so far and
 // the total (both grow monotonically to `total`); the caller decides what to print and when.
@@ -84,9 +102,10 @@ struct KnnRecall {
 KnnRecall estimate_knn_recall(const MatrixD& X, const KnnGraph& g, index_t sample, unsigned long long seed,
                               int threads = 0);
 
-// Backend::knn runs this search on its device: on CUDA (kernels/knn.cu) one thread per query over
-// the same double distances and the same bounded heap, so the graph equals exact_knn's wherever the
-// distances agree to the last bit (always for integer-valued inputs; otherwise up to order among
-// near-ties).
+// Backend::knn runs this search on its device: on CUDA (kernels/knn.cu) a tiled distance GEMM keeps
+// k + max(8, k / 4) candidates per point, re-ranked by the same double distances and bounded heap,
+// so the graph equals exact_knn's wherever the GEMM's rounding keeps the k nearest among those and
+// the distances agree to the last bit (always for integer-valued inputs; otherwise up to order
+// among near-ties).
 
 }  // namespace orrery

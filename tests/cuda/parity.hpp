@@ -20,6 +20,7 @@ namespace orrery::test {
 std::vector<ParityCase> pe_parity_cases();
 std::vector<ParityCase> hssne_parity_cases();
 std::vector<ParityCase> knn_parity_cases();
+std::vector<ParityCase> knn_gemm_parity_cases();  // test_knn_parity.cpp
 std::vector<ParityCase> nerv_parity_cases();
 std::vector<ParityCase> plsv_parity_cases();
 std::vector<ParityCase> quality_parity_cases();

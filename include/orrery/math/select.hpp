@@ -64,6 +64,18 @@ ORRERY_HD void heap_sort_ascending(T* hd, I* hi, int size) {
   }
 }
 
+// The k nearest to row q of the row-major X (d columns) among `count` candidate rows cand[0..count)
+// (q not among them, count >= k), by the exact squared distance and the neighbour order, sorted
+// into hd / hi: the re-rank of the candidates a GEMM search kept. The same distances and order as a
+// scan of all rows, so the result is that scan's whenever the candidates hold its k nearest.
+template <class T, class I>
+ORRERY_HD void nearest_candidates(const T* X, int d, I q, const I* cand, int count, int k, T* hd, I* hi) {
+  int size = 0;
+  for (int c = 0; c < count; ++c)
+    heap_offer(squared_distance(X + q * d, X + cand[c] * d, d), cand[c], hd, hi, size, k);
+  heap_sort_ascending(hd, hi, k);
+}
+
 // Sorts m keys ascending by insertion (m is a neighbourhood size), carrying a tag along.
 template <class T, class I>
 ORRERY_HD void sort_keys(T* kd, I* ki, int* tag, int m) {

@@ -282,15 +282,16 @@ int run_ne_bench(int argc, char** argv) {
 // input.neighbors auto, with the run's recall estimate), then the affinity rows on the host (aff_s
 // includes knn_s); the fit; and, outside the total, the report's quality estimate (5-NN accuracy
 // from 4,000 seeded query points above 10,000 points, all points below) and --steps plain steps at
-// the final map (pairs per second of one fixed-point step; 0 skips them).
+// the final map (pairs per second of one fixed-point step; 0 skips them). --dim 3 for 3-D maps.
 int run_ne_scale_bench(int argc, char** argv) {
   const auto o = bench::options(argc, argv,
                                 {"--n", "--iters", "--pca", "--perplexity", "--device", "--threads", "--data", "--source",
-                                 "--neighbors", "--steps", "--out"},
+                                 "--neighbors", "--steps", "--dim", "--out"},
                                 "hssne-scale");
   const std::vector<index_t> sizes = bench::count_list(bench::opt(o, "--n", "2000,10000,70000"));
   const int iters = std::stoi(bench::opt(o, "--iters", "1000")), threads = std::stoi(bench::opt(o, "--threads", "0")),
-            steps = std::stoi(bench::opt(o, "--steps", "20"));
+            steps = std::stoi(bench::opt(o, "--steps", "20")), dim = std::stoi(bench::opt(o, "--dim", "2"));
+  if (dim != 2 && dim != 3) input_error("hssne-scale: --dim takes 2 or 3, not " + std::to_string(dim));
   int pca = std::stoi(bench::opt(o, "--pca", "-1"));
   const double perplexity = std::stod(bench::opt(o, "--perplexity", "30"));
   const std::string device = bench::opt(o, "--device", "auto"), dir = bench::opt(o, "--data", "/usr/share/datasets/fashion-mnist"),
@@ -336,6 +337,7 @@ int run_ne_scale_bench(int argc, char** argv) {
     graph = KnnGraph();
     const double aff_s = since(t1);
     HssneParams prm;
+    prm.dim = dim;
     prm.max_iter = iters;
     prm.tol = 0;
     const HssneRepulsion rep = resolve_repulsion(prm, N, *backend);
@@ -367,7 +369,7 @@ int run_ne_scale_bench(int argc, char** argv) {
                 fit.iterations, pca_s, knn_s, recall, aff_s, fit_s, total, qual_s, fit_s / fit.iterations, pairs / step_s,
                 acc);
     std::fflush(stdout);
-    records.push_back({{"bench", "hssne-scale"}, {"device", backend->name()}, {"source", source}, {"n", N}, {"pca", pca},
+    records.push_back({{"bench", "hssne-scale"}, {"device", backend->name()}, {"source", source}, {"n", N}, {"dim", dim}, {"pca", pca},
                        {"perplexity", perplexity}, {"neighbors", approx ? "approximate" : "exact"},
                        {"knn_recall_estimate", recall}, {"repulsion", rep.interpolated ? "interpolated" : "exact"},
                        {"optimizer", EnumNames<HssneOptimizer>::names[static_cast<size_t>(resolved.optimizer)]}, {"iterations", fit.iterations}, {"evaluations", fit.evaluations},

@@ -112,6 +112,11 @@ class CudaBackend final : public Backend {
                                           const HssneRepulsion& repulsion = {}) override {
     return cuda::make_hssne_engine(info_.index, nullptr, &P, alpha, dim, repulsion);
   }
+  std::unique_ptr<PlacementEngine> make_placement(const MatrixD& reference, double alpha, const KnnGraph& to_reference,
+                                                  const std::vector<double>& p,
+                                                  const HssneRepulsion& repulsion) override {
+    return cuda::make_placement_engine(info_.index, reference, alpha, to_reference, p, repulsion);
+  }
   std::unique_ptr<NervEngine> make_nerv(const MatrixD& P, const std::vector<double>& beta,
                                         const NervOptions& options) override {
     return cuda::make_nerv_engine(info_.index, &P, nullptr, beta, options);

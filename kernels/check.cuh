@@ -108,6 +108,22 @@ class DeviceBuffer {
   size_t n_ = 0;
 };
 
+// CUB's temporary storage, kept across calls: run(f) asks f(nullptr, bytes) for the size, grows the
+// buffer when it is short, then calls f(storage, bytes); f returns the CUB call's cudaError_t.
+class CubScratch {
+ public:
+  template <class F>
+  void run(F&& f) {
+    size_t bytes = 0;
+    check(f(nullptr, bytes), "CUB (temporary storage size)", __FILE__, __LINE__);
+    if (buf_.size() < bytes) buf_.resize(bytes);
+    check(f(buf_.get(), bytes), "CUB", __FILE__, __LINE__);
+  }
+
+ private:
+  DeviceBuffer<unsigned char> buf_;
+};
+
 // Page-locked host memory of n elements (transfers run at full link speed); moves, never copies.
 template <class T>
 class PinnedBuffer {

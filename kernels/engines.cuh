@@ -17,6 +17,9 @@ std::unique_ptr<HssneEngine> make_hssne_engine(int device, const MatrixD* dense,
 std::unique_ptr<NervEngine> make_nerv_engine(int device, const MatrixD* dense, const SparseAffinity* sparse,
                                              const std::vector<double>& beta, const NervOptions& options);  // nerv.cu
 std::unique_ptr<PlsvEngine> make_plsv_engine(int device, const Corpus& corpus, int topics, int dim);  // plsv.cu
+std::unique_ptr<PlacementEngine> make_placement_engine(int device, const MatrixD& R, double alpha, const KnnGraph& g,
+                                                       const std::vector<double>& p,
+                                                       const HssneRepulsion& repulsion);  // place.cu
 KnnGraph exact_knn(const MatrixD& X, int k, int device,
                    const std::function<void(index_t, index_t)>& progress);  // knn.cu
 RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,

@@ -13,7 +13,10 @@
 //      transformed back by one Z2D plan;
 //   5. gather: one thread per point reads its box's nodes (math::gather_potentials) and removes its
 //      self term (math::grid_self_term); far points get their sums over all points exactly (a block
-//      each, a fixed-shape reduction), and every other point adds its sums over the far points.
+//      each, a fixed-shape reduction), and every other point adds its sums over the far points
+//      (exact_sums.cuh).
+// A frozen field (freeze, for placing new points) is steps 1-4 over a fixed map, kept; sums_at
+// gathers at other points (no self term), flagging those outside the grid for exact sums.
 // Grid arrays are double: the sums agree with the CPU's to the transforms' rounding (~1e-13
 // relative), and the force's difference hsy - y hs keeps its digits on wide maps.
 #include <cufft.h>
@@ -30,6 +33,7 @@
 #include <vector>
 
 #include "check.cuh"
+#include "exact_sums.cuh"
 #include "interp.cuh"
 #include "orrery/error.hpp"
 #include "orrery/interp_plan.hpp"
@@ -234,6 +238,14 @@ __global__ void multiply_kernel(const cufftDoubleComplex* __restrict__ s, long n
 
 // --- 5. gather
 
+// The first node of box b in the padded grid.
+template <int D>
+__device__ __forceinline__ long box_base(const Shape& g, long b) {
+  long base = 0;
+  for (int d = 0; d < D; ++d) base += (b / g.box_stride[d]) % g.boxes[d] * g.p * g.node_stride[d];
+  return base;
+}
+
 // The point at sorted position q (inside the grid) reads its sums: out rows h, hs, hsy_d.
 template <int D>
 __global__ void gather_kernel(const double* __restrict__ y, long long N, long long inside, Shape g,
@@ -244,12 +256,10 @@ __global__ void gather_kernel(const double* __restrict__ y, long long N, long lo
   const long long q = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (q >= inside) return;
   const index_t i = order[q];
-  const long b = static_cast<long>(sorted_key[q]);
-  long base = 0;
-  for (int d = 0; d < D; ++d) base += (b / g.box_stride[d]) % g.boxes[d] * g.p * g.node_stride[d];
   const double* wi = weights + i * D * g.p;
   double acc[D + 2], sh, shs, yi[D], h, hs, hsy[D];
-  math::gather_potentials<D>(g.p, wi, g.node_stride, base, potentials, g.cells, acc);
+  math::gather_potentials<D>(g.p, wi, g.node_stride, box_base<D>(g, static_cast<long>(sorted_key[q])), potentials,
+                             g.cells, acc);
   math::grid_self_term<D>(wi, g.p, self_h, self_hs, sh, shs);
   for (int d = 0; d < D; ++d) yi[d] = y[i * D + d];
   math::grid_point_sums<D>(acc, sh, shs, g.centre, yi, h, hs, hsy);
@@ -258,38 +268,34 @@ __global__ void gather_kernel(const double* __restrict__ y, long long N, long lo
   for (int d = 0; d < D; ++d) out[(2 + d) * N + i] = hsy[d];
 }
 
-// A far point's sums over every other point, exactly: one block per far point, a fixed-shape reduction.
+// Query point a of a frozen field (freeze) reads its sums over every charge on the grid (no self
+// term: it is none of them), its weights made here as the scatter made the charges'; inside[a] = 0
+// and sums 0 for a point outside the grid. The inside test is the CPU's (RepulsionGrid::sums_at).
 template <int D>
-__global__ void __launch_bounds__(kThreads) far_own_kernel(const double* __restrict__ y, long long N, double alpha,
-                                                           const index_t* __restrict__ far, double* __restrict__ out) {
-  using Reduce = cub::BlockReduce<double, kThreads>;
-  __shared__ typename Reduce::TempStorage tmp;
-  const index_t f = far[blockIdx.x];
-  double yf[D];
-  for (int d = 0; d < D; ++d) yf[d] = y[f * D + d];
-  math::HssneRow<double, D> acc;
-  for (long long j = threadIdx.x; j < N; j += kThreads)
-    if (j != f) math::hssne_accumulate<double, D>(yf, y + j * D, 0.0, alpha, true, acc);
-  double v[2 + D] = {acc.h_sum, acc.hs_sum};
-  for (int d = 0; d < D; ++d) v[2 + d] = acc.hsy[d];
-  for (int k = 0; k < 2 + D; ++k) {
-    const double s = Reduce(tmp).Sum(v[k]);
-    __syncthreads();
-    if (threadIdx.x == 0) out[k * N + f] = s;
+__global__ void gather_at_kernel(const double* __restrict__ q, long long count, Shape g,
+                                 const double* __restrict__ potentials, double* __restrict__ out,
+                                 unsigned char* __restrict__ inside) {
+  const long long a = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (a >= count) return;
+  double wi[D * math::kMaxInterpNodes], ya[D];
+  long b = 0;
+  bool in = true;
+  for (int d = 0; d < D; ++d) {
+    ya[d] = q[a * D + d];
+    in = in && ya[d] >= g.origin[d] && ya[d] <= g.origin[d] + g.w * g.boxes[d];
+    double u;
+    b += math::box_of(ya[d], g.origin[d], g.w, g.boxes[d], u) * g.box_stride[d];
+    math::lagrange_weights(u, g.p, wi + d * g.p);
   }
-}
-
-// Every point inside the grid adds its sums over the far points, in their index order.
-template <int D>
-__global__ void far_share_kernel(const double* __restrict__ y, long long N, double alpha, const index_t* __restrict__ far,
-                                 long long count, const int* __restrict__ far_flag, double* __restrict__ out) {
-  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= N || far_flag[i]) return;
-  math::HssneRow<double, D> acc;
-  for (long long r = 0; r < count; ++r) math::hssne_accumulate<double, D>(y + i * D, y + far[r] * D, 0.0, alpha, true, acc);
-  out[i] += acc.h_sum;
-  out[N + i] += acc.hs_sum;
-  for (int d = 0; d < D; ++d) out[(2 + d) * N + i] += acc.hsy[d];
+  inside[a] = in ? 1 : 0;
+  double acc[D + 2] = {}, h = 0, hs = 0, hsy[D] = {};
+  if (in) {
+    math::gather_potentials<D>(g.p, wi, g.node_stride, box_base<D>(g, b), potentials, g.cells, acc);
+    math::grid_point_sums<D>(acc, 0.0, 0.0, g.centre, ya, h, hs, hsy);  // no self term
+  }
+  out[a] = h;
+  out[count + a] = hs;
+  for (int d = 0; d < D; ++d) out[(2 + d) * count + a] = hsy[d];
 }
 
 double seconds_since(std::chrono::steady_clock::time_point& t) {
@@ -319,8 +325,9 @@ struct DeviceGrid::Impl {
   DeviceBuffer<int> far_flag, far_pos;
   DeviceBuffer<index_t> far, index, order;
   DeviceBuffer<unsigned> key, sorted_key;
-  DeviceBuffer<unsigned char> scratch;  // CUB's temporary storage
+  CubScratch scratch;
   Timings timings;
+  bool frozen = false;  // the potentials are a frozen reference's (freeze), for sums_at
 
   Impl(int dim, double a, const InterpSettings& st, long long n) : D(dim), alpha(a), s(st), N(n) {
     for (long long t = 1; t <= N / 128; t *= 2) all_trims.push_back(t);
@@ -345,15 +352,6 @@ struct DeviceGrid::Impl {
       cufftDestroy(inverse);
     }
     plans = false;
-  }
-
-  // CUB's scratch for one call: the size query, then the call.
-  template <class F>
-  void with_scratch(F&& f) {
-    size_t bytes = 0;
-    ORRERY_CUDA_CHECK(f(nullptr, bytes));
-    if (scratch.size() < bytes) scratch.resize(bytes);
-    ORRERY_CUDA_CHECK(f(scratch.get(), bytes));
   }
 
   interp::Bounds full_box(const double* y) {
@@ -390,7 +388,7 @@ struct DeviceGrid::Impl {
     for (int d = 0; d < D; ++d) {
       column_kernel<<<blocks_for(N), kThreads>>>(y, N, D, d, col.get());
       ORRERY_CUDA_LAUNCHED("column_kernel");
-      with_scratch([&](void* tmp, size_t& bytes) {
+      scratch.run([&](void* tmp, size_t& bytes) {
         return cub::DeviceRadixSort::SortKeys(tmp, bytes, col.get(), sorted_col.get(), static_cast<int>(N));
       });
       pick_kernel<<<1, 64>>>(sorted_col.get(), N, trims_dev.get(), T, picks.get() + 2 * T * d);
@@ -413,7 +411,7 @@ struct DeviceGrid::Impl {
     if (D == 2) far_flag_kernel<2><<<blocks_for(N), kThreads>>>(y, N, lo, hi, far_flag.get());
     else far_flag_kernel<3><<<blocks_for(N), kThreads>>>(y, N, lo, hi, far_flag.get());
     ORRERY_CUDA_LAUNCHED("far_flag_kernel");
-    with_scratch([&](void* tmp, size_t& bytes) {
+    scratch.run([&](void* tmp, size_t& bytes) {
       return cub::DeviceScan::ExclusiveSum(tmp, bytes, far_flag.get(), far_pos.get(), static_cast<int>(N));
     });
     far_list_kernel<<<blocks_for(N), kThreads>>>(far_flag.get(), far_pos.get(), N, far.get());
@@ -502,9 +500,10 @@ struct DeviceGrid::Impl {
     self_hs.upload(ths.data(), ths.size());
   }
 
+  // Steps 2-4 over `box`: the grid, the charges of y's points but the far ones, the potentials.
   template <int D_>
-  void run(const double* y, const interp::Bounds& box, long long far_count, double* out) {
-    auto t = std::chrono::steady_clock::now();
+  void field(const double* y, const interp::Bounds& box, long long far_count,
+             std::chrono::steady_clock::time_point& t) {
     const interp::GridPlan plan = interp::plan_grid(box, D_, s);
     shape(plan.need, plan.w / s.nodes);
     g.w = plan.w;
@@ -518,7 +517,7 @@ struct DeviceGrid::Impl {
     ORRERY_CUDA_LAUNCHED("point_kernel");
     int end_bit = 1;
     while ((1L << end_bit) <= g.num_boxes) ++end_bit;
-    with_scratch([&](void* tmp, size_t& bytes) {
+    scratch.run([&](void* tmp, size_t& bytes) {
       return cub::DeviceRadixSort::SortPairs(tmp, bytes, key.get(), sorted_key.get(), index.get(), order.get(),
                                              static_cast<int>(N), 0, end_bit);
     });
@@ -542,6 +541,13 @@ struct DeviceGrid::Impl {
     ORRERY_CUFFT_CHECK(cufftExecZ2D(inverse, products.get(), potentials.get()));
     ORRERY_CUDA_CHECK(cudaDeviceSynchronize());
     timings.fft += seconds_since(t);
+  }
+
+  template <int D_>
+  void run(const double* y, const interp::Bounds& box, long long far_count, double* out) {
+    auto t = std::chrono::steady_clock::now();
+    field<D_>(y, box, far_count, t);
+    frozen = false;
     // 5. gather, then the far points exactly
     const long long inside = N - far_count;
     gather_kernel<D_><<<blocks_for(inside), kThreads>>>(y, N, inside, g, sorted_key.get(), order.get(), weights.get(),
@@ -550,7 +556,7 @@ struct DeviceGrid::Impl {
     ORRERY_CUDA_CHECK(cudaDeviceSynchronize());
     timings.gather += seconds_since(t);
     if (far_count) {
-      far_own_kernel<D_><<<static_cast<int>(far_count), kThreads>>>(y, N, alpha, far.get(), out);
+      far_own_kernel<D_, kThreads><<<static_cast<int>(far_count), kThreads>>>(y, N, alpha, far.get(), out);
       ORRERY_CUDA_LAUNCHED("far_own_kernel");
       far_share_kernel<D_><<<blocks_for(N), kThreads>>>(y, N, alpha, far.get(), far_count, far_flag.get(), out);
       ORRERY_CUDA_LAUNCHED("far_share_kernel");
@@ -587,6 +593,27 @@ bool DeviceGrid::sums(const double* y, double* out, bool only_if_cheaper) {
   if (I.D == 2) I.run<2>(y, box, far_count, out);
   else I.run<3>(y, box, far_count, out);
   return true;
+}
+
+void DeviceGrid::freeze(const double* reference, double margin) {
+  Impl& I = *impl_;
+  auto t = std::chrono::steady_clock::now();
+  interp::Bounds box = I.full_box(reference);
+  for (int d = 0; d < I.D; ++d) box.lo[d] -= margin, box.hi[d] += margin;
+  I.timings.plan += seconds_since(t);
+  if (I.D == 2) I.field<2>(reference, box, 0, t);
+  else I.field<3>(reference, box, 0, t);
+  I.frozen = true;
+  ++I.timings.calls;
+}
+
+void DeviceGrid::sums_at(const double* q, long long count, double* out, unsigned char* inside) const {
+  const Impl& I = *impl_;
+  if (!I.frozen) internal_error("DeviceGrid::sums_at: no frozen reference");
+  if (count <= 0) return;
+  if (I.D == 2) gather_at_kernel<2><<<blocks_for(count), kThreads>>>(q, count, I.g, I.potentials.get(), out, inside);
+  else gather_at_kernel<3><<<blocks_for(count), kThreads>>>(q, count, I.g, I.potentials.get(), out, inside);
+  ORRERY_CUDA_LAUNCHED("gather_at_kernel");
 }
 
 DeviceGrid::Timings DeviceGrid::timings() const { return impl_->timings; }

@@ -25,6 +25,16 @@ class DeviceGrid {
   // come to the host per call to plan the grid; the map stays on the device.
   bool sums(const double* y, double* out, bool only_if_cheaper);
 
+  // A frozen field for placing new points into a fixed map (RepulsionGrid::freeze / sums_at): the
+  // charges of the N device points `reference` (N x D doubles) on a grid over their box widened by
+  // `margin` map units on every side, scattered and convolved once; sums() replaces it.
+  void freeze(const double* reference, double margin);
+  // The sums of `count` device query points q (count x D doubles) over ALL reference points, by
+  // interpolation alone (O(p^D) a point), into `out` on the device: 2 + D rows of count (h, hs,
+  // hsy_0, ...). inside[a] = 0 marks a point outside the grid, whose sums are left 0 for the caller
+  // to sum exactly. Asynchronous: nothing comes to the host.
+  void sums_at(const double* q, long long count, double* out, unsigned char* inside) const;
+
   // Seconds per stage over every call (each call synchronises once at its end to read them).
   struct Timings {
     double plan = 0, scatter = 0, fft = 0, gather = 0, far = 0;

@@ -119,7 +119,8 @@ Checks check_pe(const RunConfig& run, Backend& ref, Backend& dev, int iterations
 Checks check_ne(const RunConfig& run, Backend& ref, Backend& dev, int iterations) {
   const NeRunConfig cfg = read_ne_config(run);
   if (!cfg.input.model.empty())
-    input_error("check: input.model (placement) is not checked; it runs on the host for every device");
+    input_error("check: input.model (placement) is not checked here; the gpu test suite compares the placement "
+                "engines (tests/cuda/test_place_parity.cpp)");
   const NeData d = load_ne_data(cfg);
   const index_t N = d.points();
   const MemoryInfo mem = ref.memory();

@@ -91,14 +91,21 @@ constexpr double kPlacementPerplexity = 5.0;
 constexpr double kExactPlacementPairs = 1e9;
 
 // What a placement holds beyond the model and the new points, read already: their neighbour lists
-// and conditional rows, the HNSW index over the model's points (approximate), and the frozen grid
-// (checked by the grid itself when it is made, as every grid is).
-MemoryPlan placement_plan(const Prepared& p) {
+// and conditional rows, the HNSW index over the model's points (approximate), on a device the
+// engine's copies of the lists and the map with each point's state, and the frozen grid (checked by
+// the grid itself when it is made, as every grid is).
+MemoryPlan placement_plan(const Prepared& p, bool device) {
   const double N = static_cast<double>(p.model.reference.rows), M = static_cast<double>(p.d.X.rows);
   const double d = static_cast<double>(p.model.reference.cols);
+  const double D = static_cast<double>(p.model.map.cols);
   MemoryPlan plan;
   plan.add({"the new points' neighbour lists and probabilities, M k (8 + 8 + 8) bytes", "input.perplexity",
             "place fewer points at once, or lower the perplexity", 24.0 * M * p.k, 0.0});
+  if (device)
+    plan.add({"the placement engine: the lists, probabilities and map, M k (8 + 8) + 8 N D bytes, and each point's "
+              "state, M (32 D + 55) bytes",
+              "input.perplexity", "place fewer points at once, or lower the perplexity", 0.0,
+              16.0 * M * p.k + 8.0 * N * D + M * (32.0 * D + 55.0)});
   if (p.approximate)
     plan.add({"the approximate search's HNSW index over the model's points, about N (12 M + 4 d + 16) bytes",
               "input.neighbors", "use \"exact\" (slower, no index)",
@@ -135,7 +142,7 @@ Prepared prepare(const RunConfig& run) {
   p.approximate = in.neighbors == NeighborsMode::approximate ||
                   (in.neighbors == NeighborsMode::automatic && m.reference.rows > kExactNeighborsMaxPoints &&
                    pairs > kExactPlacementPairs);
-  check_memory_plan(placement_plan(p), make_backend("cpu", run.threads)->memory(), false);
+  check_memory_plan(placement_plan(p, false), make_backend("cpu", run.threads)->memory(), false);
   return p;
 }
 
@@ -157,9 +164,8 @@ json run_placement(const RunConfig& run, bool quiet) {
   const NeData& d = p.d;
   const index_t M = d.X.rows, N = m.reference.rows;
   auto backend = make_backend(run.device, run.threads);
-  // The placement runs on the host whatever the device: its per-iteration work is a gather from
-  // the frozen grid (or the exact sums), O(M) per step.
-  auto host = make_backend("cpu", backend->threads());
+  const MemoryInfo mem = backend->memory();
+  if (mem.device_bytes > 0) check_memory_plan(placement_plan(p, true), mem, true);
   const int threads = backend->threads();
   if (!quiet)
     std::fprintf(stderr, "[hssne] placing %lld points into the %lld-point map of %s\n", static_cast<long long>(M),
@@ -181,14 +187,15 @@ json run_placement(const RunConfig& run, bool quiet) {
   const double t_knn = seconds_since(t1);
 
   const auto t2 = Clock::now();
-  const HssneRepulsion rep = resolve_repulsion(p.cfg.hssne, N, *host);
+  const HssneRepulsion rep = resolve_repulsion(p.cfg.hssne, N, *backend);
   PlacementParams prm;
   prm.max_iter = p.cfg.hssne.max_iter;
-  const PlacementResult r = place_points(g, p.perplexity, m.map, m.alpha, rep, prm, threads, [&](int it, index_t left) {
+  const auto moving = [&](int it, index_t left) {
     if (!quiet && (it % 50 == 0 || left == 0))
       std::fprintf(stderr, "[hssne] placement step %4d: %lld points still moving, %s\n", it,
                    static_cast<long long>(left), format_seconds(seconds_since(t2)).c_str());
-  });
+  };
+  const PlacementResult r = place_points(g, p.perplexity, m.map, m.alpha, rep, prm, *backend, moving);
   const double t_place = seconds_since(t2);
 
   const auto t3 = Clock::now();
@@ -219,8 +226,7 @@ json run_placement(const RunConfig& run, bool quiet) {
                       {"points_summed_exactly", r.exact_points},
                       {"mean_cost", M > 0 ? cost / static_cast<double>(M) : 0.0},
                       {"cost_note", "per new point, KL(p_i || q_i) over the reference points"},
-                      {"most_steps", most},
-                      {"device_note", "the placement runs on the host"}};
+                      {"most_steps", most}};
   report["quality"] = quality;
   report["timings"] = {{"read", t_read}, {"neighbors", t_knn}, {"placement", t_place}, {"evaluate", t_eval},
                        {"total", seconds_since(t0)}};

@@ -104,6 +104,11 @@ class CpuBackend final : public Backend {
                                           const HssneRepulsion& repulsion = {}) override {
     return cpu::make_hssne_engine(nullptr, &P, alpha, dim, threads_, repulsion);
   }
+  std::unique_ptr<PlacementEngine> make_placement(const MatrixD& reference, double alpha, const KnnGraph& to_reference,
+                                                  const std::vector<double>& p,
+                                                  const HssneRepulsion& repulsion) override {
+    return cpu::make_placement_engine(reference, alpha, to_reference, p, repulsion, threads_);
+  }
   std::unique_ptr<NervEngine> make_nerv(const MatrixD& P, const std::vector<double>& beta,
                                         const NervOptions& options) override {
     return cpu::make_nerv_engine(&P, nullptr, beta, options, threads_);

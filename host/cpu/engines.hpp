@@ -22,6 +22,10 @@ std::unique_ptr<NervEngine> make_nerv_engine(const MatrixD* dense, const SparseA
                                              const std::vector<double>& beta, const NervOptions& options,
                                              int threads);
 std::unique_ptr<PlsvEngine> make_plsv_engine(const Corpus& corpus, int topics, int dim, int threads);
+// place_engine.cpp: R, g and p are read in place.
+std::unique_ptr<PlacementEngine> make_placement_engine(const MatrixD& R, double alpha, const KnnGraph& g,
+                                                       const std::vector<double>& p, const HssneRepulsion& repulsion,
+                                                       int threads);
 // Interpolated repulsion's far points (interp.cpp), summed exactly: each point of `far` (indices into
 // Y, N x D with D 2 or 3) gets its sums over every other point of Y, replacing its entries of out;
 // every other point gets its sums over the far points added to its entries. O(|far| N) pairs; each

@@ -46,6 +46,20 @@ const std::vector<Tolerance>& tolerances() {
        "interpolated sums: the same grid, weights and sums in the same order in double on both; only the transforms "
        "(FFTW against cuFFT), the far points' exact rows (vectorised on the CPU) and fused multiply-adds round "
        "differently: 1e-10 of the largest entry"},
+      {"place.cost", 1e-8, 1e-7, 0, 0,
+       "a new point's C_i = log h_i + sum_l p_l (log p_l - log H_il) from sums over the reference that agree to "
+       "hssne.grid (1e-10 of the largest h; more of a small h, as a point's far from the map) or to the exact loop's "
+       "order (~1e-15): log h_i turns h_i's error relative to itself into an absolute one"},
+      {"place.steps", 0, 1e-6, 1e-8, 0,
+       "a few steps eta_i grad_i from the same start, the gradients from sums that agree as for place.cost and partly "
+       "cancel (y hs - hsy): 1e-8 of the map's extent, and 1e-6 for a point that starts at its minimum (|grad| < 1e-6, "
+       "whose trial may be taken on one side only); any other point's trial taken on one side only differs by a step"},
+      {"place.map", 0, 1e-3, 0, 0,
+       "both sides stop a point when its step is under tol = 1e-4 map units, within a few such steps of its minimum; "
+       "a trial whose cost lies within rounding of the point's (late, tiny steps) may be taken on one side only, "
+       "after which the step lengths differ"},
+      {"place.end_cost", 1e-6, 1e-6, 0, 0,
+       "the cost at places that agree to place.map near a minimum: about the curvature times tol^2"},
       {"knn.graph", 0, 0, 0, 0,
        "the same double distances summed in the same order and the same bounded heap: identical graphs wherever the "
        "distances are identical (integer-valued points), ties by index"},

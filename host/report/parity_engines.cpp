@@ -1,6 +1,7 @@
 // The engine comparisons of orrery/parity.hpp: what the gpu suite and `orrery check` both run.
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "orrery/backend.hpp"
 #include "orrery/hssne.hpp"
@@ -48,6 +49,37 @@ void hssne_totals(const HssneTotals& r, const HssneTotals& d, Collector& c, cons
 }
 
 }  // namespace
+
+Comparisons compare_placement_engines(PlacementEngine& ref, PlacementEngine& dev, const PlacementParams& params,
+                                      int early) {
+  Collector c;
+  ref.start();
+  dev.start();
+  PlacementResult r = ref.result(), d = dev.result();
+  c.add("start places (weighted medians of reference places)", "exact", r.coords.data, d.coords.data);
+  c.add("start costs", "place.cost", r.cost, d.cost);
+  index_t moving_ref = r.coords.rows, moving_dev = d.coords.rows;
+  int it = 0;
+  for (; it < std::min(early, params.max_iter) && moving_ref > 0; ++it) {
+    moving_ref = ref.step(params.tol);
+    moving_dev = dev.step(params.tol);
+  }
+  const std::string after = " after " + std::to_string(it) + " steps";
+  r = ref.result(), d = dev.result();
+  c.add("places" + after, "place.steps", r.coords.data, d.coords.data);
+  c.add("costs" + after, "place.cost", r.cost, d.cost);
+  c.add("points moving" + after, "exact", static_cast<double>(moving_ref), static_cast<double>(moving_dev));
+  for (; it < params.max_iter && (moving_ref > 0 || moving_dev > 0); ++it) {
+    if (moving_ref > 0) moving_ref = ref.step(params.tol);
+    if (moving_dev > 0) moving_dev = dev.step(params.tol);
+  }
+  r = ref.result(), d = dev.result();
+  c.add("places at the end", "place.map", r.coords.data, d.coords.data);
+  c.add("costs at the end", "place.end_cost", r.cost, d.cost);
+  c.add("points summed exactly", "exact", static_cast<double>(r.exact_points), static_cast<double>(d.exact_points));
+  c.add("frozen grid made", "exact", r.interpolated ? 1.0 : 0.0, d.interpolated ? 1.0 : 0.0);
+  return c.out;
+}
 
 Comparisons compare_pe_engines(PeEngine& ref, PeEngine& dev, const MatrixD& R, const std::vector<double>& phi) {
   Collector c;

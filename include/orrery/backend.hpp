@@ -77,6 +77,7 @@ class PeEngine {
 
 class HssneEngine;
 class NervEngine;
+class PlacementEngine;
 class PlsvEngine;
 struct ClassMixture;
 struct Corpus;
@@ -126,6 +127,15 @@ class Backend {
   // Sparse P may take its repulsion from an interpolation grid (orrery/interp.hpp) instead of all pairs.
   virtual std::unique_ptr<HssneEngine> make_hssne(const SparseAffinity& P, double alpha, int dim,
                                                   const HssneRepulsion& repulsion = {}) = 0;
+  // --- Out-of-sample placement into a frozen HSSNE map (orrery/hssne.hpp, place_points): the new
+  // points' k nearest reference points (to_reference, M rows) with their conditional probabilities p
+  // (M x k, row-major), and the reference map (N x D, D 2 or 3); all three must outlive the engine.
+  // With repulsion.interpolated the sums over the reference come from a frozen grid over the map
+  // widened by kPlacementGridMargin (exactly for a point outside it); exact_when_cheaper is place_points'
+  // to resolve before, and is not read here.
+  virtual std::unique_ptr<PlacementEngine> make_placement(const MatrixD& reference, double alpha,
+                                                          const KnnGraph& to_reference, const std::vector<double>& p,
+                                                          const HssneRepulsion& repulsion) = 0;
   // --- NeRV (orrery/nerv.hpp): conditional input probabilities p_{j|i} (dense N x N rows, or
   // sparse CSR rows with the documented floor outside the lists) and the per-point precisions
   // beta; both must outlive the engine.

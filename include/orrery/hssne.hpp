@@ -207,10 +207,10 @@ HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& params, unsign
 // neighbours' places (per axis) and takes gradient steps whose length it keeps per point: a step
 // that lowers C_i is taken and the next one is 1.2x longer, one that does not is refused and the
 // length halved (so C_i never rises); it stops when its step is under `tol` map units. The sums
-// h, hs, hsy over the reference come from the frozen grid (RepulsionGrid::freeze) with repulsion
-// interpolated (exactly for a point that leaves the grid; with exact_when_cheaper, as `auto` sets
-// it, not at all where the grid would cost more than ~100 exact steps of every point), else from
-// the exact O(N) loop.
+// h, hs, hsy over the reference come from the frozen grid (RepulsionGrid::freeze on the CPU, the
+// same grid on a device) with repulsion interpolated (exactly for a point that leaves the grid; with
+// exact_when_cheaper, as `auto` sets it, not at all where the grid would cost more than ~100 exact
+// steps of every point), else from the exact O(N) loop. The backend runs every step (PlacementEngine).
 struct PlacementParams {
   int max_iter = 1000;  // the most steps a point tries
   double tol = 1e-4;    // a point stops when its step is shorter than this (map units)
@@ -222,12 +222,45 @@ struct PlacementResult {
   index_t exact_points = 0;   // points whose sums were summed exactly at least once (off the grid)
   bool interpolated = false;  // whether the frozen grid was made (auto may give way to exact sums)
 };
+// The frozen grid reaches this far (map units) beyond the reference map on every side: a new point
+// starts inside the reference's extent, and one that moves further out is summed exactly.
+inline constexpr double kPlacementGridMargin = 4.0;
+
+// New points being placed into a frozen map, resident on one backend (Backend::make_placement): the
+// reference map, the new points' neighbour lists and probabilities, and per point its place,
+// gradient, step length, cost and steps; with interpolated repulsion the frozen grid. place_points
+// drives it with O(1) values per step; the M x D places cross to the host once, in result(). Every
+// point's arithmetic is math/place.hpp's; a point's sums are its own (the grid's gather, or the exact
+// loop over the reference in a fixed order), so the same input on the same device gives the same bits.
+class PlacementEngine {
+ public:
+  virtual ~PlacementEngine() = default;
+  virtual std::string name() const = 0;
+  // Every point at its start (math::place_start) with its first step length, and the sums, cost and
+  // gradient there; every point moving.
+  virtual void start() = 0;
+  // One trial step of every moving point (math::place_trial), the sums there, and the step rule
+  // (math::place_accept with tol); returns how many points still move.
+  virtual index_t step(double tol) = 0;
+  // The places, costs and steps tried, and which points were summed exactly.
+  virtual PlacementResult result() const = 0;
+};
+// Engines come from Backend::make_placement (orrery/backend.hpp), whose factories first check what
+// they are given (internal errors: place_points makes it right): the map 2-D or 3-D, p M x k, every
+// neighbour a row of the reference.
+void check_placement_input(const MatrixD& reference, const KnnGraph& to_reference, const std::vector<double>& p);
+
 // to_reference: the new points' k nearest reference points (exact_knn_to / approximate_knn_to);
-// reference: the reference map (N x D, D 2 or 3); 1 < perplexity < k.
+// reference: the reference map (N x D, D 2 or 3); 1 < perplexity < k. The backend holds the new
+// points and runs every step (an engine above); `threads` means the CPU.
+PlacementResult place_points(const KnnGraph& to_reference, double perplexity, const MatrixD& reference, double alpha,
+                             const HssneRepulsion& repulsion, const PlacementParams& params, Backend& backend,
+                             const std::function<void(int, index_t)>& progress = {});
 PlacementResult place_points(const KnnGraph& to_reference, double perplexity, const MatrixD& reference, double alpha,
                              const HssneRepulsion& repulsion, const PlacementParams& params, int threads = 0,
                              const std::function<void(int, index_t)>& progress = {});
-// One new point's cost and gradient at y, given its sums over the reference (exposed for tests).
+// One new point's cost and gradient at y, given its sums over the reference (exposed for tests;
+// math::place_cost).
 double placement_cost(const double* y, int D, const index_t* nb, const double* p, int k, const MatrixD& reference,
                       double alpha, double h, double hs, const double* hsy, double* grad);
 

@@ -67,6 +67,8 @@ class PeEngine;
 class HssneEngine;
 class NervEngine;
 class PlsvEngine;
+class PlacementEngine;
+struct PlacementParams;
 // PE: objective at (R, Phi), the Newton sweep's objective, R and class gradient, the objective after.
 Comparisons compare_pe_engines(PeEngine& ref, PeEngine& dev, const MatrixD& R, const std::vector<double>& phi);
 // HSSNE: the sums and totals at Y, then a fixed-point proposal with exaggeration, a damping, the
@@ -79,6 +81,11 @@ Comparisons compare_nerv_engines(NervEngine& ref, NervEngine& dev, const MatrixD
 // relocation, from documents X, theta (Z x W) and topic coordinates phi.
 Comparisons compare_plsv_engines(PlsvEngine& ref, PlsvEngine& dev, const MatrixD& X, const MatrixD& theta,
                                  const std::vector<double>& phi, double alpha, double gamma);
+// Placement (both engines made from the same map, lists and repulsion): the start places and costs,
+// the places, costs and moving counts after `early` steps, then the places, costs and exact-sum
+// counts once both stop (params.max_iter steps at most, params.tol).
+Comparisons compare_placement_engines(PlacementEngine& ref, PlacementEngine& dev, const PlacementParams& params,
+                                      int early = 3);
 // A trace of objective values, iteration by iteration.
 Comparison compare_traces(const std::string& output, const std::string& tolerance_name, const std::vector<double>& ref,
                           const std::vector<double>& dev);

@@ -26,6 +26,7 @@ TEST(ParityCasesOnTheCpu, OneThreadAgreesWithMany) {
   for (const auto& family :
        {orrery::test::pe_parity_cases(), orrery::test::hssne_parity_cases(), orrery::test::knn_parity_cases(),
         orrery::test::knn_gemm_parity_cases(),
+        orrery::test::place_parity_cases(),
         orrery::test::nerv_parity_cases(), orrery::test::plsv_parity_cases(), orrery::test::quality_parity_cases(),
         orrery::test::snerv_parity_cases()})
     for (const ParityCase& c : family) {

@@ -22,6 +22,7 @@ std::vector<ParityCase> hssne_parity_cases();
 std::vector<ParityCase> knn_parity_cases();
 std::vector<ParityCase> knn_gemm_parity_cases();  // test_knn_parity.cpp
 std::vector<ParityCase> nerv_parity_cases();
+std::vector<ParityCase> place_parity_cases();  // test_place_parity.cpp
 std::vector<ParityCase> plsv_parity_cases();
 std::vector<ParityCase> quality_parity_cases();
 std::vector<ParityCase> snerv_parity_cases();

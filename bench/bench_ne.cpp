@@ -282,7 +282,9 @@ int run_ne_bench(int argc, char** argv) {
 // input.neighbors auto, with the run's recall estimate), then the affinity rows on the host (aff_s
 // includes knn_s); the fit; and, outside the total, the report's quality estimate (5-NN accuracy
 // from 4,000 seeded query points above 10,000 points, all points below) and --steps plain steps at
-// the final map (pairs per second of one fixed-point step; 0 skips them). --dim 3 for 3-D maps.
+// the final map (pairs per second of one fixed-point step, and an evaluation split into its stages:
+// all pairs, or the grid's plan, scatter, FFT, gather and far points, then the attraction; 0 skips
+// them). --dim 3 for 3-D maps.
 int run_ne_scale_bench(int argc, char** argv) {
   const auto o = bench::options(argc, argv,
                                 {"--n", "--iters", "--pca", "--perplexity", "--device", "--threads", "--data", "--source",
@@ -349,13 +351,25 @@ int run_ne_scale_bench(int argc, char** argv) {
     // One plain fixed-point step at the final map (the step, the sums of every point, the totals
     // back to the host), repeated: the unit of work of an iteration without the optimiser's logic.
     double step_s = std::nan("");
+    json stage_ms = json::object();
     if (steps > 0) {
       auto engine = backend->make_hssne(aff.sparse, prm.alpha, prm.dim, rep);
       engine->start(fit.coords);
       engine->propose(1.0, 1.0, 0.0);
+      const HssneStageTimes before = engine->stage_times();
       const auto t3 = clock();
       for (int r = 0; r < steps; ++r) engine->propose(1.0, 1.0, 0.0);
       step_s = since(t3) / steps;
+      // One evaluation at the final map split into its stages (the grid's or all pairs, then the attraction).
+      const HssneStageTimes after = engine->stage_times();
+      const double per = 1e3 / (after.evaluations - before.evaluations);
+      stage_ms = {{"pairs", (after.pairs - before.pairs) * per},
+                  {"grid_plan", (after.grid_plan - before.grid_plan) * per},
+                  {"scatter", (after.scatter - before.scatter) * per},
+                  {"fft", (after.fft - before.fft) * per},
+                  {"gather", (after.gather - before.gather) * per},
+                  {"far", (after.far - before.far) * per},
+                  {"attraction", (after.attraction - before.attraction) * per}};
     }
     QualityRequest req;
     req.ks = {5};
@@ -368,6 +382,12 @@ int run_ne_scale_bench(int argc, char** argv) {
     std::printf("%8lld %6d %8.2f %8.2f %7.4f %8.2f %8.2f %8.2f %8.2f %10.4f %12.3g %6.3f\n", static_cast<long long>(N),
                 fit.iterations, pca_s, knn_s, recall, aff_s, fit_s, total, qual_s, fit_s / fit.iterations, pairs / step_s,
                 acc);
+    if (steps > 0)
+      std::printf("%8s ms an evaluation at the final map: pairs %.2f, grid plan %.2f, scatter %.2f, FFT %.2f, gather "
+                  "%.2f, far points %.2f, attraction %.2f\n",
+                  "", stage_ms["pairs"].get<double>(), stage_ms["grid_plan"].get<double>(),
+                  stage_ms["scatter"].get<double>(), stage_ms["fft"].get<double>(), stage_ms["gather"].get<double>(),
+                  stage_ms["far"].get<double>(), stage_ms["attraction"].get<double>());
     std::fflush(stdout);
     records.push_back({{"bench", "hssne-scale"}, {"device", backend->name()}, {"source", source}, {"n", N}, {"dim", dim}, {"pca", pca},
                        {"perplexity", perplexity}, {"neighbors", approx ? "approximate" : "exact"},
@@ -376,7 +396,7 @@ int run_ne_scale_bench(int argc, char** argv) {
                        {"restarts", fit.restarts}, {"damped_steps", fit.damped_steps}, {"pca_seconds", pca_s},
                        {"knn_seconds", knn_s}, {"affinity_seconds", aff_s}, {"fit_seconds", fit_s},
                        {"total_seconds", total}, {"quality_seconds", qual_s}, {"step_seconds", step_s},
-                       {"pairs_per_second_step", pairs / step_s}, {"knn5_accuracy", acc},
+                       {"pairs_per_second_step", pairs / step_s}, {"stage_ms", stage_ms}, {"knn5_accuracy", acc},
                        {"objective", fit.objective_trace.back()}});
   }
   bench::write_records(out, records);

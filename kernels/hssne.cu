@@ -19,6 +19,7 @@
 #include <cub/block/block_reduce.cuh>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -315,6 +316,8 @@ class CudaHssneEngine final : public HssneEngine {
     return cur_ = evaluate(y_, sums_);
   }
 
+  HssneStageTimes stage_times() const override { return grid_ ? with_grid_stages(times_, grid_->timings()) : times_; }
+
   void current_sums(HssneSums& out) const override {
     ORRERY_CUDA_CHECK(cudaSetDevice(device_));
     const int F = 4 + 2 * dim_;
@@ -339,31 +342,45 @@ class CudaHssneEngine final : public HssneEngine {
 
  private:
   // The sums at the map y (N x D doubles on the device) into `out`; the totals come back.
+  // The sums at y into out, the totals back. Stage times by the host clock: the repulsion's end is
+  // awaited (one synchronisation, microseconds) so that the attraction is timed apart.
   HssneTotals evaluate(const DeviceBuffer<double>& y, DeviceBuffer<double>& out) {
-    to_float4_kernel<<<point_blocks_, kPointThreads>>>(y.get(), N_, dim_, y4_.get());
-    ORRERY_CUDA_LAUNCHED("to_float4_kernel");
-    if (dim_ == 2) launch<2>(y.get(), out.get());
-    else launch<3>(y.get(), out.get());
+    const auto t0 = std::chrono::steady_clock::now();
+    if (dim_ == 2) launch<2>(y.get(), out.get(), t0);
+    else launch<3>(y.get(), out.get(), t0);
     hssne_totals_kernel<<<1, kTotalsThreads>>>(block_totals_.get(), point_blocks_, totals_.get());
     ORRERY_CUDA_LAUNCHED("hssne_totals_kernel");
     totals_.download(host_totals_.get(), 2);
+    ++times_.evaluations;
     return {host_totals_.get()[0], host_totals_.get()[1]};
   }
 
   // The repulsive sums into partial_ (chunk 0 of the pairs kernel's layout, from the grid; or
-  // every chunk, from all pairs), then the finish kernel.
+  // every chunk, from all pairs), then the finish kernel (the attraction, the per-point results)
+  // up to the totals' download, whose wait ends its timing.
   template <int D>
-  void launch(const double* yd, double* result) {
-    if (grid_ && grid_->sums(yd, partial_.get(), exact_when_cheaper_)) {
-      finish<D>(yd, 1, result);
-      return;
+  void launch(const double* yd, double* result, std::chrono::steady_clock::time_point t0) {
+    int chunks = 1;
+    if (!(grid_ && grid_->sums(yd, partial_.get(), exact_when_cheaper_))) {
+      to_float4_kernel<<<point_blocks_, kPointThreads>>>(yd, N_, dim_, y4_.get());
+      ORRERY_CUDA_LAUNCHED("to_float4_kernel");
+      const dim3 grid = pair_grid(N_, kThreads, chunks_);
+      const float a = static_cast<float>(alpha_);
+      if (dense_) hssne_pairs_kernel<D, true><<<grid, kThreads>>>(y4_.get(), N_, a, pt_.get(), chunks_.chunk, partial_.get());
+      else hssne_pairs_kernel<D, false><<<grid, kThreads>>>(y4_.get(), N_, a, nullptr, chunks_.chunk, partial_.get());
+      ORRERY_CUDA_LAUNCHED("hssne_pairs_kernel");
+      ORRERY_CUDA_CHECK(cudaDeviceSynchronize());
+      times_.pairs += seconds(t0, std::chrono::steady_clock::now());
+      chunks = chunks_.count;
     }
-    const dim3 grid = pair_grid(N_, kThreads, chunks_);
-    const float a = static_cast<float>(alpha_);
-    if (dense_) hssne_pairs_kernel<D, true><<<grid, kThreads>>>(y4_.get(), N_, a, pt_.get(), chunks_.chunk, partial_.get());
-    else hssne_pairs_kernel<D, false><<<grid, kThreads>>>(y4_.get(), N_, a, nullptr, chunks_.chunk, partial_.get());
-    ORRERY_CUDA_LAUNCHED("hssne_pairs_kernel");
-    finish<D>(yd, chunks_.count, result);
+    const auto t1 = std::chrono::steady_clock::now();
+    finish<D>(yd, chunks, result);
+    ORRERY_CUDA_CHECK(cudaDeviceSynchronize());
+    times_.attraction += seconds(t1, std::chrono::steady_clock::now());
+  }
+
+  static double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
   }
 
   template <int D>
@@ -395,6 +412,7 @@ class CudaHssneEngine final : public HssneEngine {
   HssneTotals cur_, trial_totals_;
   std::unique_ptr<DeviceGrid> grid_;  // null: exact repulsion over all pairs
   bool exact_when_cheaper_ = false;
+  HssneStageTimes times_;
 };
 
 }  // namespace

@@ -525,7 +525,7 @@ struct DeviceGrid::Impl {
     box_start_kernel<<<blocks_for(g.num_boxes + 1), kThreads>>>(sorted_key.get(), N, g.num_boxes, start.get());
     ORRERY_CUDA_LAUNCHED("box_start_kernel");
     ORRERY_CUDA_CHECK(cudaDeviceSynchronize());
-    timings.plan += seconds_since(t);
+    timings.grid += seconds_since(t);
     // 3. scatter into the zero-padded grids
     ORRERY_CUDA_CHECK(cudaMemset(charges.get(), 0, charges.size() * sizeof(double)));
     scatter_kernel<D_><<<blocks_for(g.num_nodes), kThreads>>>(y, g, start.get(), order.get(), weights.get(),
@@ -584,7 +584,7 @@ bool DeviceGrid::sums(const double* y, double* out, bool only_if_cheaper) {
   interp::Bounds box;
   double cells = 0;
   const long long far_count = I.choose(y, box, cells);
-  I.timings.plan += seconds_since(t);
+  I.timings.grid += seconds_since(t);
   if (only_if_cheaper) {
     const double units = interp::grid_units(cells, I.D) +
                          interp::kPairUnits * 2.0 * static_cast<double>(far_count) * static_cast<double>(I.N);
@@ -600,7 +600,7 @@ void DeviceGrid::freeze(const double* reference, double margin) {
   auto t = std::chrono::steady_clock::now();
   interp::Bounds box = I.full_box(reference);
   for (int d = 0; d < I.D; ++d) box.lo[d] -= margin, box.hi[d] += margin;
-  I.timings.plan += seconds_since(t);
+  I.timings.grid += seconds_since(t);
   if (I.D == 2) I.field<2>(reference, box, 0, t);
   else I.field<3>(reference, box, 0, t);
   I.frozen = true;

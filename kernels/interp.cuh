@@ -37,7 +37,7 @@ class DeviceGrid {
 
   // Seconds per stage over every call (each call synchronises once at its end to read them).
   struct Timings {
-    double plan = 0, scatter = 0, fft = 0, gather = 0, far = 0;
+    double grid = 0, scatter = 0, fft = 0, gather = 0, far = 0;
     int calls = 0;
     long long far_points = 0;  // at the last call
   };

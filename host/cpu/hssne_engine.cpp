@@ -177,7 +177,9 @@ ORRERY_CLONES void dense_row(const double* yt, index_t N, index_t i, const doubl
 // attraction alone.
 template <int D>
 void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, int threads,
-              RepulsionGrid* grid, bool exact_when_cheaper, RepulsionSums& rep, HssneSums& out) {
+              RepulsionGrid* grid, bool exact_when_cheaper, RepulsionSums& rep, HssneSums& out,
+              HssneStageTimes& times) {
+  const double t0 = omp_get_wtime();
   const index_t N = Y.rows;
   resize_sums(out, N, D);
   const std::vector<double> yt = cpu::by_dimension<double>(Y);
@@ -187,6 +189,7 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
   } else if (grid) {
     grid->sums(Y, rep);
   }
+  const double t1 = omp_get_wtime();
 #pragma omp parallel for schedule(static) num_threads(nthreads(threads))
   for (index_t i = 0; i < N; ++i) {
     math::HssneRow<double, D> acc;
@@ -214,12 +217,18 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
       out.hsy(i, d) = acc.hsy[d];
     }
   }
+  // Rows without a grid sum their repulsion and attraction in one pass: all of it counts as pairs.
+  const double t2 = omp_get_wtime();
+  if (grid) times.attraction += t2 - t1;
+  else times.pairs += t2 - t0;
+  ++times.evaluations;
 }
 
 template <int D>
 HssneTotals cpu_evaluate(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, int threads,
-                         RepulsionGrid* grid, bool exact_when_cheaper, RepulsionSums& rep, HssneSums& out) {
-  cpu_sums<D>(Y, alpha, P, S, threads, grid, exact_when_cheaper, rep, out);
+                         RepulsionGrid* grid, bool exact_when_cheaper, RepulsionSums& rep, HssneSums& out,
+                         HssneStageTimes& times) {
+  cpu_sums<D>(Y, alpha, P, S, threads, grid, exact_when_cheaper, rep, out, times);
   HssneTotals t;
   for (size_t i = 0; i < out.h.size(); ++i) {
     t.z += out.h[i];
@@ -362,6 +371,8 @@ class CpuHssneEngine final : public HssneEngine {
     out.hsy = outside(sums_.hsy);
   }
   HssneState state() const override { return {outside(y_), outside(prev_), outside(velocity_), outside(gains_)}; }
+
+  HssneStageTimes stage_times() const override { return grid_ ? with_grid_stages(times_, grid_->timings()) : times_; }
   HssneTotals restore(const HssneState& s) override {
     for (const MatrixD* m : {&s.y, &s.prev, &s.velocity, &s.gains})
       if (m->rows != N_ || m->cols != dim_) internal_error("hssne: a saved state has the wrong shape");
@@ -396,8 +407,8 @@ class CpuHssneEngine final : public HssneEngine {
   }
 
   HssneTotals evaluate(const MatrixD& Y, HssneSums& out) {
-    return dim_ == 2 ? cpu_evaluate<2>(Y, alpha_, P_, S_, threads_, grid_.get(), exact_when_cheaper_, rep_, out)
-                     : cpu_evaluate<3>(Y, alpha_, P_, S_, threads_, grid_.get(), exact_when_cheaper_, rep_, out);
+    return dim_ == 2 ? cpu_evaluate<2>(Y, alpha_, P_, S_, threads_, grid_.get(), exact_when_cheaper_, rep_, out, times_)
+                     : cpu_evaluate<3>(Y, alpha_, P_, S_, threads_, grid_.get(), exact_when_cheaper_, rep_, out, times_);
   }
 
   const MatrixD* P_;
@@ -409,6 +420,7 @@ class CpuHssneEngine final : public HssneEngine {
   HssneSums sums_, trial_sums_;
   HssneTotals cur_, trial_totals_;
   std::unique_ptr<RepulsionGrid> grid_;  // null: exact repulsion over all pairs
+  HssneStageTimes times_;
   bool exact_when_cheaper_ = false;
   RepulsionSums rep_;
   // The engine's numbering (empty: the caller's): order_[r] is the caller's point r; local_ is P

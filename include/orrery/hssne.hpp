@@ -136,6 +136,25 @@ struct HssneState {
   MatrixD y, prev, velocity, gains;
 };
 
+// Seconds an engine has spent in each stage of its evaluations so far (benchmarks split an
+// iteration with them): the repulsion (all pairs, or the grid's plan, scatter, FFT, gather and far
+// points), then the attraction over P with the per-point results and totals. 0 for a stage the
+// engine does not run.
+struct HssneStageTimes {
+  double pairs = 0;                                                // exact repulsion over all pairs
+  double grid_plan = 0, scatter = 0, fft = 0, gather = 0, far = 0;  // interpolated repulsion
+  double attraction = 0;
+  int evaluations = 0;
+};
+
+// An engine's times with its interpolation grid's stages (the CPU grid's timings or the device
+// grid's: the same fields).
+template <class GridTimings>
+HssneStageTimes with_grid_stages(HssneStageTimes t, const GridTimings& g) {
+  t.grid_plan = g.grid, t.scatter = g.scatter, t.fft = g.fft, t.gather = g.gather, t.far = g.far;
+  return t;
+}
+
 // Affinities and the optimiser's state resident on one backend: the current map Y with its
 // per-point sums, the previous iterate, a trial map with its sums, and the gradient method's
 // velocity and gains. The optimisers (host/methods/hssne.cpp) drive it with O(1) values per
@@ -166,6 +185,8 @@ class HssneEngine {
   // the same arithmetic as every step, so the run continues with the same bits.
   virtual HssneState state() const = 0;
   virtual HssneTotals restore(const HssneState& s) = 0;
+  // Time per stage over every evaluation so far.
+  virtual HssneStageTimes stage_times() const = 0;
 };
 
 // Engines come from Backend::make_hssne (P dense N x N or sparse CSR, which must outlive the

@@ -326,6 +326,31 @@ TEST(InterpolatedRepulsion, GridEngineSpeaksInTheCallersNumbering) {
   EXPECT_NE(a.z, t0.z);
 }
 
+// The engines time their stages: the grid's engine its grid stages and the attraction apart, the
+// exact engine all pairs; every evaluation (start, propose, damp) is counted.
+TEST(InterpolatedRepulsion, EnginesTimeTheirStages) {
+  std::vector<int> labels;
+  const SparseAffinity P = class_affinities(labels, 4);
+  auto cpu = make_backend("cpu", 2);
+  const MatrixD Y = clustered_map(600, 2, 15.0, 13);
+  HssneRepulsion interp;
+  interp.interpolated = true;
+  auto exact = cpu->make_hssne(P, 1.0, 2), approx = cpu->make_hssne(P, 1.0, 2, interp);
+  for (HssneEngine* e : {exact.get(), approx.get()}) {
+    EXPECT_EQ(e->stage_times().evaluations, 0);
+    e->start(Y);
+    e->propose(1.0, 1.0, 0.0);
+    e->damp();
+  }
+  const HssneStageTimes te = exact->stage_times(), ta = approx->stage_times();
+  EXPECT_EQ(te.evaluations, 3);
+  EXPECT_EQ(ta.evaluations, 3);
+  EXPECT_GT(te.pairs, 0.0);
+  EXPECT_EQ(te.fft + te.scatter + te.gather + te.attraction, 0.0) << "no grid, and the attraction is in the pairs' pass";
+  EXPECT_EQ(ta.pairs, 0.0);
+  for (double t : {ta.fft, ta.scatter, ta.gather, ta.attraction}) EXPECT_GT(t, 0.0);
+}
+
 // A whole fit on the grid: J (the interpolated one the guard sees) never rises after the
 // exaggeration, the classes separate, and 1 and 2 threads give the same bits.
 TEST(InterpolatedRepulsion, FitDescendsSeparatesAndIsDeterministic) {

@@ -70,8 +70,9 @@ std::vector<F> input_table(const std::string& method) {
                  "(hnswlib, M 16, ef_construction 100, ef 150; reproducible for any thread count), its recall "
                  "estimated on 1,000 seeded points and written in the report as input.neighbor_recall; auto: exact "
                  "up to 5,000 points on the CPU (where the two cost the same), approximate above (2 cores, "
-                 "Fashion-MNIST: 1.8x faster at 10,000 points, 9x at 70,000, recall@90 0.999), exact on a GPU. "
-                 "approximate with affinities auto selects sparse affinities."});
+                 "Fashion-MNIST: 1.8x faster at 10,000 points, 9x at 70,000, recall@90 0.999), exact on a GPU "
+                 "(tiled double-precision GEMMs, the candidates re-ranked by the exact distances). approximate with "
+                 "affinities auto selects sparse affinities."});
   if (!snerv)
     t.push_back({"neighbor_ef", &NeInputSpec::neighbor_ef,
                  "The approximate search's candidate list per query (hnswlib ef; at least k + 1 is used): raise it "

@@ -4,14 +4,16 @@
 //      dear, exact order statistics per axis (a radix sort of each coordinate column) for the
 //      trimmed boxes; the host picks the cheapest box (interp::cheapest_bounds) and the points
 //      outside it are listed in index order (a flag scan);
-//   2. each point's box and Lagrange weights; points sorted by box with a stable radix sort, so
-//      a box's points keep index order; each box's first position by binary search;
-//   3. scatter: one thread per node sums its box's points' charges {1, y - c} in that order and
-//      writes them into the zero-padded grid: no two threads write one node;
+//   2. each point's stencil (math::stencil_of: its first node per axis, the point's stencil
+//      position) and Lagrange weights; points sorted by stencil position with a stable radix sort,
+//      so the points of one position keep index order; each position's first point by binary search;
+//   3. scatter: one thread per node sums the charges {1, y - c} of the points whose stencils reach
+//      it (the p^D stencil positions n - p < s <= n), positions in order, and writes them into the
+//      zero-padded grid: no two threads write one node, and each node's order is the CPU's;
 //   4. convolution: the D + 1 charge grids transformed by one batched cuFFT D2Z plan, multiplied
 //      by the kernels' real spectra (made once per grid shape, scaled by 1/M), the D + 2 products
 //      transformed back by one Z2D plan;
-//   5. gather: one thread per point reads its box's nodes (math::gather_potentials) and removes its
+//   5. gather: one thread per point reads its stencil's nodes (math::gather_potentials) and removes its
 //      self term (math::grid_self_term); far points get their sums over all points exactly (a block
 //      each, a fixed-shape reduction), and every other point adds its sums over the far points
 //      (exact_sums.cuh).
@@ -60,12 +62,13 @@ int blocks_for(long long n) { return static_cast<int>(std::max(1LL, (n + kThread
 struct Shape {
   int p = 0;
   int boxes[3] = {1, 1, 1};
-  long box_stride[3] = {1, 0, 0};
   long node_stride[3] = {1, 0, 0};  // in the padded grid: 2 G_d nodes per axis
   int nodes[3] = {1, 1, 1};         // G_d
   double origin[3] = {0, 0, 0}, centre[3] = {0, 0, 0};
-  double w = 0;
-  long num_boxes = 0, num_nodes = 0, cells = 0, spectrum = 0;  // spectrum: complex values per grid
+  double w = 0, h = 0;  // box width, node spacing
+  long num_nodes = 0, cells = 0, spectrum = 0;  // spectrum: complex values per grid
+  long sten[3] = {1, 1, 1}, sten_stride[3] = {1, 0, 0};  // stencil positions per axis (G_d - p + 1)
+  long num_sten = 0;
 };
 
 // --- 1. plan
@@ -126,9 +129,9 @@ __global__ void far_list_kernel(const int* __restrict__ flag, const int* __restr
   if (i < N && flag[i]) far[pos[i]] = i;
 }
 
-// --- 2. boxes and weights
+// --- 2. stencils and weights
 
-// Point i's box (key; far points get num_boxes, after every box) and its weights (D x p).
+// Point i's stencil position (key; far points get num_sten, after every position) and its weights (D x p).
 template <int D>
 __global__ void point_kernel(const double* __restrict__ y, long long N, Shape g, const int* __restrict__ far_flag,
                              unsigned* __restrict__ key, index_t* __restrict__ index, double* __restrict__ weights) {
@@ -138,19 +141,19 @@ __global__ void point_kernel(const double* __restrict__ y, long long N, Shape g,
   double* wi = weights + i * D * g.p;
   for (int d = 0; d < D; ++d) {
     double u;
-    const int bd = math::box_of(y[i * D + d], g.origin[d], g.w, g.boxes[d], u);
+    const int sd = math::stencil_of(y[i * D + d], g.origin[d], g.h, g.nodes[d], g.p, u);
     math::lagrange_weights(u, g.p, wi + d * g.p);
-    b += bd * g.box_stride[d];
+    b += sd * g.sten_stride[d];
   }
-  key[i] = static_cast<unsigned>(far_flag && far_flag[i] ? g.num_boxes : b);
+  key[i] = static_cast<unsigned>(far_flag && far_flag[i] ? g.num_sten : b);
   index[i] = i;
 }
 
-// start[b] = the first sorted position whose key is >= b, for b in [0, num_boxes].
-__global__ void box_start_kernel(const unsigned* __restrict__ sorted_key, long long N, long num_boxes,
+// start[b] = the first sorted position whose key is >= b, for b in [0, num_keys].
+__global__ void key_start_kernel(const unsigned* __restrict__ sorted_key, long long N, long num_keys,
                                  long long* __restrict__ start) {
   const long long b = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (b > num_boxes) return;
+  if (b > num_keys) return;
   long long lo = 0, hi = N;
   while (lo < hi) {
     const long long mid = lo + (hi - lo) / 2;
@@ -162,31 +165,37 @@ __global__ void box_start_kernel(const unsigned* __restrict__ sorted_key, long l
 
 // --- 3. scatter
 
-// Node n of the unpadded grid (axis 0 fastest) sums the charges of its box's points in their
-// sorted (index) order, each weighted as math::for_box_nodes weights it on the CPU.
+// Node n of the unpadded grid (axis 0 fastest) sums the charges of the points whose stencils reach
+// it: stencil positions s with n_d - p < s_d <= n_d, in their linear order, each position's points
+// in sorted (index) order, each weighted as math::for_stencil_nodes weights it on the CPU.
 template <int D>
 __global__ void scatter_kernel(const double* __restrict__ y, Shape g, const long long* __restrict__ start,
                                const index_t* __restrict__ order, const double* __restrict__ weights,
                                double* __restrict__ charges) {
   const long long n = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (n >= g.num_nodes) return;
-  int k[3] = {0, 0, 0};
-  long b = 0, node = 0;
+  int nd[3] = {0, 0, 0}, lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+  long node = 0;
   long long rest = n;
   for (int d = 0; d < D; ++d) {
-    const int nd = static_cast<int>(rest % g.nodes[d]);
+    nd[d] = static_cast<int>(rest % g.nodes[d]);
     rest /= g.nodes[d];
-    k[d] = nd % g.p;
-    b += (nd / g.p) * g.box_stride[d];
-    node += nd * g.node_stride[d];
+    node += nd[d] * g.node_stride[d];
+    lo[d] = nd[d] - g.p + 1 > 0 ? nd[d] - g.p + 1 : 0;
+    hi[d] = nd[d] < g.sten[d] - 1 ? nd[d] : static_cast<int>(g.sten[d] - 1);
   }
   double c[D + 1] = {};
-  for (long long q = start[b]; q < start[b + 1]; ++q) {
-    const index_t i = order[q];
-    const double wt = math::box_node_weight<D>(weights + i * D * g.p, g.p, k[0], k[1], k[2]);
-    c[0] += wt;
-    for (int d = 0; d < D; ++d) c[d + 1] += wt * (y[i * D + d] - g.centre[d]);
-  }
+  for (int s2 = lo[2]; s2 <= hi[2]; ++s2)
+    for (int s1 = lo[1]; s1 <= hi[1]; ++s1)
+      for (int s0 = lo[0]; s0 <= hi[0]; ++s0) {
+        const long b = s0 + s1 * g.sten_stride[1] + (D == 3 ? s2 * g.sten_stride[2] : 0);
+        for (long long q = start[b]; q < start[b + 1]; ++q) {
+          const index_t i = order[q];
+          const double wt = math::stencil_node_weight<D>(weights + i * D * g.p, g.p, nd[0] - s0, nd[1] - s1, nd[2] - s2);
+          c[0] += wt;
+          for (int d = 0; d < D; ++d) c[d + 1] += wt * (y[i * D + d] - g.centre[d]);
+        }
+      }
   for (int q = 0; q <= D; ++q) charges[q * g.cells + node] = c[q];
 }
 
@@ -238,11 +247,11 @@ __global__ void multiply_kernel(const cufftDoubleComplex* __restrict__ s, long n
 
 // --- 5. gather
 
-// The first node of box b in the padded grid.
+// The first node of stencil position b in the padded grid.
 template <int D>
-__device__ __forceinline__ long box_base(const Shape& g, long b) {
+__device__ __forceinline__ long stencil_base(const Shape& g, long b) {
   long base = 0;
-  for (int d = 0; d < D; ++d) base += (b / g.box_stride[d]) % g.boxes[d] * g.p * g.node_stride[d];
+  for (int d = 0; d < D; ++d) base += (b / g.sten_stride[d]) % g.sten[d] * g.node_stride[d];
   return base;
 }
 
@@ -258,7 +267,7 @@ __global__ void gather_kernel(const double* __restrict__ y, long long N, long lo
   const index_t i = order[q];
   const double* wi = weights + i * D * g.p;
   double acc[D + 2], sh, shs, yi[D], h, hs, hsy[D];
-  math::gather_potentials<D>(g.p, wi, g.node_stride, box_base<D>(g, static_cast<long>(sorted_key[q])), potentials,
+  math::gather_potentials<D>(g.p, wi, g.node_stride, stencil_base<D>(g, static_cast<long>(sorted_key[q])), potentials,
                              g.cells, acc);
   math::grid_self_term<D>(wi, g.p, self_h, self_hs, sh, shs);
   for (int d = 0; d < D; ++d) yi[d] = y[i * D + d];
@@ -278,19 +287,19 @@ __global__ void gather_at_kernel(const double* __restrict__ q, long long count, 
   const long long a = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (a >= count) return;
   double wi[D * math::kMaxInterpNodes], ya[D];
-  long b = 0;
+  long base = 0;
   bool in = true;
   for (int d = 0; d < D; ++d) {
     ya[d] = q[a * D + d];
     in = in && ya[d] >= g.origin[d] && ya[d] <= g.origin[d] + g.w * g.boxes[d];
     double u;
-    b += math::box_of(ya[d], g.origin[d], g.w, g.boxes[d], u) * g.box_stride[d];
+    base += math::stencil_of(ya[d], g.origin[d], g.h, g.nodes[d], g.p, u) * g.node_stride[d];
     math::lagrange_weights(u, g.p, wi + d * g.p);
   }
   inside[a] = in ? 1 : 0;
   double acc[D + 2] = {}, h = 0, hs = 0, hsy[D] = {};
   if (in) {
-    math::gather_potentials<D>(g.p, wi, g.node_stride, box_base<D>(g, b), potentials, g.cells, acc);
+    math::gather_potentials<D>(g.p, wi, g.node_stride, base, potentials, g.cells, acc);
     math::grid_point_sums<D>(acc, 0.0, 0.0, g.centre, ya, h, hs, hsy);  // no self term
   }
   out[a] = h;
@@ -436,15 +445,16 @@ struct DeviceGrid::Impl {
     const int p = s.nodes;
     g.cells = 1;
     g.num_nodes = 1;
-    g.num_boxes = 1;
+    g.num_sten = 1;
     for (int d = 0; d < D; ++d) {
       g.boxes[d] = boxes[static_cast<size_t>(d)];
       g.nodes[d] = g.boxes[d] * p;
       g.node_stride[d] = d == 0 ? 1 : g.node_stride[d - 1] * 2 * g.nodes[d - 1];
-      g.box_stride[d] = d == 0 ? 1 : g.box_stride[d - 1] * g.boxes[d - 1];
       g.cells *= 2L * g.nodes[d];
       g.num_nodes *= g.nodes[d];
-      g.num_boxes *= g.boxes[d];
+      g.sten[d] = g.nodes[d] - p + 1;
+      g.sten_stride[d] = d == 0 ? 1 : g.sten_stride[d - 1] * g.sten[d - 1];
+      g.num_sten *= g.sten[d];
     }
     g.spectrum = g.cells / (2L * g.nodes[0]) * (g.nodes[0] + 1);
     // cuFFT's axes are row-major (the last fastest): ours reversed.
@@ -462,7 +472,7 @@ struct DeviceGrid::Impl {
                   " free; use a larger params.interp_box or params.repulsion \"exact\"");
     };
     double bytes = 8.0 * (2 * D + 3) * static_cast<double>(g.cells) +
-                   16.0 * (2 * D + 4) * static_cast<double>(g.spectrum);
+                   16.0 * (2 * D + 4) * static_cast<double>(g.spectrum) + 8.0 * static_cast<double>(g.num_sten + 1);
     if (bytes > static_cast<double>(free_bytes) || (D + 2) * g.cells > std::numeric_limits<int>::max()) refuse(bytes);
     size_t work_forward = 0, work_inverse = 0;
     ORRERY_CUFFT_CHECK(cufftEstimateMany(D, n, nullptr, 1, static_cast<int>(g.cells), nullptr, 1,
@@ -507,23 +517,24 @@ struct DeviceGrid::Impl {
     const interp::GridPlan plan = interp::plan_grid(box, D_, s);
     shape(plan.need, plan.w / s.nodes);
     g.w = plan.w;
+    g.h = spacing;
     for (int d = 0; d < D_; ++d) {
       g.origin[d] = plan.origin[d];
       g.centre[d] = g.origin[d] + 0.5 * g.w * g.boxes[d];
     }
-    // 2. boxes, weights, the points sorted by box
+    // 2. stencils, weights, the points sorted by stencil position
     point_kernel<D_><<<blocks_for(N), kThreads>>>(y, N, g, far_count ? far_flag.get() : nullptr, key.get(), index.get(),
                                                    weights.get());
     ORRERY_CUDA_LAUNCHED("point_kernel");
     int end_bit = 1;
-    while ((1L << end_bit) <= g.num_boxes) ++end_bit;
+    while ((1L << end_bit) <= g.num_sten) ++end_bit;
     scratch.run([&](void* tmp, size_t& bytes) {
       return cub::DeviceRadixSort::SortPairs(tmp, bytes, key.get(), sorted_key.get(), index.get(), order.get(),
                                              static_cast<int>(N), 0, end_bit);
     });
-    start.resize(static_cast<size_t>(g.num_boxes + 1));
-    box_start_kernel<<<blocks_for(g.num_boxes + 1), kThreads>>>(sorted_key.get(), N, g.num_boxes, start.get());
-    ORRERY_CUDA_LAUNCHED("box_start_kernel");
+    start.resize(static_cast<size_t>(g.num_sten + 1));
+    key_start_kernel<<<blocks_for(g.num_sten + 1), kThreads>>>(sorted_key.get(), N, g.num_sten, start.get());
+    ORRERY_CUDA_LAUNCHED("key_start_kernel");
     ORRERY_CUDA_CHECK(cudaDeviceSynchronize());
     timings.grid += seconds_since(t);
     // 3. scatter into the zero-padded grids

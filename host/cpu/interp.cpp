@@ -2,14 +2,17 @@
 // math/interp.hpp). One evaluation:
 //   1. the grid: boxes of width w aligned to multiples of w, covering the map, counts per axis
 //      rounded up so that the padded FFT axis 2 p boxes is 2^a 3^b 5^c 7^d;
-//   2. each point's box and Lagrange weights; points ordered by box (a stable counting sort);
-//   3. scatter: each box sums its own points' charges {1, y - c} (c the grid's centre, which keeps the
-//      charges small) into its own p^D nodes, boxes in parallel, points in index order: no two
-//      threads write one node, so there is nothing to race on and the sums have a fixed order;
+//   2. each point's stencil (the p^D nodes nearest to it, math::stencil_of: its first node per
+//      axis, the point's "cell") and Lagrange weights; points ordered by cell (a stable counting
+//      sort, axis 0 fastest);
+//   3. scatter: the charges {1, y - c} (c the grid's centre, which keeps the charges small), by
+//      rows of nodes along axis 0, the rows in parallel: a row sums the points of the p (p^2 in
+//      3-D) rows of cells whose stencils reach it, in cell order, so no two threads write one node
+//      and every node's sum has a fixed order;
 //   4. convolution (cpu::GridConvolution): each charge's grid zero-padded to 2G per axis,
 //      transformed, multiplied by the kernels' transforms (made once per grid shape), transformed
 //      back, each transform pruned and spread over the threads;
-//   5. gather: each point's potentials from its box's nodes with the same weights; the self term,
+//   5. gather: each point's potentials from its stencil's nodes with the same weights; the self term,
 //      as the grid computes it (math::self_overlap), taken out.
 // The grid covers the map's box, or a smaller one where that is cheaper counting the few points it
 // leaves out (choose_bounds); those far points' shares are summed exactly (cpu::add_far_repulsion).
@@ -116,23 +119,24 @@ struct RepulsionGrid::Impl {
   double alpha;
   InterpSettings s;
   int threads;
-  // The current shape: boxes and nodes per axis, node strides, padded axes.
+  // The current shape: boxes and nodes per axis, node strides, padded axes; cells (stencil
+  // positions) per axis and their strides.
   std::vector<int> boxes, nodes, padded;
+  long cells[3] = {1, 1, 1}, cell_stride[3] = {1, 0, 0}, num_cells = 1;
   double spacing = 0;  // node spacing h = w / p
   long node_stride[3] = {1, 0, 0};
   long num_nodes = 0;
   std::unique_ptr<cpu::GridConvolution> conv;
   std::vector<double> kernel_h, kernel_hs;  // the kernels' spectra (conv.kernel_spectrum)
-  std::vector<double> self_h, self_hs;  // the kernels at the (2p - 1)^D node offsets within a box
+  std::vector<double> self_h, self_hs;  // the kernels at the (2p - 1)^D node offsets within a stencil
   std::vector<double> charges;     // (D + 1) x num_nodes: {1, y_0 - c_0, ..., y_{D-1} - c_{D-1}}
   std::vector<double> potentials;  // (D + 2) x num_nodes: H * 1, HS * 1, HS * (y_d - c_d)
-  std::vector<long> box_start;     // counting sort
+  std::vector<long> cell_start;  // counting sort
   std::vector<index_t> order;
-  std::vector<long> point_box;  // linear box index per point
+  std::vector<long> point_cell;  // linear cell index per point (-1: a far point)
   std::vector<double> weights;  // N x D x p
-  // The current grid's placement: box width, first node, the charges' centre, box strides.
+  // The current grid's placement: box width, first node's box edge, the charges' centre.
   double w = 0, origin[3] = {0, 0, 0}, centre[3] = {0, 0, 0};
-  long box_stride[3] = {1, 0, 0};
   RepulsionGrid::Timings timings;
 
   Impl(int dim, double a, const InterpSettings& st, int t) : D(dim), alpha(a), s(st), threads(t) {}
@@ -142,8 +146,9 @@ struct RepulsionGrid::Impl {
   // it exceeds the memory available: a map this wide needs wider boxes or the exact sums.
   void check_memory() const {
     const double spectrum_values = static_cast<double>(cpu::GridConvolution::spectrum_length(nodes));
+    // charges, potentials and the cells' starts: (2D + 3) + 1 values a node
     const double bytes = cpu::GridConvolution::bytes(nodes, threads, 2) + 2 * 8 * spectrum_values +
-                         8.0 * (2 * D + 3) * static_cast<double>(num_nodes);
+                         8.0 * (2 * D + 4) * static_cast<double>(num_nodes);
     const double available = available_host_memory();
     if (bytes > available) {
       std::string shape_text;
@@ -169,7 +174,10 @@ struct RepulsionGrid::Impl {
       padded[static_cast<size_t>(d)] = 2 * nodes[static_cast<size_t>(d)];
       if (d > 0) node_stride[d] = node_stride[d - 1] * nodes[static_cast<size_t>(d - 1)];
       num_nodes *= nodes[static_cast<size_t>(d)];
+      cells[d] = nodes[static_cast<size_t>(d)] - s.nodes + 1;
+      if (d > 0) cell_stride[d] = cell_stride[d - 1] * cells[d - 1];
     }
+    num_cells = cell_stride[D - 1] * cells[D - 1];
     // The old grid goes first (the peak is one grid, not two), and no stale plan survives a refusal.
     conv.reset();
     std::vector<double>().swap(kernel_h);
@@ -194,11 +202,11 @@ struct RepulsionGrid::Impl {
     potentials.assign(static_cast<size_t>((D + 2) * num_nodes), 0.0);
   }
 
-  // The first node of box b: box coordinates times p in node units.
+  // The first node of cell c's stencil.
   template <int D_>
-  long box_base(long b) const {
+  long cell_base(long c) const {
     long base = 0;
-    for (int d = 0; d < D_; ++d) base += (b / box_stride[d]) % boxes[static_cast<size_t>(d)] * s.nodes * node_stride[d];
+    for (int d = 0; d < D_; ++d) base += (c / cell_stride[d]) % cells[d] * node_stride[d];
     return base;
   }
 
@@ -231,57 +239,66 @@ void RepulsionGrid::Impl::field(const MatrixD& Y, const Bounds& box, const std::
     origin[d] = plan.origin[d];
     centre[d] = origin[d] + 0.5 * w * boxes[static_cast<size_t>(d)];
   }
-  for (int d = 1; d < D_; ++d) box_stride[d] = box_stride[d - 1] * boxes[static_cast<size_t>(d - 1)];
-  const long num_boxes = box_stride[D_ - 1] * boxes[static_cast<size_t>(D_ - 1)];
+  const double h = spacing;
 
-  // 2. boxes and weights, then points ordered by box
-  point_box.resize(static_cast<size_t>(N));
+  // 2. stencils and weights, then points ordered by cell
+  point_cell.resize(static_cast<size_t>(N));
   weights.resize(static_cast<size_t>(N * D_ * p));
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (index_t i = 0; i < N; ++i) {
-    long b = 0;
+    long c = 0;
     double* wi = weights.data() + static_cast<size_t>(i * D_ * p);
     for (int d = 0; d < D_; ++d) {
       double u;
-      const int bd = math::box_of(Y(i, d), origin[d], w, boxes[static_cast<size_t>(d)], u);
+      const int sd = math::stencil_of(Y(i, d), origin[d], h, nodes[static_cast<size_t>(d)], p, u);
       math::lagrange_weights(u, p, wi + d * p);
-      b += bd * box_stride[d];
+      c += sd * cell_stride[d];
     }
-    point_box[static_cast<size_t>(i)] = b;
+    point_cell[static_cast<size_t>(i)] = c;
   }
-  for (index_t i : far) point_box[static_cast<size_t>(i)] = -1;  // no charge on the grid
-  box_start.assign(static_cast<size_t>(num_boxes + 1), 0);
+  for (index_t i : far) point_cell[static_cast<size_t>(i)] = -1;  // no charge on the grid
+  cell_start.assign(static_cast<size_t>(num_cells + 1), 0);
   for (index_t i = 0; i < N; ++i)
-    if (point_box[static_cast<size_t>(i)] >= 0) ++box_start[static_cast<size_t>(point_box[static_cast<size_t>(i)] + 1)];
-  for (long b = 0; b < num_boxes; ++b) box_start[static_cast<size_t>(b + 1)] += box_start[static_cast<size_t>(b)];
-  order.resize(static_cast<size_t>(box_start.back()));
+    if (point_cell[static_cast<size_t>(i)] >= 0) ++cell_start[static_cast<size_t>(point_cell[static_cast<size_t>(i)] + 1)];
+  for (long c = 0; c < num_cells; ++c) cell_start[static_cast<size_t>(c + 1)] += cell_start[static_cast<size_t>(c)];
+  order.resize(static_cast<size_t>(cell_start.back()));
   {
-    std::vector<long> fill(box_start.begin(), box_start.end() - 1);
+    std::vector<long> fill(cell_start.begin(), cell_start.end() - 1);
     for (index_t i = 0; i < N; ++i) {
-      const long b = point_box[static_cast<size_t>(i)];
-      if (b >= 0) order[static_cast<size_t>(fill[static_cast<size_t>(b)]++)] = i;
+      const long c = point_cell[static_cast<size_t>(i)];
+      if (c >= 0) order[static_cast<size_t>(fill[static_cast<size_t>(c)]++)] = i;
     }
   }
 
   lap(timings.grid);
-  // 3. scatter
+  // 3. scatter, by rows of nodes along axis 0: row (n1, n2) takes the points of the cell rows
+  // (s1, s2) with n_d - p < s_d <= n_d, each point's p nodes n0 = s0 .. s0 + p - 1 of the row
   std::fill(charges.begin(), charges.end(), 0.0);
   const long nn = num_nodes;
-#pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
-  for (long b = 0; b < num_boxes; ++b) {
-    const long first = box_start[static_cast<size_t>(b)], last = box_start[static_cast<size_t>(b + 1)];
-    if (first == last) continue;
-    const long base = box_base<D_>(b);
-    for (long q = first; q < last; ++q) {
-      const index_t i = order[static_cast<size_t>(q)];
-      double yc[3];
-      for (int d = 0; d < D_; ++d) yc[d] = Y(i, d) - centre[d];
-      math::for_box_nodes<D_>(p, weights.data() + static_cast<size_t>(i * D_ * p), node_stride, base,
-                        [&](long node, double wt) {
-                          charges[static_cast<size_t>(node)] += wt;
-                          for (int d = 0; d < D_; ++d) charges[static_cast<size_t>((d + 1) * nn + node)] += wt * yc[d];
-                        });
-    }
+  const long G1 = nodes[1], rows = nn / nodes[0];
+#pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
+  for (long r = 0; r < rows; ++r) {
+    const long n1 = r % G1, n2 = r / G1;
+    double* row_charges = charges.data() + r * nodes[0];
+    for (long s2 = std::max(0L, n2 - p + 1); s2 <= std::min(n2, cells[2] - 1); ++s2)
+      for (long s1 = std::max(0L, n1 - p + 1); s1 <= std::min(n1, cells[1] - 1); ++s1) {
+        const int k1 = static_cast<int>(n1 - s1), k2 = static_cast<int>(n2 - s2);
+        const long first_cell = s1 * cell_stride[1] + s2 * cell_stride[2];
+        const long first = cell_start[static_cast<size_t>(first_cell)];
+        const long last = cell_start[static_cast<size_t>(first_cell + cells[0])];
+        for (long q = first; q < last; ++q) {
+          const index_t i = order[static_cast<size_t>(q)];
+          const double* wi = weights.data() + static_cast<size_t>(i * D_ * p);
+          double* at = row_charges + point_cell[static_cast<size_t>(i)] % cells[0];
+          double yc[3];
+          for (int d = 0; d < D_; ++d) yc[d] = Y(i, d) - centre[d];
+          for (int k0 = 0; k0 < p; ++k0) {
+            const double wt = math::stencil_node_weight<D_>(wi, p, k0, k1, k2);
+            at[k0] += wt;
+            for (int d = 0; d < D_; ++d) at[(d + 1) * nn + k0] += wt * yc[d];
+          }
+        }
+      }
   }
 
   lap(timings.scatter);
@@ -308,7 +325,7 @@ void RepulsionGrid::Impl::run(const MatrixD& Y, const Bounds& box, const std::ve
   out.h.resize(static_cast<size_t>(N));
   out.hs.resize(static_cast<size_t>(N));
   if (out.hsy.rows != N || out.hsy.cols != D_) out.hsy = MatrixD(N, D_);
-  // points in box order: consecutive points read the same nodes (cache hits), and each point's
+  // points in cell order: consecutive points read the same nodes (cache hits), and each point's
   // sums are its own, so the order changes no bits
   const auto inside = static_cast<index_t>(order.size());
 #pragma omp parallel for schedule(static) num_threads(threads)
@@ -316,7 +333,7 @@ void RepulsionGrid::Impl::run(const MatrixD& Y, const Bounds& box, const std::ve
     const index_t i = order[static_cast<size_t>(at)];
     const double* wi = weights.data() + static_cast<size_t>(i * D_ * p);
     double acc[D_ + 2], sh, shs, y[D_], hsy[D_];
-    math::gather_potentials<D_>(p, wi, node_stride, box_base<D_>(point_box[static_cast<size_t>(i)]), potentials.data(),
+    math::gather_potentials<D_>(p, wi, node_stride, cell_base<D_>(point_cell[static_cast<size_t>(i)]), potentials.data(),
                                 nn, acc);
     math::grid_self_term<D_>(wi, p, self_h.data(), self_hs.data(), sh, shs);
     for (int d = 0; d < D_; ++d) y[d] = Y(i, d);
@@ -343,18 +360,18 @@ void RepulsionGrid::Impl::gather_at(const MatrixD& Q, RepulsionSums& out, std::v
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (index_t i = 0; i < M; ++i) {
     double wi[3 * math::kMaxInterpNodes];
-    long b = 0;
+    long base = 0;
     bool in = true;
     for (int d = 0; d < D_; ++d) {
       const double y = Q(i, d);
       in = in && y >= origin[d] && y <= origin[d] + w * boxes[static_cast<size_t>(d)];
       double u;
-      b += math::box_of(y, origin[d], w, boxes[static_cast<size_t>(d)], u) * box_stride[d];
+      base += math::stencil_of(y, origin[d], spacing, nodes[static_cast<size_t>(d)], p, u) * node_stride[d];
       math::lagrange_weights(u, p, wi + d * p);
     }
     if (!in) continue;
     double acc[D_ + 2];
-    math::gather_potentials<D_>(p, wi, node_stride, box_base<D_>(b), potentials.data(), nn, acc);
+    math::gather_potentials<D_>(p, wi, node_stride, base, potentials.data(), nn, acc);
     inside[static_cast<size_t>(i)] = 1;
     out.h[static_cast<size_t>(i)] = acc[0];
     out.hs[static_cast<size_t>(i)] = acc[1];

@@ -1,14 +1,18 @@
 // Interpolated kernel sums (the FIt-SNE / openTSNE scheme, SCALE.md), per-point and per-node
 // arithmetic shared by the CPU grid and the CUDA kernels.
 //
-// The map is covered by boxes of width w; each box holds p equispaced interpolation nodes per
-// dimension, at offsets (k + 1/2) w / p (k = 0..p-1), so all nodes together form a regular grid of
-// spacing h = w / p. A point's charge goes to the p^D nodes of its own box with Lagrange weights
-// (the polynomial of degree p - 1 through the box's nodes, evaluated at the point), the kernel is
-// convolved over the node grid, and the potentials come back with the same weights. The weights
-// sum to 1 and reproduce polynomials of degree < p exactly, so the error is that of degree-(p-1)
-// interpolation of the kernel over one box: O((w / l)^p) for a kernel of length scale l (here
-// l = 1), which is why the box width is bounded, not the box count.
+// The map is covered by a regular grid of nodes of spacing h = w / p (w the box width, p the nodes
+// per box: the grid spans whole boxes of p nodes per dimension, the node at (k + 1/2) h from the
+// grid's origin). A point's charge goes to the p^D nodes nearest to it (its stencil: p per axis,
+// centred on it, stencil_of) with Lagrange weights (the polynomial of degree p - 1 through those
+// nodes, evaluated at the point), the kernel is convolved over the node grid, and the potentials
+// come back with the same weights. The weights sum to 1 and reproduce polynomials of degree < p
+// exactly, so the error is that of degree-(p-1) interpolation of the kernel: O((h / l)^p) for a
+// kernel of length scale l (here l = 1), which is why the node spacing is bounded, not the box
+// count. A centred stencil's error is several times smaller than that of a stencil fixed to the
+// point's box (FIt-SNE's), where a point near the box's edge lies outside the middle of its nodes:
+// the node polynomial prod_k (x - x_k) reaches 0.56 h^4 (p = 4) in the middle interval, 6.6 h^4 at
+// a box's edge (at the 10,000-image map the force's error fell 3-4x, orrery_bench hssne-interp).
 #pragma once
 #include <cmath>
 
@@ -39,17 +43,19 @@ ORRERY_HD_INLINE void lagrange_weights(T u, int p, T* w) {
   }
 }
 
-// Box index and position within it, in box units, of coordinate y on a grid starting at `origin`
-// with box width `width` and `boxes` boxes: b = floor((y - origin) / width) clamped to the grid,
-// u = the remainder in [0, 1].
+// The stencil of coordinate y on an axis of G >= p nodes from `origin`, spacing h: its first node
+// s (the p nodes s..s+p-1 nearest to y, kept within the grid) and u, y's position in the unit box
+// of those nodes (node k at (k + 1/2) / p, as lagrange_weights takes it). With t = (y - origin) / h
+// - 1/2 (node k at t = k): s = floor(t + 1 - p / 2), so y lies in the middle node interval (even p)
+// or within half a spacing of the middle node (odd p).
 template <class T>
-ORRERY_HD_INLINE int box_of(T y, T origin, T width, int boxes, T& u) {
-  const T s = (y - origin) / width;
-  int b = static_cast<int>(floor(s));
-  b = b < 0 ? 0 : (b >= boxes ? boxes - 1 : b);
-  u = s - T(b);
+ORRERY_HD_INLINE int stencil_of(T y, T origin, T h, int G, int p, T& u) {
+  const T t = (y - origin) / h - T(0.5);
+  const T first = floor(t + T(1) - T(0.5) * T(p));
+  const int s = first < T(0) ? 0 : (first > T(G - p) ? G - p : static_cast<int>(first));
+  u = (t - T(s) + T(0.5)) / T(p);
   u = u < T(0) ? T(0) : (u > T(1) ? T(1) : u);
-  return b;
+  return s;
 }
 
 // The two kernels of HSSNE's repulsion (neighbor.hpp's tail H(tau), tau the squared distance):
@@ -83,7 +89,7 @@ ORRERY_HD_INLINE bool circular_offset(int j, int G, int& offset) {
 }
 
 // A point's interaction with itself through the grid, per axis: its charge reaches node m of its
-// box with weight w_m and is read back from node n with weight w_n, so the grid's self term is
+// stencil with weight w_m and is read back from node n with weight w_n, so the grid's self term is
 // sum_{m,n} w_m w_n K(x_m - x_n). Per axis the pairs group by the node offset m - n = delta in
 // [-(p-1), p-1]: c[delta + p - 1] = sum_m w_m w_{m - delta}, and the self term is
 // sum over offsets (delta_0, ..., delta_{D-1}) of K(h^2 |delta|^2) prod_d c_d[delta_d]; (2p - 1)^D
@@ -101,22 +107,22 @@ ORRERY_HD_INLINE void self_overlap(const T* w, int p, T* c) {
   }
 }
 
-// The weight of node (k0, k1, k2) of a point's box, from its per-axis weights w (D x p, axis d at
+// The weight of node (k0, k1, k2) of a point's stencil, from its per-axis weights w (D x p, axis d at
 // w + d p): the product of the axes' weights, multiplied in this order on every device.
 template <int D, class T>
-ORRERY_HD_INLINE T box_node_weight(const T* w, int p, int k0, int k1, int k2) {
+ORRERY_HD_INLINE T stencil_node_weight(const T* w, int p, int k0, int k1, int k2) {
   if constexpr (D == 2) return w[p + k1] * w[k0];
   else return w[2 * p + k2] * (w[p + k1] * w[k0]);
 }
 
-// Visits the p^D nodes of a box (its first node's linear index `base`, node strides `stride`)
+// Visits the p^D nodes of a stencil (its first node's linear index `base`, node strides `stride`)
 // with their weights, axis 0 fastest: fn(node_index, weight).
 template <int D, class T, class Fn>
-ORRERY_HD_INLINE void for_box_nodes(int p, const T* w, const long* stride, long base, Fn&& fn) {
+ORRERY_HD_INLINE void for_stencil_nodes(int p, const T* w, const long* stride, long base, Fn&& fn) {
   for (int k2 = 0; k2 < (D == 3 ? p : 1); ++k2)
     for (int k1 = 0; k1 < p; ++k1)
       for (int k0 = 0; k0 < p; ++k0)
-        fn(base + (D == 3 ? k2 * stride[2] : 0) + k1 * stride[1] + k0, box_node_weight<D>(w, p, k0, k1, k2));
+        fn(base + (D == 3 ? k2 * stride[2] : 0) + k1 * stride[1] + k0, stencil_node_weight<D>(w, p, k0, k1, k2));
 }
 
 // The grid's self term of a point with per-axis weights w: sum over the (2p - 1)^D node offsets of
@@ -139,13 +145,13 @@ ORRERY_HD_INLINE void grid_self_term(const T* w, int p, const T* self_h, const T
       }
 }
 
-// A point's potentials read from the grid: out[k] = sum over its box's nodes of weight times
+// A point's potentials read from the grid: out[k] = sum over its stencil's nodes of weight times
 // potential k (D + 2 potentials, nn apart: H * 1, HS * 1, HS * (y_d - c_d)).
 template <int D, class T>
 ORRERY_HD_INLINE void gather_potentials(int p, const T* w, const long* stride, long base, const T* potentials, long nn,
                                         T* out) {
   for (int k = 0; k < D + 2; ++k) out[k] = T(0);
-  for_box_nodes<D>(p, w, stride, base, [&](long node, T wt) {
+  for_stencil_nodes<D>(p, w, stride, base, [&](long node, T wt) {
     for (int k = 0; k < D + 2; ++k) out[k] += wt * potentials[k * nn + node];
   });
 }

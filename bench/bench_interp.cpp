@@ -5,7 +5,8 @@
 // the repulsive force F_i = sum_j H_ij S_ij (y_i - y_j) / Z and of Z against the exact O(N^2) sums
 // (double), and the time of one interpolated evaluation split into grid set-up, scatter, FFT and
 // gather, with the exact evaluation's time in the same run (the ratio is the speed-up). The grids are
-// the default, a tight one (box 0.5) and FIt-SNE's (3 nodes, box 1), or those of --settings p:w,...
+// the default, a tight one (box 0.5) and FIt-SNE's node spacing (3 nodes, box 1, labelled 3:1; the
+// stencils are orrery's centred ones, not FIt-SNE's per box), or those of --settings p:w,...
 #include <omp.h>
 
 #include <cmath>
@@ -40,7 +41,7 @@ int run_interp_bench(int argc, char** argv) {
   };
   InterpSettings tight;
   tight.box_width = 0.5;
-  std::vector<Setting> settings = {{"default", InterpSettings{}}, {"tight", tight}, {"fitsne", InterpSettings{3, 1.0}}};
+  std::vector<Setting> settings = {{"default", InterpSettings{}}, {"tight", tight}, {"3:1", InterpSettings{3, 1.0}}};
   // --settings p:w,...: grids of p nodes per box and box width w instead (named "p:w")
   std::vector<std::string> names;
   if (o.count("--settings")) {

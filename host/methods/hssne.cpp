@@ -42,13 +42,15 @@ const std::vector<Field<HssneParams>>& hssne_fields() {
       {"init_scale", &HssneParams::init_scale, "Standard deviation of the seeded Gaussian start.", 0, 1e3, true},
       {"repulsion", &HssneParams::repulsion,
        "exact (all pairs, O(N^2)), interpolated (FFT grid, O(N) per iteration, FFTW on the CPU and cuFFT on CUDA; "
-       "sparse affinities; force error ~1e-2 at the default grid, 5e-4 at interp_box 0.5) or auto: interpolated "
+       "sparse affinities; force error ~6e-3 at the default grid, 2e-4 at interp_box 0.5) or auto: interpolated "
        "from 20,000 points with sparse affinities (exact at any map where the grid would cost more than the "
        "pairs), exact otherwise."},
       {"interp_nodes", &HssneParams::interp_nodes,
-       "interpolated: nodes per box and dimension.", 2, 8},
+       "interpolated: nodes per box and dimension; each point interpolates from the interp_nodes nearest nodes "
+       "per axis.", 2, 8},
       {"interp_box", &HssneParams::interp_box,
-       "interpolated: box width in map units; the error falls as interp_box^interp_nodes.", 0.05, 4, true},
+       "interpolated: box width in map units (node spacing interp_box / interp_nodes); the error falls as "
+       "(interp_box / interp_nodes)^interp_nodes.", 0.05, 4, true},
   };
   return fields;
 }

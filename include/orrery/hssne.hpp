@@ -69,19 +69,20 @@ struct HssneParams {
   double rho = 0.0;
   // Repulsion (the sums over all pairs): "exact" over every pair, O(N^2) per iteration;
   // "interpolated" on a grid by FFT (orrery/interp.hpp), O(N) per iteration for a map of fixed
-  // extent, with a relative force error of ~1e-2 at the defaults below (5e-3 to 1.2e-2 measured on
-  // Fashion-MNIST maps; sparse affinities only; the optimisers and the fixed-point guard then see
+  // extent, with a relative force error of ~6e-3 at the defaults below (1.9e-3 to 6.3e-3 measured
+  // on Fashion-MNIST maps; sparse affinities only; the optimisers and the fixed-point guard then see
   // the same approximation of J, so J never rises);
   // "auto": interpolated from kInterpolatedRepulsionMinPoints points with sparse affinities on a
   // backend that has it, and then the exact loop at any map where the grid would cost more than
   // the pairs (RepulsionGrid::cheaper_than_exact); exact otherwise.
   HssneRepulsionMode repulsion = HssneRepulsionMode::automatic;
   // Interpolation nodes per box and dimension, and the box width (map units; the kernel's length
-  // scale is 1). The force error falls as interp_box^interp_nodes: 4 nodes and box 1 gave 2.6-4.4e-3
-  // on synthetic clustered maps and 8.4e-3 on a 3,000-point Fashion-MNIST map (t-SNE's tail); box 0.5
-  // gave 1.6-4.8e-4 at 4x the grid in 2-D (bench hssne-interp). Deterministic either way.
+  // scale is 1): node spacing interp_box / interp_nodes, each point interpolating from its
+  // interp_nodes nearest nodes per axis. The force error falls as the spacing^interp_nodes: 4 nodes
+  // and box 1.25 gave 4.4-6.3e-3 on a 10,000-image Fashion-MNIST map, box 0.5 about 1.5e-4 at 6x
+  // the grid in 2-D (bench hssne-interp). Deterministic either way.
   int interp_nodes = 4;
-  double interp_box = 1.0;
+  double interp_box = 1.25;
   // Initial coordinates: Gaussian with this standard deviation (seeded). The fixed-point update
   // barely expands a tiny start (it stalls near the collapsed map), hence 1, not t-SNE's 1e-4.
   double init_scale = 1.0;

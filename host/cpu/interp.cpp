@@ -3,12 +3,12 @@
 //   1. the grid: boxes of width w aligned to multiples of w, covering the map, counts per axis
 //      rounded up so that the padded FFT axis 2 p boxes is 2^a 3^b 5^c 7^d;
 //   2. each point's stencil (the p^D nodes nearest to it, math::stencil_of: its first node per
-//      axis, the point's "cell") and Lagrange weights; points ordered by cell (a stable counting
-//      sort, axis 0 fastest);
+//      axis, the point's "cell") and Lagrange weights; points ordered by their cell's row along
+//      axis 0 (a stable counting sort over the rows, which are few: cells per axis 1 (x axis 2));
 //   3. scatter: the charges {1, y - c} (c the grid's centre, which keeps the charges small), by
 //      rows of nodes along axis 0, the rows in parallel: a row sums the points of the p (p^2 in
-//      3-D) rows of cells whose stencils reach it, in cell order, so no two threads write one node
-//      and every node's sum has a fixed order;
+//      3-D) rows of cells whose stencils reach it, rows in order and each row's points in index
+//      order, so no two threads write one node and every node's sum has a fixed order;
 //   4. convolution (cpu::GridConvolution): each charge's grid zero-padded to 2G per axis,
 //      transformed, multiplied by the kernels' transforms (made once per grid shape), transformed
 //      back, each transform pruned and spread over the threads;
@@ -131,10 +131,13 @@ struct RepulsionGrid::Impl {
   std::vector<double> self_h, self_hs;  // the kernels at the (2p - 1)^D node offsets within a stencil
   std::vector<double> charges;     // (D + 1) x num_nodes: {1, y_0 - c_0, ..., y_{D-1} - c_{D-1}}
   std::vector<double> potentials;  // (D + 2) x num_nodes: H * 1, HS * 1, HS * (y_d - c_d)
-  std::vector<long> cell_start;  // counting sort
+  std::vector<long> row_start;  // counting sort by cell row
   std::vector<index_t> order;
   std::vector<long> point_cell;  // linear cell index per point (-1: a far point)
-  std::vector<double> weights;  // N x D x p
+  // per sorted position q (order[q], the points on the grid):
+  std::vector<double> weights;    // D x p Lagrange weights
+  std::vector<double> sorted_yc;  // D coordinates less the centre
+  std::vector<long> sorted_cell;  // the cell
   // The current grid's placement: box width, first node's box edge, the charges' centre.
   double w = 0, origin[3] = {0, 0, 0}, centre[3] = {0, 0, 0};
   RepulsionGrid::Timings timings;
@@ -146,9 +149,8 @@ struct RepulsionGrid::Impl {
   // it exceeds the memory available: a map this wide needs wider boxes or the exact sums.
   void check_memory() const {
     const double spectrum_values = static_cast<double>(cpu::GridConvolution::spectrum_length(nodes));
-    // charges, potentials and the cells' starts: (2D + 3) + 1 values a node
     const double bytes = cpu::GridConvolution::bytes(nodes, threads, 2) + 2 * 8 * spectrum_values +
-                         8.0 * (2 * D + 4) * static_cast<double>(num_nodes);
+                         8.0 * (2 * D + 3) * static_cast<double>(num_nodes);
     const double available = available_host_memory();
     if (bytes > available) {
       std::string shape_text;
@@ -241,33 +243,48 @@ void RepulsionGrid::Impl::field(const MatrixD& Y, const Bounds& box, const std::
   }
   const double h = spacing;
 
-  // 2. stencils and weights, then points ordered by cell
+  // 2. each point's cell, the points ordered by their cell's row, then their weights, centred
+  // coordinates and cells in that order (the scatter visits each point p^(D-1) times and the
+  // gather once: both then read memory in sequence)
   point_cell.resize(static_cast<size_t>(N));
-  weights.resize(static_cast<size_t>(N * D_ * p));
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (index_t i = 0; i < N; ++i) {
     long c = 0;
-    double* wi = weights.data() + static_cast<size_t>(i * D_ * p);
     for (int d = 0; d < D_; ++d) {
       double u;
-      const int sd = math::stencil_of(Y(i, d), origin[d], h, nodes[static_cast<size_t>(d)], p, u);
-      math::lagrange_weights(u, p, wi + d * p);
-      c += sd * cell_stride[d];
+      c += math::stencil_of(Y(i, d), origin[d], h, nodes[static_cast<size_t>(d)], p, u) * cell_stride[d];
     }
     point_cell[static_cast<size_t>(i)] = c;
   }
   for (index_t i : far) point_cell[static_cast<size_t>(i)] = -1;  // no charge on the grid
-  cell_start.assign(static_cast<size_t>(num_cells + 1), 0);
+  const long num_rows = num_cells / cells[0];
+  row_start.assign(static_cast<size_t>(num_rows + 1), 0);
   for (index_t i = 0; i < N; ++i)
-    if (point_cell[static_cast<size_t>(i)] >= 0) ++cell_start[static_cast<size_t>(point_cell[static_cast<size_t>(i)] + 1)];
-  for (long c = 0; c < num_cells; ++c) cell_start[static_cast<size_t>(c + 1)] += cell_start[static_cast<size_t>(c)];
-  order.resize(static_cast<size_t>(cell_start.back()));
+    if (point_cell[static_cast<size_t>(i)] >= 0) ++row_start[static_cast<size_t>(point_cell[static_cast<size_t>(i)] / cells[0] + 1)];
+  for (long r = 0; r < num_rows; ++r) row_start[static_cast<size_t>(r + 1)] += row_start[static_cast<size_t>(r)];
+  order.resize(static_cast<size_t>(row_start.back()));
   {
-    std::vector<long> fill(cell_start.begin(), cell_start.end() - 1);
+    std::vector<long> fill(row_start.begin(), row_start.end() - 1);
     for (index_t i = 0; i < N; ++i) {
       const long c = point_cell[static_cast<size_t>(i)];
-      if (c >= 0) order[static_cast<size_t>(fill[static_cast<size_t>(c)]++)] = i;
+      if (c >= 0) order[static_cast<size_t>(fill[static_cast<size_t>(c / cells[0])]++)] = i;
     }
+  }
+  const auto inside = static_cast<index_t>(order.size());
+  weights.resize(static_cast<size_t>(inside * D_ * p));
+  sorted_yc.resize(static_cast<size_t>(inside * D_));
+  sorted_cell.resize(static_cast<size_t>(inside));
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (index_t q = 0; q < inside; ++q) {
+    const index_t i = order[static_cast<size_t>(q)];
+    double* wq = weights.data() + static_cast<size_t>(q * D_ * p);
+    for (int d = 0; d < D_; ++d) {
+      double u;
+      math::stencil_of(Y(i, d), origin[d], h, nodes[static_cast<size_t>(d)], p, u);
+      math::lagrange_weights(u, p, wq + d * p);
+      sorted_yc[static_cast<size_t>(q * D_ + d)] = Y(i, d) - centre[d];
+    }
+    sorted_cell[static_cast<size_t>(q)] = point_cell[static_cast<size_t>(i)];
   }
 
   lap(timings.grid);
@@ -283,15 +300,13 @@ void RepulsionGrid::Impl::field(const MatrixD& Y, const Bounds& box, const std::
     for (long s2 = std::max(0L, n2 - p + 1); s2 <= std::min(n2, cells[2] - 1); ++s2)
       for (long s1 = std::max(0L, n1 - p + 1); s1 <= std::min(n1, cells[1] - 1); ++s1) {
         const int k1 = static_cast<int>(n1 - s1), k2 = static_cast<int>(n2 - s2);
-        const long first_cell = s1 * cell_stride[1] + s2 * cell_stride[2];
-        const long first = cell_start[static_cast<size_t>(first_cell)];
-        const long last = cell_start[static_cast<size_t>(first_cell + cells[0])];
+        const long cell_row = s1 + s2 * cells[1];
+        const long first = row_start[static_cast<size_t>(cell_row)];
+        const long last = row_start[static_cast<size_t>(cell_row + 1)];
         for (long q = first; q < last; ++q) {
-          const index_t i = order[static_cast<size_t>(q)];
-          const double* wi = weights.data() + static_cast<size_t>(i * D_ * p);
-          double* at = row_charges + point_cell[static_cast<size_t>(i)] % cells[0];
-          double yc[3];
-          for (int d = 0; d < D_; ++d) yc[d] = Y(i, d) - centre[d];
+          const double* wi = weights.data() + static_cast<size_t>(q * D_ * p);
+          const double* yc = sorted_yc.data() + static_cast<size_t>(q * D_);
+          double* at = row_charges + sorted_cell[static_cast<size_t>(q)] % cells[0];
           for (int k0 = 0; k0 < p; ++k0) {
             const double wt = math::stencil_node_weight<D_>(wi, p, k0, k1, k2);
             at[k0] += wt;
@@ -325,15 +340,15 @@ void RepulsionGrid::Impl::run(const MatrixD& Y, const Bounds& box, const std::ve
   out.h.resize(static_cast<size_t>(N));
   out.hs.resize(static_cast<size_t>(N));
   if (out.hsy.rows != N || out.hsy.cols != D_) out.hsy = MatrixD(N, D_);
-  // points in cell order: consecutive points read the same nodes (cache hits), and each point's
+  // points in row order: consecutive points read the same rows of nodes (cache hits), and each point's
   // sums are its own, so the order changes no bits
   const auto inside = static_cast<index_t>(order.size());
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (index_t at = 0; at < inside; ++at) {
     const index_t i = order[static_cast<size_t>(at)];
-    const double* wi = weights.data() + static_cast<size_t>(i * D_ * p);
+    const double* wi = weights.data() + static_cast<size_t>(at * D_ * p);
     double acc[D_ + 2], sh, shs, y[D_], hsy[D_];
-    math::gather_potentials<D_>(p, wi, node_stride, cell_base<D_>(point_cell[static_cast<size_t>(i)]), potentials.data(),
+    math::gather_potentials<D_>(p, wi, node_stride, cell_base<D_>(sorted_cell[static_cast<size_t>(at)]), potentials.data(),
                                 nn, acc);
     math::grid_self_term<D_>(wi, p, self_h.data(), self_hs.data(), sh, shs);
     for (int d = 0; d < D_; ++d) y[d] = Y(i, d);

@@ -3,8 +3,8 @@
 // perplexity 30, sparse P, t-SNE's tail, interpolated repulsion at the default grid, --iters
 // iterations), then at that map, for every tail alpha and grid setting: the relative L2 error of
 // the repulsive force F_i = sum_j H_ij S_ij (y_i - y_j) / Z and of Z against the exact O(N^2) sums
-// (double), and the time of one interpolated evaluation split into grid set-up, scatter, FFT and
-// gather, with the exact evaluation's time in the same run (the ratio is the speed-up). The grids are
+// (double), and the time of one interpolated evaluation as a fit makes it (Z as a total,
+// RepulsionSums::z_grid) split into grid set-up, scatter, FFT and gather, with the exact evaluation's time in the same run (the ratio is the speed-up). The grids are
 // the default, a tight one (box 0.5) and FIt-SNE's node spacing (3 nodes, box 1, labelled 3:1; the
 // stencils are orrery's centred ones, not FIt-SNE's per box), or those of --settings p:w,...
 #include <omp.h>
@@ -86,10 +86,10 @@ int run_interp_bench(int argc, char** argv) {
         for (const Setting& st : settings) {
           RepulsionGrid grid(D, alpha, st.s, T);
           RepulsionSums ap;
-          grid.sums(Y, ap);  // the grid's plans and kernels, made once
+          grid.sums(Y, ap, false);  // the grid's plans and kernels, made once; as a fit sums (Z a total)
           const RepulsionGrid::Timings t_first = grid.timings();
           const int reps = 3;
-          for (int r = 0; r < reps; ++r) grid.sums(Y, ap);
+          for (int r = 0; r < reps; ++r) grid.sums(Y, ap, false);
           RepulsionGrid::Timings t = grid.timings();
           t.grid -= t_first.grid, t.scatter -= t_first.scatter, t.fft -= t_first.fft, t.gather -= t_first.gather;
           const double total = (t.grid + t.scatter + t.fft + t.gather) / reps;

@@ -352,7 +352,7 @@ class CudaHssneEngine final : public HssneEngine {
     ORRERY_CUDA_LAUNCHED("hssne_totals_kernel");
     totals_.download(host_totals_.get(), 2);
     ++times_.evaluations;
-    return {host_totals_.get()[0], host_totals_.get()[1]};
+    return {z_grid_ + host_totals_.get()[0], host_totals_.get()[1]};
   }
 
   // The repulsive sums into partial_ (chunk 0 of the pairs kernel's layout, from the grid; or
@@ -361,7 +361,9 @@ class CudaHssneEngine final : public HssneEngine {
   template <int D>
   void launch(const double* yd, double* result, std::chrono::steady_clock::time_point t0) {
     int chunks = 1;
-    if (!(grid_ && grid_->sums(yd, partial_.get(), exact_when_cheaper_))) {
+    z_grid_ = 0;  // the grid's share of Z, a total (the rows' h keep the rest)
+    if (!(grid_ && grid_->sums(yd, partial_.get(), exact_when_cheaper_, &z_grid_))) {
+      z_grid_ = 0;
       to_float4_kernel<<<point_blocks_, kPointThreads>>>(yd, N_, dim_, y4_.get());
       ORRERY_CUDA_LAUNCHED("to_float4_kernel");
       const dim3 grid = pair_grid(N_, kThreads, chunks_);
@@ -411,6 +413,7 @@ class CudaHssneEngine final : public HssneEngine {
   PinnedBuffer<double> host_totals_;
   HssneTotals cur_, trial_totals_;
   std::unique_ptr<DeviceGrid> grid_;  // null: exact repulsion over all pairs
+  double z_grid_ = 0;                 // the last evaluation's grid share of Z (DeviceGrid::sums)
   bool exact_when_cheaper_ = false;
   HssneStageTimes times_;
 };

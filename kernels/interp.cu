@@ -9,10 +9,13 @@
 //      so the points of one position keep index order; each position's first point by binary search;
 //   3. scatter: one thread per node sums the charges {1, y - c} of the points whose stencils reach
 //      it (the p^D stencil positions n - p < s <= n), positions in order, and writes them into the
-//      zero-padded grid: no two threads write one node, and each node's order is the CPU's;
+//      zero-padded grid: no two threads write one node, and each node's sum has a fixed order;
 //   4. convolution: the D + 1 charge grids transformed by one batched cuFFT D2Z plan, multiplied
 //      by the kernels' real spectra (made once per grid shape, scaled by 1/M), the D + 2 products
-//      transformed back by one Z2D plan;
+//      transformed back by one Z2D plan; the grid's share of Z from the unit charges' spectrum by
+//      Parseval (energy_kernel; its block sums added on the host in order), as on the CPU. (The
+//      H product and its transform are still made: a frozen field needs them, and a fit could
+//      leave them out, as the CPU does);
 //   5. gather: one thread per point reads its stencil's nodes (math::gather_potentials) and removes its
 //      self term (math::grid_self_term); far points get their sums over all points exactly (a block
 //      each, a fixed-shape reduction), and every other point adds its sums over the far points
@@ -245,6 +248,24 @@ __global__ void multiply_kernel(const cufftDoubleComplex* __restrict__ s, long n
   }
 }
 
+// Block b's part of sum_q twice(q) |s_q|^2 kh_q over the charges' spectrum (Parseval: the grid's
+// share of Z; kh is scaled by 1 / M already), into part[b]; the host adds the parts in order. Axis
+// 0, the fastest, is halved to G_0 + 1 coefficients: those but 0 and G_0 stand for two.
+__global__ void __launch_bounds__(kThreads) energy_kernel(const cufftDoubleComplex* __restrict__ s, Shape g,
+                                                          const double* __restrict__ kh, double* __restrict__ part) {
+  using Reduce = cub::BlockReduce<double, kThreads>;
+  __shared__ typename Reduce::TempStorage tmp;
+  double e = 0;
+  for (long long q = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x; q < g.spectrum;
+       q += static_cast<long long>(gridDim.x) * kThreads) {
+    const long k0 = static_cast<long>(q % (g.nodes[0] + 1));
+    const double twice = k0 == 0 || k0 == g.nodes[0] ? 1.0 : 2.0;
+    e += twice * (s[q].x * s[q].x + s[q].y * s[q].y) * kh[q];
+  }
+  const double total = Reduce(tmp).Sum(e);
+  if (threadIdx.x == 0) part[blockIdx.x] = total;
+}
+
 // --- 5. gather
 
 // The first node of stencil position b in the padded grid.
@@ -255,7 +276,8 @@ __device__ __forceinline__ long stencil_base(const Shape& g, long b) {
   return base;
 }
 
-// The point at sorted position q (inside the grid) reads its sums: out rows h, hs, hsy_d.
+// The point at sorted position q (inside the grid) reads its sums: out rows h (minus its self term
+// only: the grid's share of Z is a total, energy_kernel), hs, hsy_d.
 template <int D>
 __global__ void gather_kernel(const double* __restrict__ y, long long N, long long inside, Shape g,
                               const unsigned* __restrict__ sorted_key, const index_t* __restrict__ order,
@@ -268,7 +290,7 @@ __global__ void gather_kernel(const double* __restrict__ y, long long N, long lo
   const double* wi = weights + i * D * g.p;
   double acc[D + 2], sh, shs, yi[D], h, hs, hsy[D];
   math::gather_potentials<D>(g.p, wi, g.node_stride, stencil_base<D>(g, static_cast<long>(sorted_key[q])), potentials,
-                             g.cells, acc);
+                             g.cells, acc, 1);
   math::grid_self_term<D>(wi, g.p, self_h, self_hs, sh, shs);
   for (int d = 0; d < D; ++d) yi[d] = y[i * D + d];
   math::grid_point_sums<D>(acc, sh, shs, g.centre, yi, h, hs, hsy);
@@ -555,10 +577,17 @@ struct DeviceGrid::Impl {
   }
 
   template <int D_>
-  void run(const double* y, const interp::Bounds& box, long long far_count, double* out) {
+  void run(const double* y, const interp::Bounds& box, long long far_count, double* out, double* z_grid) {
     auto t = std::chrono::steady_clock::now();
     field<D_>(y, box, far_count, t);
     frozen = false;
+    energy_kernel<<<kBoundsBlocks, kThreads>>>(spectra.get(), g, kernel_h.get(), bounds_part.get());
+    ORRERY_CUDA_LAUNCHED("energy_kernel");
+    std::vector<double> part(kBoundsBlocks);
+    bounds_part.download(part.data(), part.size());
+    *z_grid = 0;
+    for (double e : part) *z_grid += e;
+    timings.fft += seconds_since(t);
     // 5. gather, then the far points exactly
     const long long inside = N - far_count;
     gather_kernel<D_><<<blocks_for(inside), kThreads>>>(y, N, inside, g, sorted_key.get(), order.get(), weights.get(),
@@ -589,7 +618,7 @@ DeviceGrid::DeviceGrid(int dim, double alpha, const InterpSettings& settings, lo
 
 DeviceGrid::~DeviceGrid() = default;
 
-bool DeviceGrid::sums(const double* y, double* out, bool only_if_cheaper) {
+bool DeviceGrid::sums(const double* y, double* out, bool only_if_cheaper, double* z_grid) {
   Impl& I = *impl_;
   auto t = std::chrono::steady_clock::now();
   interp::Bounds box;
@@ -601,8 +630,8 @@ bool DeviceGrid::sums(const double* y, double* out, bool only_if_cheaper) {
                          interp::kPairUnits * 2.0 * static_cast<double>(far_count) * static_cast<double>(I.N);
     if (!interp::cheaper_than_pairs(cells, units, I.N)) return false;
   }
-  if (I.D == 2) I.run<2>(y, box, far_count, out);
-  else I.run<3>(y, box, far_count, out);
+  if (I.D == 2) I.run<2>(y, box, far_count, out, z_grid);
+  else I.run<3>(y, box, far_count, out, z_grid);
   return true;
 }
 

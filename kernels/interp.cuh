@@ -19,11 +19,14 @@ class DeviceGrid {
   DeviceGrid& operator=(const DeviceGrid&) = delete;
 
   // The sums at the device map y (N x D doubles, row-major), self excluded, into `out` on the
-  // device: 2 + D rows of N (h, hs, hsy_0, ..., hsy_{D-1}). With only_if_cheaper, a map whose grid
-  // would cost more than the exact sums over all pairs (interp::cheaper_than_pairs) returns false
-  // and leaves `out` untouched. A few O(1) values (the map's box, order statistics, the far count)
-  // come to the host per call to plan the grid; the map stays on the device.
-  bool sums(const double* y, double* out, bool only_if_cheaper);
+  // device: 2 + D rows of N (h, hs, hsy_0, ..., hsy_{D-1}), as RepulsionGrid::sums with whole_h
+  // false: the h row holds only what is each point's alone (minus its grid self term, plus its
+  // exact sums with the far points), and *z_grid (host) the grid's share of Z, sum_n q_n (H * q)_n
+  // from the charges' spectrum (Parseval); Z = *z_grid + sum_i h_i. With only_if_cheaper, a map
+  // whose grid would cost more than the exact sums over all pairs (interp::cheaper_than_pairs)
+  // returns false and leaves `out` untouched. A few O(1) values (the map's box, order statistics,
+  // the far count, the energy's block sums) come to the host per call; the map stays on the device.
+  bool sums(const double* y, double* out, bool only_if_cheaper, double* z_grid);
 
   // A frozen field for placing new points into a fixed map (RepulsionGrid::freeze / sums_at): the
   // charges of the N device points `reference` (N x D doubles) on a grid over their box widened by

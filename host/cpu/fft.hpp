@@ -95,9 +95,13 @@ class GridConvolution {
   // they are made in; a later kernel makes it again).
   void kernel_spectrum(const std::function<double(int, int, int)>& kernel, std::vector<double>& out);
   // potentials[t] (prod G_d values each) = the convolution of the charges (prod G_d values) with
-  // kernel t, for one or more kernels (their spectra from kernel_spectrum).
+  // kernel t, for one or more kernels (their spectra from kernel_spectrum). With `energy_kernel`,
+  // also *energy = sum_n charge(n) (energy_kernel * charges)(n), by Parseval's theorem from the
+  // charges' spectrum, sum_w |Q(w)|^2 K(w) (each coefficient of the halved axis that stands for
+  // two counted twice), so that kernel's potential needs no inverse transform.
   void convolve(const double* charges, const std::vector<const std::vector<double>*>& kernels,
-                const std::vector<double*>& potentials);
+                const std::vector<double*>& potentials, const std::vector<double>* energy_kernel = nullptr,
+                double* energy = nullptr);
 
  private:
   struct Impl;

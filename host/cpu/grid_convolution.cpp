@@ -61,6 +61,7 @@ struct GridConvolution::Impl {
   std::vector<ComplexBuffer> line, mul;  // per thread: M_L x kColumns values, [k][column]
   ComplexBuffer spec;                    // the charges' half-way spectrum (spec_rows rows)
   std::vector<ComplexBuffer> out;        // per kernel, the same layout
+  std::vector<double> chunk_energy;      // fused_pass's energy per chunk
   std::unique_ptr<RealRows> real_rows;
   std::unique_ptr<ComplexColumns> axis1, axis2, fused;
   long ML = 0, GL = 0;      // the last axis: padded and returned lengths
@@ -143,9 +144,12 @@ struct GridConvolution::Impl {
     }
   }
 
-  // The last axis, fused (see the top): out[t] = inverse(forward(spec) x kernel t) for index < G_L.
-  void fused_pass(const std::vector<const std::vector<double>*>& kernels) {
+  // The last axis, fused (see the top): out[t] = inverse(forward(spec) x kernel t) for index < G_L;
+  // with energy_kernel E, also returns sum over the full spectrum of |spectrum|^2 E (Parseval),
+  // summed per chunk and the chunks in order.
+  double fused_pass(const std::vector<const std::vector<double>*>& kernels, const std::vector<double>* energy_kernel) {
     const long per = ceil_div(sh.C0, kColumns), lines = sh.D == 2 ? 1 : sh.M[1], total = lines * per;
+    if (energy_kernel) chunk_energy.assign(static_cast<size_t>(total), 0.0);
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (long k = 0; k < total; ++k) {
       const int slot = omp_get_thread_num();
@@ -159,6 +163,19 @@ struct GridConvolution::Impl {
       for (long j = GL; j < ML; ++j)
         for (int c = 0; c < count; ++c) a[j * kColumns + c] = Complex(0, 0);
       fused->forward(slot, count, a);
+      if (energy_kernel) {
+        // axis 0 is halved: coefficient c0 stands for itself and its mirror M_0 - c0, but for 0
+        // and M_0 / 2
+        const double* E = energy_kernel->data();
+        double e = 0;
+        for (long j = 0; j < ML; ++j)
+          for (int c = 0; c < count; ++c) {
+            const long c0c = c0 + c;
+            const double twice = c0c == 0 || 2 * c0c == sh.M[0] ? 1.0 : 2.0;
+            e += twice * std::norm(a[j * kColumns + c]) * E[base + j * stride_L + c];
+          }
+        chunk_energy[static_cast<size_t>(k)] = e;
+      }
       for (size_t t = 0; t < kernels.size(); ++t) {
         const double* K = kernels[t]->data();
         for (long j = 0; j < ML; ++j)
@@ -169,6 +186,10 @@ struct GridConvolution::Impl {
           for (int c = 0; c < count; ++c) o[base + j * stride_L + c] = b[j * kColumns + c];
       }
     }
+    double energy = 0;
+    if (energy_kernel)
+      for (double e : chunk_energy) energy += e;
+    return energy;
   }
 
   // potential (G nodes) from out-spectrum x (destroyed): (3-D) axis-1 columns, then real rows.
@@ -223,7 +244,8 @@ void GridConvolution::kernel_spectrum(const std::function<double(int, int, int)>
 }
 
 void GridConvolution::convolve(const double* charges, const std::vector<const std::vector<double>*>& kernels,
-                               const std::vector<double*>& potentials) {
+                               const std::vector<double*>& potentials, const std::vector<double>* energy_kernel,
+                               double* energy) {
   Impl& I = *impl_;
   const Shape& sh = I.sh;
   if (kernels.size() != potentials.size()) internal_error("GridConvolution: one potential per kernel");
@@ -238,7 +260,8 @@ void GridConvolution::convolve(const double* charges, const std::vector<const st
     std::fill(r + G0, r + sh.M[0], 0.0);
   };
   I.rows_forward(fill, G1, sh.G[2], I.spec.data());
-  I.fused_pass(kernels);
+  const double e = I.fused_pass(kernels, energy_kernel);
+  if (energy) *energy = e;
   for (size_t t = 0; t < kernels.size(); ++t) I.inverse(I.out[t].data(), potentials[t]);
 }
 

@@ -183,12 +183,15 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
   const index_t N = Y.rows;
   resize_sums(out, N, D);
   const std::vector<double> yt = cpu::by_dimension<double>(Y);
-  // A grid dearer than the pairs (a wide map of few points) gives way to the exact loop.
+  // A grid dearer than the pairs (a wide map of few points) gives way to the exact loop. The grid
+  // gives its share of Z as one total (rep.z_grid; the rows' h_sum keep the rest), which saves it
+  // an inverse transform.
   if (grid && exact_when_cheaper) {
-    if (!grid->sums_if_cheaper(Y, rep)) grid = nullptr;
+    if (!grid->sums_if_cheaper(Y, rep, false)) grid = nullptr;
   } else if (grid) {
-    grid->sums(Y, rep);
+    grid->sums(Y, rep, false);
   }
+  if (!grid) rep.z_grid = 0;
   const double t1 = omp_get_wtime();
 #pragma omp parallel for schedule(static) num_threads(nthreads(threads))
   for (index_t i = 0; i < N; ++i) {
@@ -230,6 +233,7 @@ HssneTotals cpu_evaluate(const MatrixD& Y, double alpha, const MatrixD* P, const
                          HssneStageTimes& times) {
   cpu_sums<D>(Y, alpha, P, S, threads, grid, exact_when_cheaper, rep, out, times);
   HssneTotals t;
+  t.z = rep.z_grid;
   for (size_t i = 0; i < out.h.size(); ++i) {
     t.z += out.h[i];
     t.p_log_h += out.p_log_h[i];
@@ -495,6 +499,7 @@ void exact_repulsion(const MatrixD& Y, double alpha, RepulsionSums& out, int thr
   out.h.assign(static_cast<size_t>(Y.rows), 0.0);
   out.hs.assign(static_cast<size_t>(Y.rows), 0.0);
   out.hsy = MatrixD(Y.rows, Y.cols, 0.0);
+  out.z_grid = 0;
   if (Y.cols == 2) cpu::exact_repulsion_rows<2>(Y, alpha, out, threads);
   else cpu::exact_repulsion_rows<3>(Y, alpha, out, threads);
 }

@@ -212,19 +212,22 @@ struct RepulsionGrid::Impl {
     return base;
   }
 
-  // Steps 1-4: the grid over `box`, the charges of Y's points but the far ones, the potentials.
+  // Steps 1-4: the grid over `box`, the charges of Y's points but the far ones, the potentials
+  // (without whole_h, not H's: *z_grid gets sum_n q_n (H * q)_n instead).
   template <int D_>
-  void field(const MatrixD& Y, const Bounds& box, const std::vector<index_t>& far, double& t);
+  void field(const MatrixD& Y, const Bounds& box, const std::vector<index_t>& far, double& t, bool whole_h,
+             double* z_grid);
   // Step 5 at Y's own points, each one's self term removed.
   template <int D_>
-  void run(const MatrixD& Y, const Bounds& box, const std::vector<index_t>& far, RepulsionSums& out);
+  void run(const MatrixD& Y, const Bounds& box, const std::vector<index_t>& far, RepulsionSums& out, bool whole_h);
   // Step 5 at other points Q: inside[i] = 0 for a point outside the grid (its sums are left 0).
   template <int D_>
   void gather_at(const MatrixD& Q, RepulsionSums& out, std::vector<unsigned char>& inside) const;
 };
 
 template <int D_>
-void RepulsionGrid::Impl::field(const MatrixD& Y, const Bounds& box, const std::vector<index_t>& far, double& t) {
+void RepulsionGrid::Impl::field(const MatrixD& Y, const Bounds& box, const std::vector<index_t>& far, double& t,
+                                bool whole_h, double* z_grid) {
   const index_t N = Y.rows;
   const int p = s.nodes;
   auto lap = [&t](double& into) {
@@ -317,11 +320,13 @@ void RepulsionGrid::Impl::field(const MatrixD& Y, const Bounds& box, const std::
   }
 
   lap(timings.scatter);
-  // 4. convolutions: charge 0 gives the H and HS potentials of charge 1, charge d + 1 the HS
-  // potential of y_d - c_d; each transform spread over the threads.
+  // 4. convolutions: charge 0 gives the H and HS potentials of charge 1 (or, without whole_h,
+  // the HS potential and H's energy sum_n q_n (H * q)_n), charge d + 1 the HS potential of
+  // y_d - c_d; each transform spread over the threads.
   for (int c = 0; c <= D_; ++c) {
     const double* q = charges.data() + static_cast<size_t>(c * nn);
-    if (c == 0) conv->convolve(q, {&kernel_h, &kernel_hs}, {potentials.data(), potentials.data() + nn});
+    if (c == 0 && whole_h) conv->convolve(q, {&kernel_h, &kernel_hs}, {potentials.data(), potentials.data() + nn});
+    else if (c == 0) conv->convolve(q, {&kernel_hs}, {potentials.data() + nn}, &kernel_h, z_grid);
     else conv->convolve(q, {&kernel_hs}, {potentials.data() + static_cast<size_t>((c + 1) * nn)});
   }
 
@@ -330,11 +335,12 @@ void RepulsionGrid::Impl::field(const MatrixD& Y, const Bounds& box, const std::
 
 template <int D_>
 void RepulsionGrid::Impl::run(const MatrixD& Y, const Bounds& box, const std::vector<index_t>& far,
-                              RepulsionSums& out) {
+                              RepulsionSums& out, bool whole_h) {
   const index_t N = Y.rows;
   const int p = s.nodes;
   double t = omp_get_wtime();
-  field<D_>(Y, box, far, t);
+  out.z_grid = 0;
+  field<D_>(Y, box, far, t, whole_h, &out.z_grid);
   const long nn = num_nodes;  // the grid's, now that field() has shaped it
   // 5. gather
   out.h.resize(static_cast<size_t>(N));
@@ -348,8 +354,9 @@ void RepulsionGrid::Impl::run(const MatrixD& Y, const Bounds& box, const std::ve
     const index_t i = order[static_cast<size_t>(at)];
     const double* wi = weights.data() + static_cast<size_t>(at * D_ * p);
     double acc[D_ + 2], sh, shs, y[D_], hsy[D_];
+    // without whole_h the H potential is not made: acc[0] = 0, and h is minus the self term
     math::gather_potentials<D_>(p, wi, node_stride, cell_base<D_>(sorted_cell[static_cast<size_t>(at)]), potentials.data(),
-                                nn, acc);
+                                nn, acc, whole_h ? 0 : 1);
     math::grid_self_term<D_>(wi, p, self_h.data(), self_hs.data(), sh, shs);
     for (int d = 0; d < D_; ++d) y[d] = Y(i, d);
     math::grid_point_sums<D_>(acc, sh, shs, centre, y, out.h[static_cast<size_t>(i)], out.hs[static_cast<size_t>(i)], hsy);
@@ -411,19 +418,19 @@ struct RepulsionGrid::Choice {
   double cells = 0;
 };
 
-void RepulsionGrid::sums(const MatrixD& Y, RepulsionSums& out) {
+void RepulsionGrid::sums(const MatrixD& Y, RepulsionSums& out, bool whole_h) {
   if (Y.cols != impl_->D) internal_error("RepulsionGrid: Y has the wrong dimension");
   Choice c;
   choose(Y, c);
-  sums(Y, c, out);
+  sums(Y, c, out, whole_h);
 }
 
-bool RepulsionGrid::sums_if_cheaper(const MatrixD& Y, RepulsionSums& out) {
+bool RepulsionGrid::sums_if_cheaper(const MatrixD& Y, RepulsionSums& out, bool whole_h) {
   if (Y.cols != impl_->D) internal_error("RepulsionGrid: Y has the wrong dimension");
   Choice c;
   choose(Y, c);
   if (!cheaper(Y, c)) return false;
-  sums(Y, c, out);
+  sums(Y, c, out, whole_h);
   return true;
 }
 
@@ -436,17 +443,17 @@ bool RepulsionGrid::cheaper(const MatrixD& Y, const Choice& c) const {
   return interp::cheaper_than_pairs(c.cells, c.units, Y.rows);
 }
 
-void RepulsionGrid::sums(const MatrixD& Y, const Choice& c, RepulsionSums& out) {
-  if (impl_->D == 2) impl_->run<2>(Y, c.box, c.far, out);
-  else impl_->run<3>(Y, c.box, c.far, out);
+void RepulsionGrid::sums(const MatrixD& Y, const Choice& c, RepulsionSums& out, bool whole_h) {
+  if (impl_->D == 2) impl_->run<2>(Y, c.box, c.far, out, whole_h);
+  else impl_->run<3>(Y, c.box, c.far, out, whole_h);
 }
 
 void RepulsionGrid::freeze(const MatrixD& reference, double margin) {
   if (reference.cols != impl_->D) internal_error("RepulsionGrid: the reference has the wrong dimension");
   double t = omp_get_wtime();
   const Bounds box = full_bounds(reference, margin);
-  if (impl_->D == 2) impl_->field<2>(reference, box, {}, t);
-  else impl_->field<3>(reference, box, {}, t);
+  if (impl_->D == 2) impl_->field<2>(reference, box, {}, t, true, nullptr);
+  else impl_->field<3>(reference, box, {}, t, true, nullptr);
 }
 
 void RepulsionGrid::sums_at(const MatrixD& Q, RepulsionSums& out, std::vector<unsigned char>& inside) const {
@@ -469,7 +476,7 @@ bool RepulsionGrid::cheaper_than_exact(const MatrixD& Y) const {
 RepulsionGrid::Timings RepulsionGrid::timings() const { return impl_->timings; }
 
 RepulsionErrors repulsion_errors(const MatrixD& Y, const RepulsionSums& a, const RepulsionSums& e) {
-  double za = 0, ze = 0;
+  double za = a.z_grid, ze = e.z_grid;
   for (size_t i = 0; i < a.h.size(); ++i) za += a.h[i], ze += e.h[i];
   double num = 0, den = 0;
   for (index_t i = 0; i < Y.rows; ++i) {

@@ -117,7 +117,9 @@ struct HssneResult {
 // Unnormalised per-row sums of one evaluation at Y, from one pass over all pairs (MATH.md §4):
 // everything the objective, the gradient and the fixed-point update need. Z = sum_i h_i.
 struct HssneSums {
-  std::vector<double> h;        // sum_j H_ij              (row i's share of Z)
+  std::vector<double> h;        // sum_j H_ij              (row i's share of Z; with interpolated
+                                //  repulsion only what is row i's alone, RepulsionSums::z_grid:
+                                //  HssneTotals::z is always the whole Z)
   std::vector<double> p_log_h;  // sum_j P_ij log H_ij
   std::vector<double> a;        // A_i = sum_j P_ij S_ij
   std::vector<double> hs;       // Z B_i = sum_j H_ij S_ij

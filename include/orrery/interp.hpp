@@ -51,6 +51,10 @@ struct HssneRepulsion {
 struct RepulsionSums {
   std::vector<double> h, hs;  // N
   MatrixD hsy;                // N x D
+  // Z = z_grid + sum_i h_i. 0 with every h_i whole; RepulsionGrid::sums with whole_h false puts
+  // the share of Z that the grid sums over its own points here as one total (and h_i keeps only
+  // what is point i's alone: minus its grid self term, plus its exact sums with the far points).
+  double z_grid = 0;
 };
 
 // A reusable grid (FFT plans, kernel transforms) for maps of one dimension D (2 or 3) and one tail.
@@ -65,10 +69,13 @@ class RepulsionGrid {
   // The sums at Y (N x D), self excluded. The grid covers Y's box, or a smaller one where that
   // costs less counting the points it leaves out ("far" points, a few thrown far from the bulk):
   // their sums over every point, and every point's sums over them, are exact.
-  void sums(const MatrixD& Y, RepulsionSums& out);
-  // sums(Y, out) where that costs less than the exact sums over all N^2 pairs (the cells at most
-  // 2^27); false, with out untouched, otherwise.
-  bool sums_if_cheaper(const MatrixD& Y, RepulsionSums& out);
+  // whole_h false: what an optimiser needs, Z as a total rather than every h_i (out.z_grid): the
+  // grid's part of Z is then sum_n q_n (H * q)_n over its charges q, from their spectrum by
+  // Parseval's theorem, which saves the H potential's inverse transform (one of 2D + 3).
+  void sums(const MatrixD& Y, RepulsionSums& out, bool whole_h = true);
+  // sums(Y, out, whole_h) where that costs less than the exact sums over all N^2 pairs (the cells
+  // at most 2^27); false, with out untouched, otherwise.
+  bool sums_if_cheaper(const MatrixD& Y, RepulsionSums& out, bool whole_h = true);
   // A frozen field for placing new points into a fixed map: the reference points' charges and
   // potentials on a grid over their box widened by `margin` map units on every side, made once;
   // then sums_at(Q) gives each query point's sums over ALL reference points (none is excluded) by
@@ -97,7 +104,7 @@ class RepulsionGrid {
   struct Choice;
   void choose(const MatrixD& Y, Choice& c) const;
   bool cheaper(const MatrixD& Y, const Choice& c) const;
-  void sums(const MatrixD& Y, const Choice& c, RepulsionSums& out);
+  void sums(const MatrixD& Y, const Choice& c, RepulsionSums& out, bool whole_h);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
@@ -106,7 +113,7 @@ class RepulsionGrid {
 void exact_repulsion(const MatrixD& Y, double alpha, RepulsionSums& out, int threads = 0);
 
 // Relative L2 errors of approximate sums against exact ones at Y: of the repulsive force
-// F_i = (hsy_i - y_i hs_i) / Z (each side with its own Z = sum_i h_i) and of Z.
+// F_i = (hsy_i - y_i hs_i) / Z (each side with its own Z = z_grid + sum_i h_i) and of Z.
 struct RepulsionErrors {
   double force = 0, z = 0;
 };

@@ -189,6 +189,36 @@ TEST(InterpolatedRepulsion, FarPointsLeaveTheGridToTheBulk) {
   }
 }
 
+// A fit's sums (whole_h false) give the grid's part of Z as one total from the charges'
+// spectrum (Parseval) instead of every h_i: Z = z_grid + sum_i h_i equals the gathered total to
+// rounding, the far points' own h and every hs and hsy are the same bits, and so is z_grid for 1
+// and 2 threads.
+TEST(InterpolatedRepulsion, ZFromTheSpectrumEqualsTheGatheredTotal) {
+  for (int D : {2, 3}) {
+    MatrixD Y = clustered_map(D == 2 ? 3000 : 1500, D, D == 2 ? 40.0 : 10.0, 13);
+    for (index_t k = 0; k < 4; ++k) Y(7 * k, k % D) = (k % 2 ? -1.0 : 1.0) * (300.0 + 50 * k);  // far points
+    for (double alpha : {0.0, 1.0, 2.0}) {
+      RepulsionGrid g2(D, alpha, InterpSettings{}, 2), g1(D, alpha, InterpSettings{}, 1);
+      RepulsionSums whole, part, part1;
+      g2.sums(Y, whole);
+      g2.sums(Y, part, false);
+      g1.sums(Y, part1, false);
+      ASSERT_GT(g2.timings().far_points, 0) << "the case must leave far points off the grid";
+      EXPECT_EQ(whole.z_grid, 0.0);
+      double z_whole = 0, z_part = part.z_grid;
+      for (double v : whole.h) z_whole += v;
+      for (double v : part.h) z_part += v;
+      EXPECT_NEAR(z_part, z_whole, 1e-12 * z_whole) << "D " << D << " alpha " << alpha;
+      EXPECT_GT(part.z_grid, 0.5 * z_whole) << "the grid's pairs are most of Z";
+      for (index_t k = 0; k < 4; ++k) EXPECT_EQ(part.h[static_cast<size_t>(7 * k)], whole.h[static_cast<size_t>(7 * k)]);
+      EXPECT_EQ(part.hs, whole.hs);
+      EXPECT_EQ(part.hsy.data, whole.hsy.data);
+      EXPECT_EQ(part.z_grid, part1.z_grid);
+      EXPECT_EQ(part.h, part1.h);
+    }
+  }
+}
+
 // Same map, 1 and 2 threads, twice: the same bits (fixed-order sums, no races in the scatter).
 TEST(InterpolatedRepulsion, SameBitsForAnyThreadCount) {
   for (int D : {2, 3}) {
@@ -294,8 +324,8 @@ TEST(InterpolatedRepulsion, FixedPointStepMatchesTheExactStep) {
 
 // The grid's engine numbers the points in P's breadth-first order inside; what crosses its
 // interface is in the caller's numbering: the map it was given back bit for bit, its per-point sums
-// where the exact engine has them (the attraction exactly, up to the order of each row's sum), a
-// saved state that restores to the same totals.
+// where the exact engine has them (the attraction exactly, up to the order of each row's sum; the
+// repulsion's hs to the grid's error), a saved state that restores to the same totals.
 TEST(InterpolatedRepulsion, GridEngineSpeaksInTheCallersNumbering) {
   std::vector<int> labels;
   const SparseAffinity P = class_affinities(labels, 3);
@@ -313,7 +343,7 @@ TEST(InterpolatedRepulsion, GridEngineSpeaksInTheCallersNumbering) {
   for (size_t i = 0; i < se.a.size(); ++i) {
     EXPECT_NEAR(sa.a[i], se.a[i], 1e-12 * se.a[i]) << "point " << i;
     EXPECT_NEAR(sa.ay.data[2 * i], se.ay.data[2 * i], 1e-12 * std::abs(se.a[i]) * 20) << "point " << i;
-    EXPECT_NEAR(sa.h[i], se.h[i], 1e-2 * se.h[i]) << "point " << i;
+    EXPECT_NEAR(sa.hs[i], se.hs[i], 1e-2 * se.hs[i]) << "point " << i;  // (h: its grid part is a total)
   }
   approx->propose(1.0, 1.0, 0.0);
   approx->accept();

@@ -147,12 +147,14 @@ ORRERY_HD_INLINE void grid_self_term(const T* w, int p, const T* self_h, const T
 
 // A point's potentials read from the grid: out[k] = sum over its stencil's nodes of weight times
 // potential k (D + 2 potentials, nn apart: H * 1, HS * 1, HS * (y_d - c_d)).
+// Potentials before `first` are not read (left 0): a fit's grid makes no H potential (its part of
+// Z is a total, RepulsionSums::z_grid).
 template <int D, class T>
 ORRERY_HD_INLINE void gather_potentials(int p, const T* w, const long* stride, long base, const T* potentials, long nn,
-                                        T* out) {
+                                        T* out, int first = 0) {
   for (int k = 0; k < D + 2; ++k) out[k] = T(0);
   for_stencil_nodes<D>(p, w, stride, base, [&](long node, T wt) {
-    for (int k = 0; k < D + 2; ++k) out[k] += wt * potentials[k * nn + node];
+    for (int k = first; k < D + 2; ++k) out[k] += wt * potentials[k * nn + node];
   });
 }
 

@@ -24,8 +24,13 @@
 namespace orrery {
 
 int run_interp_bench(int argc, char** argv) {
-  const auto o = bench::options(argc, argv, {"--n", "--alpha", "--dim", "--iters", "--threads", "--data", "--out", "--settings"},
-                                "hssne-interp");
+  const auto o = bench::options(
+      argc, argv, {"--n", "--alpha", "--dim", "--iters", "--threads", "--data", "--out", "--settings", "--fit"},
+      "hssne-interp");
+  // --fit exact: the map fitted with the exact sums (the gradient method all the same), for sizes
+  // where the pairs cost less than the grid (3-D maps of 10,000 points on a few cores)
+  const std::string fit = bench::opt(o, "--fit", "interpolated");
+  if (fit != "interpolated" && fit != "exact") input_error("hssne-interp: --fit expects interpolated or exact");
   const std::vector<double> sizes = bench::number_list(bench::opt(o, "--n", "10000,70000"));
   const std::vector<double> alphas = bench::number_list(bench::opt(o, "--alpha", "0,0.5,1,2"));
   const std::vector<double> dims = bench::number_list(bench::opt(o, "--dim", "2,3"));
@@ -69,7 +74,8 @@ int run_interp_bench(int argc, char** argv) {
       prm.dim = D;
       prm.max_iter = iters;
       prm.tol = 0;
-      prm.repulsion = HssneRepulsionMode::interpolated;
+      prm.repulsion = fit == "exact" ? HssneRepulsionMode::exact : HssneRepulsionMode::interpolated;
+      prm.optimizer = HssneOptimizer::gradient;
       std::fprintf(stderr, "[hssne-interp] fitting N %lld D %d\n", static_cast<long long>(N), D);
       const MatrixD Y = fit_hssne(aff.sparse, prm, 1, *backend).coords;
       double span = 0;
@@ -101,7 +107,7 @@ int run_interp_bench(int argc, char** argv) {
                       exact_s / total);
           std::fflush(stdout);
           records.push_back({{"bench", "hssne-interp"}, {"n", N}, {"dim", D}, {"alpha", alpha}, {"setting", st.name},
-                             {"nodes", st.s.nodes}, {"box_width", st.s.box_width}, {"map_span", span},
+                             {"nodes", st.s.nodes}, {"box_width", st.s.box_width}, {"map_span", span}, {"fit", fit},
                              {"boxes", grid.boxes()}, {"force_error", fe}, {"z_error", ze},
                              {"grid_seconds", t.grid / reps}, {"scatter_seconds", t.scatter / reps},
                              {"fft_seconds", t.fft / reps}, {"gather_seconds", t.gather / reps},

@@ -184,8 +184,7 @@ __global__ void scatter_kernel(const double* __restrict__ y, Shape g, const long
     nd[d] = static_cast<int>(rest % g.nodes[d]);
     rest /= g.nodes[d];
     node += nd[d] * g.node_stride[d];
-    lo[d] = nd[d] - g.p + 1 > 0 ? nd[d] - g.p + 1 : 0;
-    hi[d] = nd[d] < g.sten[d] - 1 ? nd[d] : static_cast<int>(g.sten[d] - 1);
+    math::stencils_reaching(nd[d], g.p, static_cast<int>(g.sten[d]), lo[d], hi[d]);
   }
   double c[D + 1] = {};
   for (int s2 = lo[2]; s2 <= hi[2]; ++s2)
@@ -258,9 +257,7 @@ __global__ void __launch_bounds__(kThreads) energy_kernel(const cufftDoubleCompl
   double e = 0;
   for (long long q = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x; q < g.spectrum;
        q += static_cast<long long>(gridDim.x) * kThreads) {
-    const long k0 = static_cast<long>(q % (g.nodes[0] + 1));
-    const double twice = k0 == 0 || k0 == g.nodes[0] ? 1.0 : 2.0;
-    e += twice * (s[q].x * s[q].x + s[q].y * s[q].y) * kh[q];
+    e += math::parseval_term(s[q].x, s[q].y, kh[q], static_cast<long>(q % (g.nodes[0] + 1)), g.nodes[0]);
   }
   const double total = Reduce(tmp).Sum(e);
   if (threadIdx.x == 0) part[blockIdx.x] = total;

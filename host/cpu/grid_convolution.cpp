@@ -164,15 +164,12 @@ struct GridConvolution::Impl {
         for (int c = 0; c < count; ++c) a[j * kColumns + c] = Complex(0, 0);
       fused->forward(slot, count, a);
       if (energy_kernel) {
-        // axis 0 is halved: coefficient c0 stands for itself and its mirror M_0 - c0, but for 0
-        // and M_0 / 2
         const double* E = energy_kernel->data();
         double e = 0;
         for (long j = 0; j < ML; ++j)
           for (int c = 0; c < count; ++c) {
-            const long c0c = c0 + c;
-            const double twice = c0c == 0 || 2 * c0c == sh.M[0] ? 1.0 : 2.0;
-            e += twice * std::norm(a[j * kColumns + c]) * E[base + j * stride_L + c];
+            const Complex v = a[j * kColumns + c];
+            e += math::parseval_term(v.real(), v.imag(), E[base + j * stride_L + c], c0 + c, sh.C0 - 1);
           }
         chunk_energy[static_cast<size_t>(k)] = e;
       }

@@ -300,8 +300,11 @@ void RepulsionGrid::Impl::field(const MatrixD& Y, const Bounds& box, const std::
   for (long r = 0; r < rows; ++r) {
     const long n1 = r % G1, n2 = r / G1;
     double* row_charges = charges.data() + r * nodes[0];
-    for (long s2 = std::max(0L, n2 - p + 1); s2 <= std::min(n2, cells[2] - 1); ++s2)
-      for (long s1 = std::max(0L, n1 - p + 1); s1 <= std::min(n1, cells[1] - 1); ++s1) {
+    int lo1, hi1, lo2, hi2;
+    math::stencils_reaching(static_cast<int>(n1), p, static_cast<int>(cells[1]), lo1, hi1);
+    math::stencils_reaching(static_cast<int>(n2), p, static_cast<int>(cells[2]), lo2, hi2);
+    for (long s2 = lo2; s2 <= hi2; ++s2)
+      for (long s1 = lo1; s1 <= hi1; ++s1) {
         const int k1 = static_cast<int>(n1 - s1), k2 = static_cast<int>(n2 - s2);
         const long cell_row = s1 + s2 * cells[1];
         const long first = row_start[static_cast<size_t>(cell_row)];

@@ -88,6 +88,21 @@ ORRERY_HD_INLINE bool circular_offset(int j, int G, int& offset) {
   return j != G;
 }
 
+// The stencil positions along one axis (G - p + 1 of them) whose p nodes reach node n:
+// n - p < s <= n, within [0, positions - 1]; lo > hi for none.
+ORRERY_HD_INLINE void stencils_reaching(int n, int p, int positions, int& lo, int& hi) {
+  lo = n - p + 1 > 0 ? n - p + 1 : 0;
+  hi = n < positions - 1 ? n : positions - 1;
+}
+
+// One coefficient's term of Parseval's sum_w |Q(w)|^2 K(w) over a real grid's spectrum stored with
+// axis 0 halved: index k0 of k0 = 0..last stands for itself and its mirror, but for 0 and last
+// (the Nyquist index), so it counts twice. K is the kernel's spectrum already scaled by 1 / M.
+template <class T>
+ORRERY_HD_INLINE T parseval_term(T re, T im, T kernel, long k0, long last) {
+  return (k0 == 0 || k0 == last ? T(1) : T(2)) * (re * re + im * im) * kernel;
+}
+
 // A point's interaction with itself through the grid, per axis: its charge reaches node m of its
 // stencil with weight w_m and is read back from node n with weight w_n, so the grid's self term is
 // sum_{m,n} w_m w_n K(x_m - x_n). Per axis the pairs group by the node offset m - n = delta in

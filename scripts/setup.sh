@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages orrery needs that are missing (build, tests, demo data; clang, its
-# sanitizer/libFuzzer runtime and its OpenMP for the fuzz targets).
-# Safe to run repeatedly: it installs nothing when everything is present.
+# sanitizer/libFuzzer runtime and its OpenMP for the fuzz targets), then builds the Debian demo corpus
+# of configs/plsv_debian.json in data/debian/ (git-ignored; scripts/debian_corpus.sh) when absent.
+# Safe to run repeatedly: it installs and builds nothing when everything is present.
 set -euo pipefail
 packages=(cmake g++ make libgtest-dev libgmock-dev nlohmann-json3-dev zlib1g-dev libhnswlib-dev dataset-fashion-mnist
           clang libclang-rt-14-dev libomp-14-dev libfftw3-dev libkissfft-dev)
@@ -15,4 +16,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# After any `apt-get update` above: under Acquire::Languages "none" that one drops the English
+# descriptions the corpus is made of, and debian_corpus.sh fetches them again.
+root=$(cd "$(dirname "$0")/.." && pwd)
+if [ ! -s "$root/data/debian/docs.txt" ] || [ ! -s "$root/data/debian/labels.txt" ]; then
+  echo "setup: building the Debian demo corpus in data/debian" >&2
+  bash "$root/scripts/debian_corpus.sh" >&2
 fi

@@ -173,6 +173,10 @@ void commit_run(io::OutputSet& out, const json& report, const RunConfig& run) {
       if (!w.empty()) non_finite(run, "the report's " + w);
     }
   out.add((std::filesystem::path(run.output.dir) / "report.json").string(), report.dump(2) + "\n");
+  if (run.capture) {
+    for (const auto& [path, bytes] : out.files()) (*run.capture)[std::filesystem::path(path).filename().string()] = bytes;
+    return;
+  }
   for (const std::string& p : run_inputs(run)) out.protect(p);
   out.commit();
 }

@@ -57,7 +57,8 @@ void check_run_outputs(const RunConfig& run, const std::vector<std::string>& nam
 void check_finite_result(const RunConfig& run, const std::string& what, const MatrixD& M);
 
 // Finishes a run's outputs: checks every number of the report's result and trace is finite (as
-// above), adds OUTPUT_DIR/report.json, protects the run's inputs and commits the set.
+// above), adds OUTPUT_DIR/report.json, protects the run's inputs and commits the set (or, when the
+// run has a capture, hands the files to it by name and writes nothing).
 void commit_run(io::OutputSet& out, const json& report, const RunConfig& run);
 
 }  // namespace orrery::cli

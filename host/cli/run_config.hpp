@@ -3,6 +3,7 @@
 // own "input", "params" and extra "output" keys. Unknown keys and bad values are errors naming
 // the key, raised before any work starts.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct RunConfig {
   std::string device = "auto";
   int threads = 0;
   unsigned long long seed = 0;
+  // When set, a run hands its output files here (file name in output.dir -> bytes) instead of
+  // writing them: a program calling the run layer in process (the Python module) takes its results
+  // from memory. The checks before a fit are the same either way.
+  std::map<std::string, std::string>* capture = nullptr;
 };
 
 // Thread counts, wherever they are given (a config's "threads", `evaluate --threads`): 0 = all

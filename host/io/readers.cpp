@@ -369,6 +369,13 @@ Table read_table(const std::string& path, index_t limit) {
   if (limit < 0) input_error(in_quotes(path) + ": the row limit must be >= 0 (0 reads all rows), found " + std::to_string(limit));
   const Format fmt = format_of(path);
   Table t;
+  if (take_memory_matrix(path, t.m)) {  // io/memory_inputs.hpp: the rows a file would give
+    if (limit > 0 && limit < t.m.rows) {
+      t.m.rows = limit;
+      t.m.data.resize(static_cast<size_t>(limit * t.m.cols));
+    }
+    return t;
+  }
   switch (fmt) {
     case Format::npy: t.m = read_npy(path, limit); break;
     case Format::idx: t.m = read_idx(path, limit); break;
@@ -533,6 +540,7 @@ std::vector<std::string> read_names(const std::string& path) {
 }
 
 SparseTriples read_mtx(const std::string& path) {
+  if (const auto m = memory_sparse(path)) return *m;  // io/memory_inputs.hpp
   const std::string text = Source(path).read_all();
   SparseTriples t;
   bool header = false, sized = false, symmetric = false, pattern = false;

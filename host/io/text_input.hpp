@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "io/memory_inputs.hpp"
 #include "io/utf8.hpp"
 #include "orrery/error.hpp"
 #include "orrery/types.hpp"
@@ -61,7 +62,12 @@ constexpr unsigned long long kMaxGzipRatio = 1032;
 // not a gzip member are errors naming the file.
 class Source {
  public:
-  explicit Source(const std::string& path) : path_(path) {
+  explicit Source(const std::string& path) : path_(path), memory_(memory_bytes(path)) {
+    if (memory_) {  // io/memory_inputs.hpp: the bytes a file of this path would hold
+      file_bytes_ = memory_->size();
+      start_data();
+      return;
+    }
     errno = 0;
     file_.reset(std::fopen(path.c_str(), "rb"));
     if (!file_) input_error("cannot open " + in_quotes(path) + ": " + (errno ? std::strerror(errno) : "unknown error"));
@@ -74,10 +80,7 @@ class Source {
         input_error(in_quotes(path) + " is a device, expected a file (or a pipe)");
       if (S_ISREG(st.st_mode)) file_bytes_ = static_cast<unsigned long long>(st.st_size);
     }
-    in_.resize(size_t{1} << 20);
-    refill();
-    gzip_ = avail_ >= 2 && static_cast<unsigned char>(in_[0]) == 0x1f && static_cast<unsigned char>(in_[1]) == 0x8b;
-    if (gzip_) start_member();
+    start_data();
   }
   ~Source() {
     if (gzip_) inflateEnd(&zs_);
@@ -163,13 +166,28 @@ class Source {
  private:
   static constexpr unsigned long long kUnknown = ~0ull;
 
+  void start_data() {
+    in_.resize(size_t{1} << 20);
+    refill();
+    gzip_ = avail_ >= 2 && static_cast<unsigned char>(in_[0]) == 0x1f && static_cast<unsigned char>(in_[1]) == 0x8b;
+    if (gzip_) start_member();
+  }
+
   // Keeps unread input at the front and reads more behind it; false at the end of the file.
   bool refill() {
     if (pos_ > 0 && avail_ > 0) std::memmove(in_.data(), in_.data() + pos_, avail_);
     pos_ = 0;
     if (avail_ == in_.size()) return true;
-    const size_t got = std::fread(in_.data() + avail_, 1, in_.size() - avail_, file_.get());
-    if (got == 0 && std::ferror(file_.get())) input_error("cannot read " + in_quotes(path_) + ": " + std::strerror(errno));
+    size_t got = 0;
+    if (memory_) {
+      got = std::min(in_.size() - avail_, memory_->size() - memory_pos_);
+      std::memcpy(in_.data() + avail_, memory_->data() + memory_pos_, got);
+      memory_pos_ += got;
+    } else {
+      got = std::fread(in_.data() + avail_, 1, in_.size() - avail_, file_.get());
+    }
+    if (got == 0 && !memory_ && std::ferror(file_.get()))
+      input_error("cannot read " + in_quotes(path_) + ": " + std::strerror(errno));
     avail_ += got;
     return got > 0;
   }
@@ -216,6 +234,8 @@ class Source {
     void operator()(std::FILE* f) const { std::fclose(f); }
   };
   std::unique_ptr<std::FILE, Close> file_;  // closed on every path, a throwing constructor included
+  std::shared_ptr<const std::string> memory_;  // or the bytes of an in-memory input
+  size_t memory_pos_ = 0;
   unsigned long long file_bytes_ = kUnknown, produced_ = 0;
   std::string in_;
   size_t pos_ = 0, avail_ = 0;

@@ -1,0 +1,93 @@
+#include "io/memory_inputs.hpp"
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <variant>
+
+#include "orrery/error.hpp"
+
+namespace orrery::io {
+namespace {
+
+struct Entry {
+  std::variant<std::shared_ptr<MatrixD>, std::shared_ptr<const SparseTriples>, std::shared_ptr<const std::string>> value;
+  bool taken = false;
+};
+
+struct Registry {
+  std::mutex lock;
+  std::map<std::string, Entry> entries;
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+std::atomic<unsigned long long> next_scope{0};
+
+template <class T>
+std::string put(const std::string& prefix, const std::string& name, T value) {
+  if (name.empty() || name.find('/') != std::string::npos)
+    internal_error("memory input: a name must be non-empty and hold no '/', found '" + name + "'");
+  const std::string path = prefix + name;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> g(r.lock);
+  if (!r.entries.emplace(path, Entry{std::move(value), false}).second)
+    internal_error("memory input " + path + " is registered twice");
+  return path;
+}
+
+template <class T>
+std::shared_ptr<T> find(const std::string& path) {
+  if (!is_memory_path(path)) return nullptr;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> g(r.lock);
+  const auto it = r.entries.find(path);
+  if (it == r.entries.end()) return nullptr;
+  const auto* p = std::get_if<std::shared_ptr<T>>(&it->second.value);
+  return p ? *p : nullptr;
+}
+
+}  // namespace
+
+bool is_memory_path(const std::string& path) { return path.rfind(kMemoryPrefix, 0) == 0; }
+
+MemoryInputs::MemoryInputs() : prefix_(std::string(kMemoryPrefix) + std::to_string(next_scope++) + "/") {}
+
+MemoryInputs::~MemoryInputs() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> g(r.lock);
+  for (auto it = r.entries.lower_bound(prefix_); it != r.entries.end() && it->first.rfind(prefix_, 0) == 0;)
+    it = r.entries.erase(it);
+}
+
+std::string MemoryInputs::add_matrix(const std::string& name, MatrixD m) {
+  return put(prefix_, name, std::make_shared<MatrixD>(std::move(m)));
+}
+std::string MemoryInputs::add_sparse(const std::string& name, SparseTriples t) {
+  return put(prefix_, name, std::shared_ptr<const SparseTriples>(std::make_shared<SparseTriples>(std::move(t))));
+}
+std::string MemoryInputs::add_bytes(const std::string& name, std::string bytes) {
+  return put(prefix_, name, std::shared_ptr<const std::string>(std::make_shared<std::string>(std::move(bytes))));
+}
+
+bool take_memory_matrix(const std::string& path, MatrixD& out) {
+  if (!is_memory_path(path)) return false;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> g(r.lock);
+  const auto it = r.entries.find(path);
+  if (it == r.entries.end()) return false;
+  auto* p = std::get_if<std::shared_ptr<MatrixD>>(&it->second.value);
+  if (!p) return false;
+  if (it->second.taken) input_error(path + ": this in-memory matrix was read already (a run reads each input once)");
+  it->second.taken = true;
+  out = std::move(**p);
+  return true;
+}
+
+std::shared_ptr<const SparseTriples> memory_sparse(const std::string& path) { return find<const SparseTriples>(path); }
+std::shared_ptr<const std::string> memory_bytes(const std::string& path) { return find<const std::string>(path); }
+
+}  // namespace orrery::io

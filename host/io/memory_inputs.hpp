@@ -1,0 +1,48 @@
+// Inputs held in memory in place of files, for a program that calls the run layer in process (the
+// Python module): a run's config names them by paths "mem:<scope>/<name>", and the readers
+// (io/readers.hpp, io/corpus.hpp) take them from here instead of the file system. The name's
+// extension chooses the reader as a file's would ("X.npy" a matrix, "labels.txt" text lines,
+// "corpus.mtx" sparse entries). Nothing else changes: the same parsing, checks and messages as for
+// files, so a run from memory gives the bits a run from the same files gives.
+//
+// A MemoryInputs object registers a scope of inputs for one run and removes them when it is
+// destroyed; scopes are unique within the process and the registry is locked, so runs in several
+// threads do not see each other's inputs.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "io/readers.hpp"
+#include "orrery/types.hpp"
+
+namespace orrery::io {
+
+inline constexpr const char* kMemoryPrefix = "mem:";
+bool is_memory_path(const std::string& path);
+
+class MemoryInputs {
+ public:
+  MemoryInputs();
+  ~MemoryInputs();
+  MemoryInputs(const MemoryInputs&) = delete;
+  MemoryInputs& operator=(const MemoryInputs&) = delete;
+
+  // Each returns the path a config names the input by. A matrix is handed over (moved) to the
+  // first reader of its path: the run holds the only copy.
+  std::string add_matrix(const std::string& name, MatrixD m);
+  std::string add_sparse(const std::string& name, SparseTriples t);
+  std::string add_bytes(const std::string& name, std::string bytes);
+  // The scope's directory-like prefix, "mem:<n>/".
+  const std::string& prefix() const { return prefix_; }
+
+ private:
+  std::string prefix_;
+};
+
+// For the readers. A registered matrix is moved out (taking it twice is an input error naming the
+// path); sparse entries and bytes are shared (null when the path is not registered as that kind).
+bool take_memory_matrix(const std::string& path, MatrixD& out);
+std::shared_ptr<const SparseTriples> memory_sparse(const std::string& path);
+std::shared_ptr<const std::string> memory_bytes(const std::string& path);
+
+}  // namespace orrery::io

@@ -1,0 +1,512 @@
+"""The estimators: scikit-learn's conventions over orrery's run layer.
+
+A fit writes the run's config as `orrery run` reads it (params from the keyword parameters, the
+arrays handed over in memory in place of input files) and runs it in process: the same checks,
+readers, methods and report as the CLI, so the same input, parameters and seed give the CLI's
+result bit for bit on the CPU. Fitted attributes end in an underscore; `report_` is the run's
+report (what report.json holds).
+"""
+import io
+import json
+import numbers
+import os
+import tempfile
+
+import numpy as np
+
+from . import _core
+from . import _params
+
+try:  # scikit-learn's base classes when it is installed: clone(), pipelines, check_estimator
+    from sklearn.base import BaseEstimator as _Base
+    from sklearn.base import TransformerMixin as _TransformerMixin
+except ImportError:  # pragma: no cover - exercised where scikit-learn is absent
+    _Base = None
+    _TransformerMixin = None
+
+__all__ = ["PE", "PLSV", "HSSNE", "TSNE", "NeRV", "SNeRV"]
+
+
+class _MinimalBase:
+    """get_params/set_params/repr as scikit-learn's BaseEstimator gives them, for installs without it."""
+
+    @classmethod
+    def _get_param_names(cls):
+        return sorted(cls._param_names)
+
+    def get_params(self, deep=True):
+        return {k: getattr(self, k) for k in self._get_param_names()}
+
+    def set_params(self, **params):
+        for k, v in params.items():
+            if k not in self._param_names:
+                raise ValueError(f"Invalid parameter {k!r} for estimator {type(self).__name__}")
+            setattr(self, k, v)
+        return self
+
+    def __repr__(self):
+        changed = {k: v for k, v in self.get_params().items() if v is not self._defaults.get(k, object())}
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
+
+    def fit_transform(self, X, y=None, **fit_params):
+        return self.fit(X, y, **fit_params).embedding_
+
+
+_Bases = (_TransformerMixin, _Base) if _Base is not None else (_MinimalBase,)
+
+
+class _ModelDir:
+    """A fitted model's files (as the CLI writes them) in a temporary directory, for a run's input.model."""
+
+    def __init__(self, files):
+        self.files = files
+
+    def __enter__(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="orrery-model-")
+        for name, data in self.files.items():
+            with open(os.path.join(self._tmp.name, name), "wb") as f:
+                f.write(data)
+        return self._tmp.name
+
+    def __exit__(self, *exc):
+        self._tmp.cleanup()
+
+
+def _npy(data):
+    return np.load(io.BytesIO(data), allow_pickle=False)
+
+
+def _dense(X, name="X", min_samples=1):
+    """X as a 2-D float64 array: a C-contiguous float64 array as it is, anything else converted once."""
+    if _is_sparse(X):
+        raise ValueError(f"{name}: a sparse matrix is not accepted here (pass a dense array)")
+    A = np.asarray(X)
+    if np.iscomplexobj(A):
+        raise ValueError(f"{name}: Complex data not supported")
+    if A.dtype == object:
+        A = A.astype(np.float64)  # numbers held as objects; anything else raises numpy's TypeError
+    if not (np.issubdtype(A.dtype, np.number) or A.dtype == bool):
+        raise ValueError(f"{name}: expected numbers, found an array of {A.dtype}")
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    if A.ndim != 2:
+        raise ValueError(f"{name}: expected a 2-D array (samples x features), found {A.ndim}-D; reshape a single "
+                         "feature with X.reshape(-1, 1) or a single sample with X.reshape(1, -1)")
+    if A.shape[1] == 0:
+        raise ValueError(f"{name}: found array with 0 feature(s) (shape={A.shape}) while a minimum of 1 is required.")
+    if A.shape[0] < min_samples:
+        raise ValueError(f"{name}: found array with {A.shape[0]} sample(s) (shape={A.shape}) while a minimum of "
+                         f"{min_samples} is required.")
+    if not np.isfinite(A).all():
+        raise ValueError(f"{name}: holds NaN or infinity")
+    return A
+
+
+def _is_sparse(X):
+    return hasattr(X, "tocoo") and hasattr(X, "nnz")
+
+
+def _label_bytes(y, n, name="y"):
+    """Labels as the run's label file would hold them: integers (-1 unknown) or names, one per line."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        y = y.reshape(-1) if y.ndim == 2 and 1 in y.shape else y
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"{name}: expected {n} labels (one per sample), found shape {np.asarray(y).shape}")
+    if np.issubdtype(y.dtype, np.integer) or y.dtype == bool:
+        lines = [str(int(v)) for v in y]
+    elif np.issubdtype(y.dtype, np.floating):
+        if not np.all(np.isfinite(y)) or not np.all(y == np.floor(y)):
+            raise ValueError(f"{name}: expected integer class labels, found non-integer values")
+        lines = [str(int(v)) for v in y]
+    else:
+        lines = [str(v) for v in y]
+        if any("\n" in s or s.strip() != s or not s for s in lines):
+            raise ValueError(f"{name}: a label name must be non-empty, on one line, without surrounding spaces")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _seed(random_state):
+    if random_state is None:
+        return 0
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state: expected an integer >= 0, found {random_state}")
+        return int(random_state)
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(np.iinfo(np.int32).max))
+    raise ValueError(f"random_state: expected None, an integer >= 0 or a numpy RandomState, found {random_state!r}")
+
+
+def _threads(n_jobs):
+    if n_jobs is None or n_jobs == -1:
+        return 0
+    if isinstance(n_jobs, numbers.Integral) and not isinstance(n_jobs, bool) and n_jobs >= 1:
+        return int(n_jobs)
+    raise ValueError(f"n_jobs: expected None, -1 (all cores) or an integer >= 1, found {n_jobs!r}")
+
+
+class _Estimator(*_Bases):
+    _method = None
+    _param_fields = ()  # fields of the method's params table
+    _input_fields = ()  # fields of its input table that are parameters (not data)
+    _extra = {}  # Python-only parameters and their defaults
+    _param_names = ()
+    _defaults = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if cls._method is None:
+            return
+        fields = list(cls._param_fields) + list(cls._input_fields)
+        cls._defaults = {f.name: f.default for f in fields}
+        cls._defaults.update(cls._extra)
+        cls._defaults.update({"random_state": None, "device": "auto", "n_jobs": None, "verbose": False})
+        cls._param_names = tuple(cls._defaults)
+        names = list(cls._defaults)
+        # a real signature (scikit-learn's get_params reads __init__'s), keyword-only
+        src = "def __init__(self, *, {args}):\n{body}".format(
+            args=", ".join(f"{n}=_d[{n!r}]" for n in names),
+            body="".join(f"    self.{n} = {n}\n" for n in names) or "    pass\n")
+        scope = {"_d": dict(cls._defaults)}
+        exec(src, scope)  # noqa: S102 - the names are the engine's field keys
+        init = scope["__init__"]
+        init.__qualname__ = f"{cls.__name__}.__init__"
+        init.__doc__ = cls.__doc__
+        cls.__init__ = init
+        cls.__doc__ = (cls.__doc__ or "") + "\n\nParameters\n----------\n" + _params.doc_block(fields) + _COMMON_DOC
+
+    # ------------------------------------------------------------------ config
+
+    def _check_params(self):
+        for f in list(self._param_fields) + list(self._input_fields):
+            _params.check_value(f, getattr(self, f.name))
+        if not isinstance(self.device, str):
+            raise ValueError(f"device: expected 'auto', 'cpu', 'cuda' or 'cuda:N', found {self.device!r}")
+        if not isinstance(self.verbose, (bool, numbers.Integral)):
+            raise ValueError(f"verbose: expected True or False, found {self.verbose!r}")
+
+    def _params_json(self):
+        return {f.key: _params.to_json(f, getattr(self, f.name))
+                for f in self._param_fields if getattr(self, f.name) is not None}
+
+    def _input_json(self):
+        return {f.key: _params.to_json(f, getattr(self, f.name))
+                for f in self._input_fields if getattr(self, f.name) is not None}
+
+    def _run(self, inputs, input_json, params_json=None, output_extra=None):
+        self._check_params()
+        config = {
+            "method": self._method,
+            "input": input_json,
+            "params": self._params_json() if params_json is None else params_json,
+            "output": dict({"dir": inputs.prefix + "out", "format": "npy", "svg": False}, **(output_extra or {})),
+            "device": self.device,
+            "threads": _threads(self.n_jobs),
+            "seed": _seed(self.random_state),
+        }
+        try:
+            report, files = _core.run(json.dumps(config), inputs, not self.verbose)
+        except ValueError as e:
+            raise ValueError(_named(str(e))) from None
+        return json.loads(report), files
+
+    def fit_transform(self, X, y=None, **fit_params):
+        """Fits the map and returns the coordinates of the fitted points (embedding_)."""
+        return self.fit(X, y, **fit_params).embedding_
+
+    def _check_fitted(self):
+        if not hasattr(self, "embedding_"):
+            try:
+                from sklearn.exceptions import NotFittedError
+            except ImportError:  # pragma: no cover
+                NotFittedError = AttributeError
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call fit first")
+
+    def _more_tags(self):
+        return {"non_deterministic": False, "preserves_dtype": [np.float64]}
+
+
+def _named(message):
+    """An engine message names the config key (params.alpha, input.pca); the estimator's keyword is the
+    same but for the renamed ones (dim, lambda)."""
+    for key, name in _params.RENAMED.items():
+        message = message.replace(f"params.{key}:", f"{name} (params.{key}):")
+    return message
+
+
+_COMMON_DOC = """
+random_state : int >= 0, RandomState or None, default=None
+    Seed of every random choice (the start, subsamples). None is seed 0: orrery is deterministic, so
+    the same input, parameters and seed give the same map on the same device.
+device : str, default='auto'
+    'auto' (a CUDA device when one is present, else the CPU), 'cpu', 'cuda' or 'cuda:N'.
+n_jobs : int or None, default=None
+    CPU threads; None or -1 for all cores.
+verbose : bool, default=False
+    Progress lines on stderr (as `orrery run` prints them).
+"""
+
+
+# ---------------------------------------------------------------------- neighbour embeddings
+
+
+def _ne_inputs(est, X, y, inputs, allow_metric=True, allow_affinities=False):
+    """The run's input keys for vectors / a distance matrix / sparse affinities X and labels y."""
+    input_json = est._input_json()
+    if _is_sparse(X):
+        if not allow_affinities:
+            raise ValueError(f"X: a sparse matrix (precomputed affinities) is not supported by {type(est).__name__}; "
+                             "pass dense vectors or distances")
+        coo = X.tocoo()
+        if coo.shape[0] != coo.shape[1]:
+            raise ValueError(f"X: a sparse matrix is read as precomputed affinities and must be square, found {coo.shape}")
+        input_json["affinity_matrix"] = inputs.add_sparse(
+            "affinities.mtx", coo.shape[0], coo.shape[1], coo.row.astype(np.int64), coo.col.astype(np.int64),
+            coo.data.astype(np.float64))
+        n = coo.shape[0]
+        for key in ("pca", "perplexity", "affinities", "neighbors", "neighbor_ef", "duplicates"):
+            input_json.pop(key, None)  # they describe how affinities are made from vectors
+    else:
+        A = _dense(X, min_samples=2)
+        n = A.shape[0]
+        est.n_features_in_ = A.shape[1]
+        if allow_metric and est.metric == "precomputed":
+            if A.shape[0] != A.shape[1]:
+                raise ValueError(f"X: metric='precomputed' expects a square distance matrix, found {A.shape}")
+            input_json["distances"] = inputs.add_matrix("distances.npy", A)
+            for key in ("pca", "neighbors", "neighbor_ef"):
+                input_json.pop(key, None)
+        elif allow_metric and est.metric != "euclidean":
+            raise ValueError(f"metric: expected 'euclidean' or 'precomputed', found {est.metric!r}")
+        else:
+            input_json["vectors"] = inputs.add_matrix("X.npy", A)
+    if y is not None:
+        input_json["labels"] = inputs.add_bytes("labels.txt", _label_bytes(y, n))
+    return input_json
+
+
+_NE_INPUT_KEYS = ("pca", "perplexity", "affinities", "neighbors", "neighbor_ef", "duplicates")
+
+
+class HSSNE(_Estimator):
+    """Heavy-tailed symmetric SNE (Yang et al., 2009): alpha 0 is SNE's Gaussian, 1 t-SNE's tail.
+
+    fit(X, y=None): X is N x d vectors, an N x N distance matrix (metric='precomputed') or a sparse
+    N x N matrix of affinities; y, optional, labels (semi-supervised with rho > 0, and the report's
+    k-NN accuracy). transform(X_new) places new vectors into the fitted map.
+    """
+
+    _method = "hssne"
+    _param_fields = tuple(_params.table("hssne"))
+    _input_fields = tuple(_params.table("hssne_input", _NE_INPUT_KEYS))
+    _extra = {"metric": "euclidean"}
+
+    def fit(self, X, y=None):
+        inputs = _core.Inputs()
+        report, files = self._run(inputs, _ne_inputs(self, X, y, inputs, allow_affinities=True))
+        self._set_fitted(report, files)
+        return self
+
+    def _set_fitted(self, report, files):
+        self.embedding_ = _npy(files["embedding.npy"])
+        self.report_ = report
+        self.kl_divergence_ = report["result"]["objective"]
+        self.n_iter_ = report["result"]["iterations"]
+        # what transform needs: the map and the points it was made from (the CLI's model files)
+        self._model = {k: v for k, v in files.items() if k.startswith("model_") or k == "report.json"}
+
+    def transform(self, X):
+        """Places new vectors into the fitted map (the map's points stay fixed); returns their coordinates."""
+        self._check_fitted()
+        if "model_map.npy" not in self._model:
+            raise ValueError("transform: this map was made from distances or affinities; only a map of vectors "
+                             "can place new points")
+        A = _dense(X)
+        if A.shape[1] != self.n_features_in_:
+            raise ValueError(f"X: {A.shape[1]} features, but this map was fitted on {self.n_features_in_}")
+        inputs = _core.Inputs()
+        with _ModelDir(self._model) as model:
+            input_json = {"vectors": inputs.add_matrix("X.npy", A), "model": model}
+            report, files = self._run(inputs, input_json, params_json={})
+        return _npy(files["embedding.npy"])
+
+
+class TSNE(HSSNE):
+    """t-SNE: HSSNE with t-SNE's tail (alpha = 1) and defaults (perplexity 30, early exaggeration 12)."""
+
+    _param_fields = tuple(f for f in _params.table("hssne") if f.key != "alpha")
+
+    def _params_json(self):
+        return dict(super()._params_json(), alpha=1.0)
+
+
+class NeRV(_Estimator):
+    """Neighbour retrieval visualisation (Venna et al., 2010): lambda trades precision for recall.
+
+    fit(X, y=None): X is N x d vectors or an N x N distance matrix (metric='precomputed'); y, optional,
+    labels for the report's k-NN accuracy.
+    """
+
+    _method = "nerv"
+    _param_fields = tuple(_params.table("nerv"))
+    _input_fields = tuple(_params.table("nerv_input", _NE_INPUT_KEYS))
+    _extra = {"metric": "euclidean"}
+
+    def fit(self, X, y=None):
+        inputs = _core.Inputs()
+        report, files = self._run(inputs, _ne_inputs(self, X, y, inputs, allow_metric=self._method == "nerv"))
+        self.embedding_ = _npy(files["embedding.npy"])
+        self.report_ = report
+        self.n_iter_ = report["result"]["iterations"]
+        return self
+
+
+class SNeRV(NeRV):
+    """Supervised NeRV (Peltonen et al.): NeRV on learning-metric distances from the labels.
+
+    fit(X, y): X is N x d vectors, y their class labels (required).
+    """
+
+    _method = "snerv"
+    _input_fields = tuple(_params.table("snerv_input", ("pca", "perplexity", "affinities", "duplicates", "metric")))
+    _extra = {}
+
+    def fit(self, X, y=None):
+        if y is None:
+            raise ValueError("y: supervised NeRV learns its metric from the labels; pass y")
+        return super().fit(X, y)
+
+
+# ---------------------------------------------------------------------- PE
+
+
+class PE(_Estimator):
+    """Parametric Embedding (Iwata et al., 2007): objects and classes in one map from class posteriors.
+
+    fit(P, y=None): P is N x K class posteriors p(c|x) (rows summing to 1); y, optional, labels.
+    With posterior_model set, fit(X, y) fits that posterior model on labelled vectors X first.
+    Fitted: embedding_ (N x D objects), class_coords_ (K x D). transform(P_new) places new objects
+    against the fitted classes.
+    """
+
+    _method = "pe"
+    _param_fields = tuple(_params.table("pe"))
+    _input_fields = tuple(_params.table("pe_input", ("normalize_rows", "posterior_model")))
+
+    def fit(self, X, y=None):
+        inputs = _core.Inputs()
+        input_json = self._input_json()
+        A = _dense(X)
+        if self.posterior_model is not None:
+            if y is None:
+                raise ValueError("y: a posterior model (posterior_model) is fitted on labelled vectors; pass y")
+            input_json["vectors"] = inputs.add_matrix("X.npy", A)
+            input_json["vector_labels"] = inputs.add_bytes("vector_labels.txt", _label_bytes(y, A.shape[0]))
+        else:
+            input_json["posteriors"] = inputs.add_matrix("P.npy", A)
+            if y is not None:
+                input_json["labels"] = inputs.add_bytes("labels.txt", _label_bytes(y, A.shape[0]))
+        report, files = self._run(inputs, input_json)
+        self.embedding_ = _npy(files["objects.npy"])
+        self.class_coords_ = _npy(files["classes.npy"])
+        self.report_ = report
+        self.n_features_in_ = A.shape[1]
+        return self
+
+    def transform(self, P):
+        """Places objects with posteriors P (M x K) against the fitted classes (kept fixed)."""
+        self._check_fitted()
+        A = _dense(P, "P")
+        if A.shape[1] != self.class_coords_.shape[0]:
+            raise ValueError(f"P: posteriors over {A.shape[1]} classes, but the map has {self.class_coords_.shape[0]}")
+        inputs = _core.Inputs()
+        input_json = {k: v for k, v in self._input_json().items() if k != "posterior_model"}
+        input_json["posteriors"] = inputs.add_matrix("P.npy", A)
+        input_json["class_coords"] = inputs.add_matrix("classes.npy", self.class_coords_)
+        params = dict(self._params_json(), fit_classes=False)
+        report, files = self._run(inputs, input_json, params_json=params)
+        return _npy(files["objects.npy"])
+
+
+# ---------------------------------------------------------------------- PLSV
+
+
+def _corpus_inputs(X, inputs, vocabulary):
+    """The run's corpus keys for a sparse or dense count matrix, or a sequence of texts."""
+    input_json = {}
+    if isinstance(X, (list, tuple)) and all(isinstance(d, str) for d in X):
+        if any("\n" in d or "\r" in d for d in X):
+            X = [d.replace("\r", " ").replace("\n", " ") for d in X]  # one document per line
+        input_json["corpus"] = inputs.add_bytes("docs.txt", ("\n".join(X) + "\n").encode())
+        input_json["format"] = "text"
+        return input_json, len(X)
+    if _is_sparse(X):
+        coo = X.tocoo()
+        coo.sum_duplicates()
+    else:
+        A = _dense(X)
+        rows, cols = np.nonzero(A)
+        coo = _Coo(A.shape, rows, cols, A[rows, cols])
+    data = np.asarray(coo.data, dtype=np.float64)
+    if (data < 0).any() or not np.array_equal(data, np.floor(data)) or not np.isfinite(data).all():
+        raise ValueError("X: expected word counts (whole numbers >= 0)")
+    input_json["corpus"] = inputs.add_sparse("corpus.mtx", coo.shape[0], coo.shape[1], np.asarray(coo.row, np.int64),
+                                             np.asarray(coo.col, np.int64), data)
+    input_json["format"] = "mtx"
+    if vocabulary is not None:
+        words = [str(w) for w in vocabulary]
+        if len(words) != coo.shape[1]:
+            raise ValueError(f"vocabulary: {len(words)} words for the {coo.shape[1]} columns of X")
+        input_json["vocab"] = inputs.add_bytes("vocab.txt", ("\n".join(words) + "\n").encode())
+    return input_json, coo.shape[0]
+
+
+class _Coo:
+    def __init__(self, shape, row, col, data):
+        self.shape, self.row, self.col, self.data = shape, row, col, data
+
+
+class PLSV(_Estimator):
+    """Probabilistic latent semantic visualisation (Iwata et al., 2008): documents and topics in one map.
+
+    fit(X, y=None, vocabulary=None): X is a documents x words count matrix (scipy.sparse or dense) or
+    a list of texts (tokenised by the `text` settings); y, optional, a label per document. Fitted:
+    embedding_ (the documents with words; doc_index_ maps them to rows of X: empty documents have no
+    place), topic_coords_, theta_ (topics x words), vocabulary_. transform(X_new) folds new documents
+    into the fitted model (topics fixed).
+    """
+
+    _method = "plsv"
+    _param_fields = tuple(_params.table("plsv"))
+    _input_fields = tuple(_params.table("plsv_input", ("text",)))
+
+    def fit(self, X, y=None, vocabulary=None):
+        inputs = _core.Inputs()
+        input_json, n = _corpus_inputs(X, inputs, vocabulary)
+        if isinstance(self.text, dict) and input_json["format"] == "text":
+            input_json["text"] = self.text
+        if y is not None:
+            input_json["labels"] = inputs.add_bytes("labels.txt", _label_bytes(y, n))
+        report, files = self._run(inputs, input_json)
+        self.embedding_ = _npy(files["documents.npy"])
+        self.topic_coords_ = _npy(files["topics.npy"])
+        self.theta_ = _npy(files["theta.npy"])
+        self.doc_index_ = _npy(files["doc_index.npy"]) if "doc_index.npy" in files else np.arange(n)
+        self.vocabulary_ = files["vocab.txt"].decode().splitlines() if "vocab.txt" in files else None
+        self.report_ = report
+        self._model = {k: files[k] for k in ("topics.npy", "theta.npy", "vocab.txt") if k in files}
+        return self
+
+    def fit_transform(self, X, y=None, vocabulary=None):
+        return self.fit(X, y, vocabulary=vocabulary).embedding_
+
+    def transform(self, X):
+        """Folds documents into the fitted model (topics and word distributions fixed); returns their
+        coordinates, one row per document with words (see the report's doc_index)."""
+        self._check_fitted()
+        inputs = _core.Inputs()
+        input_json, _ = _corpus_inputs(X, inputs, None)
+        with _ModelDir(self._model) as model:
+            input_json["model"] = model
+            report, files = self._run(inputs, input_json)
+        return _npy(files["documents.npy"])

@@ -1,0 +1,194 @@
+// orrery._core: the run layer and the quality measures, in process, for the Python package
+// (python/orrery). A fit is a run: the package writes the run's config as the CLI reads it, hands
+// the arrays over as in-memory inputs (io/memory_inputs.hpp) in place of files, and takes the
+// output files back from memory (RunConfig::capture). So a fit from Python goes through the same
+// config checks, readers, memory plan, methods and report as `orrery run`, and gives its bits.
+//
+// The GIL is released while a run works; at each of the method's safe points (where a run could
+// stop with a checkpoint) the run takes the GIL for a moment and asks Python for pending signals,
+// so Ctrl-C stops a fit with KeyboardInterrupt. Errors: orrery::Error of kind input -> ValueError,
+// others -> RuntimeError; the message is the engine's.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <exception>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/evaluate.hpp"
+#include "cli/methods.hpp"
+#include "cli/run_config.hpp"
+#include "io/memory_inputs.hpp"
+#include "orrery/backend.hpp"
+#include "orrery/build_info.hpp"
+#include "orrery/error.hpp"
+#include "orrery/quality.hpp"
+#include "orrery/run_control.hpp"
+
+namespace py = pybind11;
+using namespace orrery;
+
+namespace {
+
+using DoubleArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
+using IndexArray = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
+
+MatrixD to_matrix(const DoubleArray& a, const std::string& what) {
+  if (a.ndim() != 2) throw py::value_error(what + ": expected a 2-D array, found " + std::to_string(a.ndim()) + "-D");
+  MatrixD m;
+  m.rows = a.shape(0);
+  m.cols = a.shape(1);
+  m.data.assign(a.data(), a.data() + a.size());
+  return m;
+}
+
+// One run's in-memory inputs; the run's config names them by the returned paths.
+class Inputs {
+ public:
+  std::string prefix() const { return scope_.prefix(); }
+  std::string add_matrix(const std::string& name, const DoubleArray& a) {
+    return scope_.add_matrix(name, to_matrix(a, name));
+  }
+  std::string add_sparse(const std::string& name, index_t rows, index_t cols, const IndexArray& row,
+                         const IndexArray& col, const DoubleArray& val) {
+    if (row.size() != col.size() || row.size() != val.size())
+      throw py::value_error(name + ": row, col and val must have one entry per nonzero");
+    io::SparseTriples t;
+    t.rows = rows, t.cols = cols;
+    t.row.assign(row.data(), row.data() + row.size());
+    t.col.assign(col.data(), col.data() + col.size());
+    t.val.assign(val.data(), val.data() + val.size());
+    for (size_t k = 0; k < t.row.size(); ++k)
+      if (t.row[k] < 0 || t.row[k] >= rows || t.col[k] < 0 || t.col[k] >= cols)
+        throw py::value_error(name + ": entry " + std::to_string(k) + " lies outside the " + std::to_string(rows) +
+                              " x " + std::to_string(cols) + " matrix");
+    return scope_.add_sparse(name, std::move(t));
+  }
+  std::string add_bytes(const std::string& name, const py::bytes& b) { return scope_.add_bytes(name, std::string(b)); }
+
+ private:
+  io::MemoryInputs scope_;
+};
+
+// Stops a run at its next safe point once Python has a pending signal (Ctrl-C). No checkpoint is
+// saved: a Python caller keeps nothing of an interrupted fit.
+class SignalControl : public RunControl {
+ public:
+  const RunState* resume() const override { return nullptr; }
+  void safe_point(int, const std::function<RunState()>&) override {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) {
+      pending_ = true;  // the Python error (KeyboardInterrupt) stays set for the caller
+      throw Interrupted("interrupted");
+    }
+  }
+  bool pending() const { return pending_; }
+
+ private:
+  bool pending_ = false;
+};
+
+// Runs f without the GIL; rethrows what it threw as the Python exception it maps to.
+template <class F>
+void without_gil(F&& f, const SignalControl* control = nullptr) {
+  std::exception_ptr error;
+  {
+    py::gil_scoped_release nogil;
+    try {
+      f();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  if (!error) return;
+  try {
+    std::rethrow_exception(error);
+  } catch (const Interrupted&) {
+    if (control && control->pending() && PyErr_Occurred()) throw py::error_already_set();
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+    throw py::error_already_set();
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::input) throw py::value_error(e.what());
+    throw std::runtime_error(e.what());
+  }
+}
+
+py::tuple run(const std::string& config, const Inputs&, bool quiet) {
+  cli::RunConfig rc;
+  try {
+    rc = cli::parse_run_config(config, "<python>");
+  } catch (const Error& e) {
+    throw py::value_error(e.what());
+  }
+  const cli::MethodEntry* method = cli::find_method(rc.method);
+  std::map<std::string, std::string> files;
+  rc.capture = &files;
+  SignalControl control;
+  json report;
+  without_gil([&] { report = method->run(rc, quiet, &control); }, &control);
+  py::dict out;
+  for (const auto& [name, bytes] : files) out[py::str(name)] = py::bytes(bytes);
+  return py::make_tuple(report.dump(), out);
+}
+
+// Every parameter table: name -> [(key, type, default as text, range, doc)].
+py::dict tables() {
+  py::dict out;
+  for (const auto& m : cli::methods())
+    for (const auto& t : m.tables) {
+      py::list rows;
+      for (const FieldInfo& f : t.describe())
+        rows.append(py::make_tuple(f.key, f.type, f.default_text, f.range_text, f.doc));
+      out[py::str(t.name)] = rows;
+    }
+  return out;
+}
+
+std::string evaluate(const DoubleArray& X, const DoubleArray& Y, const std::vector<int>& labels,
+                     const std::vector<int>& ks, bool input_is_distance_matrix, double perplexity, index_t queries,
+                     unsigned long long seed, int threads, const std::string& device) {
+  const MatrixD x = to_matrix(X, "X"), y = to_matrix(Y, "Y");
+  QualityRequest req;
+  req.ks = ks;
+  req.curve = false;
+  req.input_is_distance_matrix = input_is_distance_matrix;
+  req.perplexity = perplexity;
+  req.queries = queries;
+  req.seed = seed;
+  req.threads = threads;
+  std::string text;
+  without_gil([&] {
+    const std::unique_ptr<Backend> backend = make_backend(device, threads);
+    text = cli::quality_json(evaluate_quality(x, y, labels, req, backend.get())).dump();
+  });
+  return text;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "orrery's engine: runs and quality measures in process";
+  m.attr("__version__") = ORRERY_VERSION;
+  m.attr("git_revision") = ORRERY_GIT_REVISION;
+#ifdef ORRERY_HAVE_CUDA
+  m.attr("cuda") = true;
+#else
+  m.attr("cuda") = false;
+#endif
+  py::class_<Inputs>(m, "Inputs")
+      .def(py::init<>())
+      .def_property_readonly("prefix", &Inputs::prefix)
+      .def("add_matrix", &Inputs::add_matrix, py::arg("name"), py::arg("array"))
+      .def("add_sparse", &Inputs::add_sparse, py::arg("name"), py::arg("rows"), py::arg("cols"), py::arg("row"),
+           py::arg("col"), py::arg("val"))
+      .def("add_bytes", &Inputs::add_bytes, py::arg("name"), py::arg("data"));
+  m.def("run", &run, py::arg("config"), py::arg("inputs"), py::arg("quiet") = true,
+        "Runs a config (JSON text) whose input paths name `inputs`; returns (report JSON, {file name: bytes}).");
+  m.def("tables", &tables, "Every parameter table: {name: [(key, type, default, range, doc)]}.");
+  m.def("evaluate", &evaluate, py::arg("X"), py::arg("Y"), py::arg("labels"), py::arg("ks"),
+        py::arg("input_is_distance_matrix"), py::arg("perplexity"), py::arg("queries"), py::arg("seed"),
+        py::arg("threads"), py::arg("device"));
+}

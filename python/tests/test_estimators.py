@@ -1,0 +1,149 @@
+"""Each estimator on small data: the map separates what is separate, the fitted attributes have their
+shapes, transform places points where they belong, and results repeat for the same seed."""
+import numpy as np
+import pytest
+
+import orrery
+from conftest import blobs, counts, posteriors
+
+
+def knn_accuracy(Y, y, k=5):
+    D = ((Y[:, None, :] - Y[None, :, :]) ** 2).sum(-1)
+    np.fill_diagonal(D, np.inf)
+    nn = np.argsort(D, axis=1)[:, :k]
+    votes = np.array([np.bincount(y[r], minlength=y.max() + 1).argmax() for r in nn])
+    return (votes == y).mean()
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.5, 1.0])
+def test_hssne_separates_clusters(alpha):
+    X, y = blobs()
+    m = orrery.HSSNE(alpha=alpha, perplexity=10, max_iter=300, random_state=1)
+    Y = m.fit_transform(X)
+    assert Y.shape == (180, 2)
+    assert knn_accuracy(Y, y) > 0.95
+    assert m.report_["method"] == "hssne"
+    assert m.report_["params"]["alpha"] == alpha
+    assert m.n_iter_ > 0 and np.isfinite(m.kl_divergence_)
+
+
+def test_hssne_three_dimensions_and_transform():
+    X, y = blobs(seed=2)
+    m = orrery.HSSNE(n_components=3, perplexity=10, max_iter=300).fit(X[::2], y[::2])
+    assert m.embedding_.shape == (90, 3)
+    placed = m.transform(X[1::2])
+    assert placed.shape == (90, 3)
+    # each new point lands among the map's points of its cluster
+    D = ((placed[:, None, :] - m.embedding_[None, :, :]) ** 2).sum(-1)
+    assert (y[::2][D.argmin(axis=1)] == y[1::2]).mean() > 0.95
+
+
+def test_tsne_is_hssne_with_alpha_one():
+    X, _ = blobs()
+    a = orrery.TSNE(perplexity=10, max_iter=200).fit_transform(X)
+    b = orrery.HSSNE(alpha=1.0, perplexity=10, max_iter=200).fit_transform(X)
+    assert np.array_equal(a, b)
+    assert "alpha" not in orrery.TSNE().get_params()
+
+
+def test_precomputed_distances_and_affinities():
+    X, y = blobs()
+    D = np.sqrt(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    Y = orrery.HSSNE(metric="precomputed", perplexity=10, max_iter=300).fit_transform(D)
+    assert knn_accuracy(Y, y) > 0.95
+    sp = pytest.importorskip("scipy.sparse")
+    P = np.exp(-D ** 2 / 20.0)
+    np.fill_diagonal(P, 0)
+    P[P < 1e-3] = 0
+    P /= P.sum()
+    Y = orrery.HSSNE(max_iter=300).fit_transform(sp.csr_matrix(P))
+    assert knn_accuracy(Y, y) > 0.95
+
+
+@pytest.mark.parametrize("lam", [0.1, 0.9])
+def test_nerv_and_snerv(lam):
+    X, y = blobs(n_per=40)
+    Y = orrery.NeRV(lam=lam, perplexity=10, max_iter=100).fit_transform(X)
+    assert Y.shape == (120, 2) and knn_accuracy(Y, y) > 0.9
+    s = orrery.SNeRV(lam=lam, perplexity=10, max_iter=100).fit(X, y)
+    assert knn_accuracy(s.embedding_, y) > 0.9
+    assert s.report_["result"]["metric"]["components"] >= 1
+
+
+def test_pe_maps_objects_near_their_class_and_places_new_ones():
+    P, y = posteriors()
+    m = orrery.PE(random_state=3).fit(P, y)
+    assert m.embedding_.shape == (120, 2) and m.class_coords_.shape == (3, 2)
+    D = ((m.embedding_[:, None, :] - m.class_coords_[None, :, :]) ** 2).sum(-1)
+    assert (D.argmin(axis=1) == y).mean() > 0.9
+    placed = m.transform(P[:10])
+    # placing the fitted objects against the fitted classes finds (about) where the fit left them
+    assert np.allclose(placed, m.embedding_[:10], atol=1e-3)
+
+
+def test_pe_posterior_model_on_vectors():
+    X, y = blobs(n_per=30)
+    m = orrery.PE(posterior_model={}).fit(X, y)
+    assert m.embedding_.shape == (90, 2) and m.class_coords_.shape == (3, 2)
+
+
+def test_plsv_topics_and_fold_in():
+    C, y = counts()
+    m = orrery.PLSV(topics=3, max_iter=60, random_state=2).fit(C, y, vocabulary=[f"w{i}" for i in range(50)])
+    assert m.embedding_.shape == (80, 2) and m.topic_coords_.shape == (3, 2) and m.theta_.shape == (3, 50)
+    assert np.allclose(m.theta_.sum(axis=1), 1.0)
+    assert m.vocabulary_[:2] == ["w0", "w1"]
+    assert knn_accuracy(m.embedding_, y) > 0.9
+    folded = m.transform(C[:20])
+    assert folded.shape == (20, 2)
+    D = ((folded[:, None, :] - m.embedding_[None, :, :]) ** 2).sum(-1)
+    assert (y[D.argmin(axis=1)] == y[:20]).mean() > 0.9
+
+
+def test_plsv_from_texts():
+    words = [["apple", "pear", "plum", "fig"], ["bolt", "nut", "screw", "gear"]]
+    rng = np.random.default_rng(0)
+    docs = [" ".join(rng.choice(words[i % 2], 12)) for i in range(40)]
+    m = orrery.PLSV(topics=2, max_iter=40, text={"min_df": 1}).fit(docs)
+    assert m.embedding_.shape == (40, 2)
+    assert sorted(m.vocabulary_) == sorted(words[0] + words[1])
+
+
+def test_sparse_and_dense_corpora_give_the_same_fit():
+    sp = pytest.importorskip("scipy.sparse")
+    C, _ = counts(seed=4)
+    a = orrery.PLSV(topics=3, max_iter=30).fit(C)
+    b = orrery.PLSV(topics=3, max_iter=30).fit(sp.csr_matrix(C))
+    c = orrery.PLSV(topics=3, max_iter=30).fit(sp.coo_matrix(C).tocsc())
+    assert np.array_equal(a.embedding_, b.embedding_) and np.array_equal(a.theta_, b.theta_)
+    assert np.array_equal(a.embedding_, c.embedding_)
+
+
+def test_same_seed_same_map_and_other_seed_other_map():
+    X, _ = blobs()
+    a = orrery.HSSNE(perplexity=10, max_iter=100, random_state=5).fit_transform(X)
+    b = orrery.HSSNE(perplexity=10, max_iter=100, random_state=5).fit_transform(X)
+    c = orrery.HSSNE(perplexity=10, max_iter=100, random_state=6).fit_transform(X)
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+
+
+def test_float32_and_fortran_inputs_give_the_float64_result():
+    X, _ = blobs()
+    X32 = X.astype(np.float32)
+    a = orrery.HSSNE(perplexity=10, max_iter=100).fit_transform(X32.astype(np.float64))
+    b = orrery.HSSNE(perplexity=10, max_iter=100).fit_transform(X32)
+    c = orrery.HSSNE(perplexity=10, max_iter=100).fit_transform(np.asfortranarray(X32.astype(np.float64)))
+    assert np.array_equal(a, b) and np.array_equal(a, c)
+
+
+def test_evaluate_scores_a_perfect_and_a_random_map():
+    X, y = blobs()
+    good = orrery.evaluate(X, X[:, :2] * 0 + X[:, :2], y, k=(5, 10))
+    assert [r["k"] for r in good["at_k"]] == [5, 10]
+    same = orrery.evaluate(X, X, y, k=(5,))
+    assert same["at_k"][0]["trustworthiness"] == pytest.approx(1.0)
+    assert same["at_k"][0]["knn_accuracy"] == pytest.approx(1.0)
+    rnd = orrery.evaluate(X, np.random.default_rng(0).normal(size=(180, 2)), y, k=(5,))
+    assert rnd["at_k"][0]["trustworthiness"] < 0.7
+    with pytest.raises(ValueError, match="Y"):
+        orrery.evaluate(X, X[:10], y)

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "cli/run_common.hpp"
+#include "io/memory_inputs.hpp"
 #include "io/readers.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/error.hpp"
@@ -187,7 +188,14 @@ NeData load_ne_data(const NeRunConfig& cfg) {
   const NeInputSpec& in = cfg.input;
   NeData d;
   const std::string source = !in.vectors.empty() ? in.vectors : !in.distances.empty() ? in.distances : in.affinity_matrix;
-  if (!in.affinity_matrix.empty()) {
+  // In-memory vectors to project (io/memory_inputs.hpp) are read in place by the duplicate check and
+  // the PCA: only their projection is stored, never a copy of the caller's array.
+  MatrixViewD raw;
+  const bool in_place = in.pca > 0 && !in.vectors.empty() && io::memory_view(in.vectors, raw);
+  if (in_place) {
+    if (in.limit > 0 && in.limit < raw.rows) raw.rows = in.limit;
+    d.X.rows = raw.rows, d.X.cols = raw.cols;  // (no values: replaced by the projection below)
+  } else if (!in.affinity_matrix.empty()) {
     const io::SparseTriples t = io::read_mtx(in.affinity_matrix);
     d.given = affinities_from_entries(t.rows, t.cols, t.row, t.col, t.val, "input.affinity_matrix " + in.affinity_matrix);
     d.X = MatrixD(t.rows, 0);
@@ -203,8 +211,9 @@ NeData load_ne_data(const NeRunConfig& cfg) {
   if (!in.distances.empty() && d.X.cols != d.X.rows)
     input_error(in.distances + ": expected a square N x N distance matrix, found " + std::to_string(d.X.rows) + " x " +
                 std::to_string(d.X.cols));
+  if (!in_place) raw = d.X;
   if (in.affinity_matrix.empty()) {
-    d.duplicates = find_duplicates(d.X, !in.distances.empty());
+    d.duplicates = find_duplicates(raw, !in.distances.empty());
     if (in.duplicates == DuplicatesMode::refuse && d.duplicates.count > 0)
       input_error("input.duplicates: refuse: rows " + std::to_string(d.duplicates.first + 1) + " and " +
                   std::to_string(d.duplicates.second + 1) + " of " + source +
@@ -212,8 +221,8 @@ NeData load_ne_data(const NeRunConfig& cfg) {
                   std::to_string(d.duplicates.count) + " duplicate points in all)");
   }
   if (in.pca > 0) {
-    d.pca = pca_fit(d.X, in.pca, cfg.run.threads);
-    d.X = pca_apply(d.pca, d.X, cfg.run.threads);
+    d.pca = pca_fit(raw, in.pca, cfg.run.threads);
+    d.X = pca_apply(d.pca, raw, cfg.run.threads);
   }
   d.class_names = in.class_names.path.empty() ? in.class_names.values : io::read_names(in.class_names.path);
   if (!in.labels.empty()) {

@@ -306,7 +306,7 @@ MatrixD times_power_of_two(const MatrixD& X, int e) {
   return U;
 }
 
-DuplicatePoints find_duplicates(const MatrixD& X, bool distance_matrix) {
+DuplicatePoints find_duplicates(MatrixViewD X, bool distance_matrix) {
   const index_t N = X.rows;
   DuplicatePoints r;
   auto note = [&r](index_t first, index_t second) {

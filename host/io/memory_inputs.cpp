@@ -10,9 +10,16 @@
 namespace orrery::io {
 namespace {
 
+// A matrix registered by value (owner set) or borrowed (owner null): readers see the view.
+struct MatrixEntry {
+  std::shared_ptr<const MatrixD> owner;
+  MatrixViewD view;
+};
+
 struct Entry {
-  std::variant<std::shared_ptr<MatrixD>, std::shared_ptr<const SparseTriples>, std::shared_ptr<const std::string>> value;
-  bool taken = false;
+  std::variant<std::shared_ptr<const MatrixEntry>, std::shared_ptr<const SparseTriples>,
+               std::shared_ptr<const std::string>>
+      value;
 };
 
 struct Registry {
@@ -34,7 +41,7 @@ std::string put(const std::string& prefix, const std::string& name, T value) {
   const std::string path = prefix + name;
   Registry& r = registry();
   std::lock_guard<std::mutex> g(r.lock);
-  if (!r.entries.emplace(path, Entry{std::move(value), false}).second)
+  if (!r.entries.emplace(path, Entry{std::move(value)}).second)
     internal_error("memory input " + path + " is registered twice");
   return path;
 }
@@ -64,7 +71,11 @@ MemoryInputs::~MemoryInputs() {
 }
 
 std::string MemoryInputs::add_matrix(const std::string& name, MatrixD m) {
-  return put(prefix_, name, std::make_shared<MatrixD>(std::move(m)));
+  auto owner = std::make_shared<const MatrixD>(std::move(m));
+  return put(prefix_, name, std::make_shared<const MatrixEntry>(MatrixEntry{owner, MatrixViewD(*owner)}));
+}
+std::string MemoryInputs::add_view(const std::string& name, MatrixViewD v) {
+  return put(prefix_, name, std::make_shared<const MatrixEntry>(MatrixEntry{nullptr, v}));
 }
 std::string MemoryInputs::add_sparse(const std::string& name, SparseTriples t) {
   return put(prefix_, name, std::shared_ptr<const SparseTriples>(std::make_shared<SparseTriples>(std::move(t))));
@@ -73,17 +84,10 @@ std::string MemoryInputs::add_bytes(const std::string& name, std::string bytes) 
   return put(prefix_, name, std::shared_ptr<const std::string>(std::make_shared<std::string>(std::move(bytes))));
 }
 
-bool take_memory_matrix(const std::string& path, MatrixD& out) {
-  if (!is_memory_path(path)) return false;
-  Registry& r = registry();
-  std::lock_guard<std::mutex> g(r.lock);
-  const auto it = r.entries.find(path);
-  if (it == r.entries.end()) return false;
-  auto* p = std::get_if<std::shared_ptr<MatrixD>>(&it->second.value);
-  if (!p) return false;
-  if (it->second.taken) input_error(path + ": this in-memory matrix was read already (a run reads each input once)");
-  it->second.taken = true;
-  out = std::move(**p);
+bool memory_view(const std::string& path, MatrixViewD& out) {
+  const auto m = find<const MatrixEntry>(path);
+  if (!m) return false;
+  out = m->view;
   return true;
 }
 

@@ -27,9 +27,11 @@ class MemoryInputs {
   MemoryInputs(const MemoryInputs&) = delete;
   MemoryInputs& operator=(const MemoryInputs&) = delete;
 
-  // Each returns the path a config names the input by. A matrix is handed over (moved) to the
-  // first reader of its path: the run holds the only copy.
+  // Each returns the path a config names the input by. add_matrix keeps the matrix; add_view
+  // borrows rows x cols values the caller keeps alive and unchanged until the scope ends (a reader
+  // that needs a matrix of its own copies them; one that only reads, memory_view, does not).
   std::string add_matrix(const std::string& name, MatrixD m);
+  std::string add_view(const std::string& name, MatrixViewD v);
   std::string add_sparse(const std::string& name, SparseTriples t);
   std::string add_bytes(const std::string& name, std::string bytes);
   // The scope's directory-like prefix, "mem:<n>/".
@@ -39,9 +41,9 @@ class MemoryInputs {
   std::string prefix_;
 };
 
-// For the readers. A registered matrix is moved out (taking it twice is an input error naming the
-// path); sparse entries and bytes are shared (null when the path is not registered as that kind).
-bool take_memory_matrix(const std::string& path, MatrixD& out);
+// For the readers (false / null when the path is not registered as that kind): a view of a
+// registered matrix (read_matrix copies it), its sparse entries or its bytes.
+bool memory_view(const std::string& path, MatrixViewD& out);
 std::shared_ptr<const SparseTriples> memory_sparse(const std::string& path);
 std::shared_ptr<const std::string> memory_bytes(const std::string& path);
 

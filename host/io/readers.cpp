@@ -369,11 +369,10 @@ Table read_table(const std::string& path, index_t limit) {
   if (limit < 0) input_error(in_quotes(path) + ": the row limit must be >= 0 (0 reads all rows), found " + std::to_string(limit));
   const Format fmt = format_of(path);
   Table t;
-  if (take_memory_matrix(path, t.m)) {  // io/memory_inputs.hpp: the rows a file would give
-    if (limit > 0 && limit < t.m.rows) {
-      t.m.rows = limit;
-      t.m.data.resize(static_cast<size_t>(limit * t.m.cols));
-    }
+  if (MatrixViewD v; memory_view(path, v)) {  // io/memory_inputs.hpp: the rows a file would give
+    if (limit > 0 && limit < v.rows) v.rows = limit;
+    t.m = MatrixD(v.rows, v.cols);
+    std::copy(v.values, v.values + v.rows * v.cols, t.m.data.begin());
     return t;
   }
   switch (fmt) {

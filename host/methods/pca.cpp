@@ -18,7 +18,7 @@ namespace orrery {
 
 constexpr int kMaxIterations = 100;
 
-PcaBasis pca_fit(const MatrixD& X, int dims, int threads) {
+PcaBasis pca_fit(MatrixViewD X, int dims, int threads) {
   const index_t N = X.rows, d = X.cols;
   if (dims < 1 || dims > std::min<index_t>(N, d))
     input_error("input.pca: expected 1 <= dimensions <= min(N, d) = " + std::to_string(std::min<index_t>(N, d)) +
@@ -161,7 +161,7 @@ PcaBasis pca_fit(const MatrixD& X, int dims, int threads) {
   return basis;
 }
 
-MatrixD pca_apply(const PcaBasis& basis, const MatrixD& X, int threads) {
+MatrixD pca_apply(const PcaBasis& basis, MatrixViewD X, int threads) {
   const index_t N = X.rows, d = X.cols;
   const auto dims = static_cast<int>(basis.components.cols);
   if (basis.components.rows != d || basis.mean.cols != d) internal_error("pca_apply: X has another dimension than the basis");

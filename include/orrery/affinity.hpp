@@ -92,6 +92,6 @@ struct DuplicatePoints {
   index_t count = 0;
   index_t first = -1, second = -1;
 };
-DuplicatePoints find_duplicates(const MatrixD& X, bool distance_matrix = false);
+DuplicatePoints find_duplicates(MatrixViewD X, bool distance_matrix = false);
 
 }  // namespace orrery

@@ -14,7 +14,7 @@ MatrixD pca_project(const MatrixD& X, int dims, int threads = 0);
 struct PcaBasis {
   MatrixD mean, components;
 };
-PcaBasis pca_fit(const MatrixD& X, int dims, int threads = 0);
-MatrixD pca_apply(const PcaBasis& basis, const MatrixD& X, int threads = 0);
+PcaBasis pca_fit(MatrixViewD X, int dims, int threads = 0);
+MatrixD pca_apply(const PcaBasis& basis, MatrixViewD X, int threads = 0);
 
 }  // namespace orrery

@@ -27,4 +27,23 @@ struct Matrix {
 using MatrixD = Matrix<double>;
 using MatrixF = Matrix<float>;
 
+// A read-only row-major view of rows x cols values owned elsewhere (a Matrix, or an array its caller
+// keeps alive): taken by functions that only read a matrix, so that a caller's array (a Python
+// caller's numpy array) is read in place rather than copied.
+template <class T>
+struct MatrixView {
+  const T* values = nullptr;
+  index_t rows = 0;
+  index_t cols = 0;
+
+  MatrixView() = default;
+  MatrixView(const T* v, index_t r, index_t c) : values(v), rows(r), cols(c) {}
+  MatrixView(const Matrix<T>& m) : values(m.data.data()), rows(m.rows), cols(m.cols) {}  // NOLINT: implicit
+
+  const T& operator()(index_t i, index_t j) const { return values[i * cols + j]; }
+  const T* row(index_t i) const { return values + i * cols; }
+};
+
+using MatrixViewD = MatrixView<double>;
+
 }  // namespace orrery

@@ -45,12 +45,17 @@ MatrixD to_matrix(const DoubleArray& a, const std::string& what) {
   return m;
 }
 
-// One run's in-memory inputs; the run's config names them by the returned paths.
+// One run's in-memory inputs; the run's config names them by the returned paths. A matrix is
+// borrowed: a C-contiguous float64 array as it is (pybind11 converts anything else once), kept alive
+// here, and read in place where the run only reads it (the projection of input.pca), copied where
+// the run keeps a matrix of its own.
 class Inputs {
  public:
   std::string prefix() const { return scope_.prefix(); }
   std::string add_matrix(const std::string& name, const DoubleArray& a) {
-    return scope_.add_matrix(name, to_matrix(a, name));
+    if (a.ndim() != 2) throw py::value_error(name + ": expected a 2-D array, found " + std::to_string(a.ndim()) + "-D");
+    arrays_.push_back(a);
+    return scope_.add_view(name, MatrixViewD(a.data(), a.shape(0), a.shape(1)));
   }
   std::string add_sparse(const std::string& name, index_t rows, index_t cols, const IndexArray& row,
                          const IndexArray& col, const DoubleArray& val) {
@@ -70,6 +75,7 @@ class Inputs {
   std::string add_bytes(const std::string& name, const py::bytes& b) { return scope_.add_bytes(name, std::string(b)); }
 
  private:
+  std::vector<DoubleArray> arrays_;  // before scope_: released after the scope forgets them
   io::MemoryInputs scope_;
 };
 

@@ -26,15 +26,30 @@ MatrixD ramp(orrery::index_t rows, orrery::index_t cols) {
 
 }  // namespace
 
-TEST(MemoryInputs, AMatrixIsReadAsItsFileWouldBeAndOnlyOnce) {
+TEST(MemoryInputs, AMatrixIsReadAsItsFileWouldBe) {
   MemoryInputs in;
   const std::string p = in.add_matrix("X.npy", ramp(5, 3));
   EXPECT_EQ(p.rfind("mem:", 0), 0u);
+  for (int twice = 0; twice < 2; ++twice) {
+    const MatrixD m = orrery::io::read_matrix(p);
+    EXPECT_EQ(m.rows, 5);
+    EXPECT_EQ(m.cols, 3);
+    EXPECT_EQ(m.data, ramp(5, 3).data);
+  }
+}
+
+TEST(MemoryInputs, AViewIsReadInPlaceAndCopiedOnlyByAReaderThatOwns) {
+  const MatrixD owned = ramp(4, 2);
+  MemoryInputs in;
+  const std::string p = in.add_view("X.npy", orrery::MatrixViewD(owned));
+  orrery::MatrixViewD v;
+  ASSERT_TRUE(orrery::io::memory_view(p, v));
+  EXPECT_EQ(v.values, owned.data.data());  // the caller's values, not a copy
+  EXPECT_EQ(v.rows, 4);
   const MatrixD m = orrery::io::read_matrix(p);
-  EXPECT_EQ(m.rows, 5);
-  EXPECT_EQ(m.cols, 3);
-  EXPECT_EQ(m.data, ramp(5, 3).data);
-  EXPECT_NE(input_error_of([&] { orrery::io::read_matrix(p); }).find("read already"), std::string::npos);
+  EXPECT_NE(m.data.data(), owned.data.data());
+  EXPECT_EQ(m.data, owned.data);
+  EXPECT_FALSE(orrery::io::memory_view(in.add_bytes("b.txt", "1\n"), v));
 }
 
 TEST(MemoryInputs, TheRowLimitAppliesAsToAFile) {

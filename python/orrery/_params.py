@@ -14,8 +14,6 @@ from . import _core
 
 _TABLES = _core.tables()
 
-# The parameter names the estimators add to every method's tables (scikit-learn's conventions).
-COMMON = ("random_state", "device", "n_jobs", "verbose")
 # Field keys the estimators take under another name: scikit-learn's for the map's dimension, and
 # NeRV's lambda, a Python keyword (not lambda_: a trailing underscore marks a fitted attribute).
 RENAMED = {"dim": "n_components", "lambda": "lam"}
@@ -79,6 +77,8 @@ def check_value(field, value):
         expected = {"bool": "True or False", "int": "an integer", "number": "a number", "string": "a string",
                     "object": "a dict of the keys `orrery defaults` lists"}[t]
         raise ValueError(f"{name}: expected {expected}, found {value!r}")
+    if t == "number" and not math.isfinite(value):
+        raise ValueError(f"{name}: expected a finite number, found {value!r}")
     if t == "string" and " | " in field.range and value not in field.range.split(" | "):
         raise ValueError(f"{name}: expected one of {field.range}, found {value!r}")
 

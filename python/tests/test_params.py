@@ -27,6 +27,7 @@ def test_docstrings_carry_the_tables():
 
 @pytest.mark.parametrize("est,name", [
     (orrery.HSSNE(alpha=-1.0), "alpha"),
+    (orrery.HSSNE(alpha=float("inf")), "alpha"),
     (orrery.HSSNE(n_components=5), "n_components"),
     (orrery.HSSNE(optimizer="newton"), "optimizer"),
     (orrery.HSSNE(perplexity=500.0), "perplexity"),

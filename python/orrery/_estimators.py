@@ -45,7 +45,7 @@ class _MinimalBase:
         return self
 
     def __repr__(self):
-        changed = {k: v for k, v in self.get_params().items() if v is not self._defaults.get(k, object())}
+        changed = {k: v for k, v in self.get_params().items() if k not in self._defaults or v != self._defaults[k]}
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
 
     def fit_transform(self, X, y=None, **fit_params):

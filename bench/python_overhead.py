@@ -12,7 +12,6 @@ beyond the process's own (which holds X already). The overhead is fit() against 
 wall time (what a user waits for either way), and the reports' totals against each other.
 """
 import argparse
-import gzip
 import json
 import os
 import statistics
@@ -25,12 +24,6 @@ import time
 import numpy as np
 
 DATA = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"
-
-
-def images(n):
-    with gzip.open(DATA, "rb") as f:
-        data = f.read()
-    return np.frombuffer(data, np.uint8, offset=16).reshape(-1, 784)[:n].astype(np.float64) / 255.0
 
 
 def timed(cmd):
@@ -51,7 +44,8 @@ def main():
     a = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="orrery-overhead-")
-    X = images(a.n)
+    import orrery  # PYTHONPATH=build/python
+    X = orrery.read_matrix(DATA, a.n) / 255.0
     x_path = os.path.join(tmp, "X.npy")
     np.save(x_path, X)
     params = {"max_iter": 1000}

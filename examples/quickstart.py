@@ -8,7 +8,6 @@ matplotlib is installed, saves DIR/quickstart.png: the PE map of objects and cla
 map.
 """
 import argparse
-import gzip
 import os
 import time
 
@@ -20,24 +19,14 @@ DATA = "/usr/share/datasets/fashion-mnist"
 CLASSES = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
 
 
-def idx(path):
-    """An IDX file (gzipped) as a numpy array: images N x 784, labels N."""
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    ndim = data[3]
-    shape = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
-    a = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(shape)
-    return a.reshape(shape[0], -1) if ndim > 1 else a
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=10000, help="images to map (the first N of the test set)")
     ap.add_argument("--out", default="runs/quickstart", help="where the picture goes")
     args = ap.parse_args()
 
-    X = idx(f"{DATA}/t10k-images-idx3-ubyte.gz")[: args.n].astype(np.float64) / 255.0
-    y = idx(f"{DATA}/t10k-labels-idx1-ubyte.gz")[: args.n].astype(np.int64)
+    X = orrery.read_matrix(f"{DATA}/t10k-images-idx3-ubyte.gz", args.n) / 255.0
+    y = orrery.read_matrix(f"{DATA}/t10k-labels-idx1-ubyte.gz", args.n)[:, 0].astype(np.int64)
     print(f"1. data: {X.shape[0]} images of {X.shape[1]} pixels, {len(np.unique(y))} classes")
 
     # 2. PE: class posteriors from a posterior model fitted on the images, then objects and classes
@@ -62,7 +51,7 @@ def main():
               f"5-NN accuracy {row['knn_accuracy']:.3f}")
 
     # 5. new images placed into the t-SNE map (the map stays fixed)
-    extra = idx(f"{DATA}/train-images-idx3-ubyte.gz")[:500].astype(np.float64) / 255.0
+    extra = orrery.read_matrix(f"{DATA}/train-images-idx3-ubyte.gz", 500) / 255.0
     placed = tsne.transform(extra)
     print(f"5. placed {placed.shape[0]} training images into the map")
 

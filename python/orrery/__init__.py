@@ -3,7 +3,8 @@
 Estimators with scikit-learn's conventions (fit, fit_transform, transform, get_params/set_params):
 PE (objects and classes from class posteriors), PLSV (documents and topics of a corpus), HSSNE and
 TSNE (neighbour embeddings with a heavy-tail family), NeRV and SNeRV (precision/recall trade-off,
-supervised). `evaluate` scores any map against its input. Each keyword parameter is the engine's
+supervised). `evaluate` scores any map against its input; `read_matrix` reads a matrix file as a
+run does. Each keyword parameter is the engine's
 field of the same name (`orrery defaults TABLE` lists them); `dim` is called n_components.
 """
 from . import _core
@@ -12,4 +13,5 @@ from ._evaluate import evaluate
 from ._anndata import embed_anndata
 
 __version__ = _core.__version__
-__all__ = ["PE", "PLSV", "HSSNE", "TSNE", "NeRV", "SNeRV", "evaluate", "embed_anndata", "__version__"]
+read_matrix = _core.read_matrix  # read_matrix(path, limit=0): npy, IDX, csv/tsv/txt (gzipped too), as runs read them
+__all__ = ["PE", "PLSV", "HSSNE", "TSNE", "NeRV", "SNeRV", "evaluate", "embed_anndata", "read_matrix", "__version__"]

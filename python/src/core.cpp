@@ -12,6 +12,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <exception>
 #include <map>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "cli/methods.hpp"
 #include "cli/run_config.hpp"
 #include "io/memory_inputs.hpp"
+#include "io/readers.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/build_info.hpp"
 #include "orrery/error.hpp"
@@ -173,6 +175,15 @@ std::string evaluate(const DoubleArray& X, const DoubleArray& Y, const std::vect
   return text;
 }
 
+// A matrix file as the runs read it (npy, IDX, csv/tsv/txt, each optionally gzipped).
+py::array_t<double> read_matrix(const std::string& path, index_t limit) {
+  MatrixD m;
+  without_gil([&] { m = io::read_matrix(path, limit); });
+  py::array_t<double> out({m.rows, m.cols});
+  std::copy(m.data.begin(), m.data.end(), out.mutable_data());
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -193,6 +204,8 @@ PYBIND11_MODULE(_core, m) {
       .def("add_bytes", &Inputs::add_bytes, py::arg("name"), py::arg("data"));
   m.def("run", &run, py::arg("config"), py::arg("inputs"), py::arg("quiet") = true,
         "Runs a config (JSON text) whose input paths name `inputs`; returns (report JSON, {file name: bytes}).");
+  m.def("read_matrix", &read_matrix, py::arg("path"), py::arg("limit") = 0,
+        "A matrix file (npy, IDX, csv/tsv/txt, optionally gzipped) as the runs read it: float64, rows x columns.");
   m.def("tables", &tables, "Every parameter table: {name: [(key, type, default, range, doc)]}.");
   m.def("evaluate", &evaluate, py::arg("X"), py::arg("Y"), py::arg("labels"), py::arg("ks"),
         py::arg("input_is_distance_matrix"), py::arg("perplexity"), py::arg("queries"), py::arg("seed"),

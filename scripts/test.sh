@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The test command: install what is missing, build with warnings as errors, run every test (the
 # GoogleTest suites and the Python package's pytest suite), every example config, and the pip
-# install of the Python package; then
-# the same suite again under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/, CUDA off,
-# -O1), and a short fuzzing pass over every reader and the config parser (scripts/fuzz.sh, 20 s
-# per target; ORRERY_FUZZ_SECONDS changes it, 0 skips it).
+# install of the Python package; then the same suite again under AddressSanitizer +
+# UndefinedBehaviorSanitizer (build-asan/, CUDA off, -O1), and a short fuzzing pass over every
+# reader and the config parser (scripts/fuzz.sh, 20 s per target; ORRERY_FUZZ_SECONDS changes it,
+# 0 skips it).
 # GPU tests (label gpu) skip with a reason when no CUDA device is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."

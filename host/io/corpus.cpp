@@ -254,7 +254,8 @@ Corpus read_uci(const CorpusSpec& spec, const Vocab* fixed) {
 // read_mtx keeps no line numbers, so the (rare) error path reads the file again to find the line
 // of triple k. A symmetric file's mirrored triple follows its original.
 index_t mtx_line_of(const std::string& path, const SparseTriples& t, size_t k) {
-  if (memory_sparse(path)) return static_cast<index_t>(k) + 1;  // in memory: entries have no lines; their order
+  // In memory (io/memory_inputs.hpp) entries have no lines: an entry's position in the list stands for one.
+  if (memory_sparse(path)) return static_cast<index_t>(k) + 1;
   const std::string text = Source(path).read_all();
   std::string header = text.substr(0, text.find('\n'));
   for (char& ch : header) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));

@@ -58,8 +58,8 @@ struct NePlanInput {
   bool nerv_double = false;  // NeRV's CPU arithmetic is double
   bool mixing = false;       // HSSNE's semi-supervised mixing: a second N^2 P
   bool from_distances = false;  // input is an N x N distance matrix (already read)
-  // HSSNE with interpolated repulsion: on the CPU a renumbered copy of P, on a device the grid's
-  // per-point arrays (weights of grid_nodes per axis, keys, orders, far-point lists)
+  // HSSNE with interpolated repulsion: on the CPU a renumbered copy of P; on either device the
+  // grid's per-point arrays (weights of grid_nodes per axis, keys, orders, far-point lists)
   bool grid_engine = false;
   int grid_nodes = 4;
 };

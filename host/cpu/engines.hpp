@@ -26,6 +26,10 @@ std::unique_ptr<PlsvEngine> make_plsv_engine(const Corpus& corpus, int topics, i
 std::unique_ptr<PlacementEngine> make_placement_engine(const MatrixD& R, double alpha, const KnnGraph& g,
                                                        const std::vector<double>& p, const HssneRepulsion& repulsion,
                                                        int threads);
+// nerv_place_engine.cpp (orrery/nerv_place.hpp).
+NervPlacementResult place_nerv(const MatrixD& R, const KnnGraph& g, const std::vector<double>& p,
+                               const std::vector<double>& beta, double lambda, const NervPlacementParams& params,
+                               int threads);
 // Interpolated repulsion's far points (interp.cpp), summed exactly: each point of `far` (indices into
 // Y, N x D with D 2 or 3) gets its sums over every other point of Y, replacing its entries of out;
 // every other point gets its sums over the far points added to its entries. O(|far| N) pairs; each

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/evaluate.hpp"
+#include "cli/nerv_place_run.hpp"
 #include "cli/ne_config.hpp"
 #include "cli/run_common.hpp"
 #include "io/readers.hpp"
@@ -18,11 +19,92 @@
 #include "orrery/quality.hpp"
 
 namespace orrery::cli {
-namespace {
 
 namespace fs = std::filesystem;
 
-// What a placement needs from the model's directory.
+PlacementFiles read_placement_files(const std::string& dir, const std::string& method) {
+  const fs::path d(dir);
+  const std::string where = "input.model: " + dir;
+  const std::string give = "give a " + method + " run's output.dir";
+  std::error_code ec;
+  if (!fs::is_directory(d, ec)) input_error(where + ": not a directory (" + give + ")");
+  std::ifstream in(d / "report.json", std::ios::binary);
+  if (!in) input_error(where + ": no report.json (" + give + ")");
+  std::ostringstream text;
+  text << in.rdbuf();
+  PlacementFiles m;
+  try {
+    m.report = json::parse(text.str());
+  } catch (const json::exception& e) {
+    input_error(where + "/report.json: not valid JSON: " + e.what());
+  }
+  const std::string found = m.report.is_object() ? m.report.value("method", std::string("?")) : std::string("?");
+  if (found != method)
+    input_error(where + " holds a " + found + " run; method " + method + " places points into " + method +
+                " maps only");
+  try {
+    m.dim = m.report.at("params").at("dim").get<int>();
+  } catch (const json::exception&) {
+    input_error(where + "/report.json: no params.dim");
+  }
+  for (const char* f : {"model_reference.npy", "model_map.npy"})
+    if (!fs::exists(d / f, ec))
+      input_error(where + ": no " + f + " (" + method + " runs from input.vectors write it; a run from distances or "
+                  "affinities cannot place new points)");
+  m.reference = io::read_matrix((d / "model_reference.npy").string());
+  m.map = io::read_matrix((d / "model_map.npy").string());
+  if (m.map.rows != m.reference.rows || m.map.cols != m.dim || (m.dim != 2 && m.dim != 3))
+    input_error(where + ": model_map.npy is " + std::to_string(m.map.rows) + " x " + std::to_string(m.map.cols) +
+                ", expected " + std::to_string(m.reference.rows) + " x " + std::to_string(m.dim));
+  if (fs::exists(d / "model_pca_mean.npy", ec)) {
+    if (!fs::exists(d / "model_pca_components.npy", ec))
+      input_error(where + ": model_pca_mean.npy without model_pca_components.npy");
+    m.pca.mean = io::read_matrix((d / "model_pca_mean.npy").string());
+    m.pca.components = io::read_matrix((d / "model_pca_components.npy").string());
+    if (m.pca.mean.rows != 1 || m.pca.components.rows != m.pca.mean.cols || m.pca.components.cols != m.reference.cols)
+      input_error(where + ": model_pca_mean.npy and model_pca_components.npy do not match model_reference.npy");
+  }
+  return m;
+}
+
+NeData placement_points(const NeRunConfig& cfg, index_t reference_cols, const PcaBasis& pca, int threads) {
+  NeData d = load_ne_data(cfg);
+  const index_t expect = pca.mean.cols > 0 ? pca.mean.cols : reference_cols;
+  if (d.X.cols != expect)
+    input_error("input.vectors: " + cfg.input.vectors + " has " + std::to_string(d.X.cols) +
+                " columns, but the points of " + cfg.input.model + " had " + std::to_string(expect));
+  if (pca.mean.cols > 0) d.X = pca_apply(pca, d.X, threads);
+  return d;
+}
+
+namespace {
+
+// New points x reference points up to which input.neighbors auto searches exactly (the exact
+// search then costs about as much as building the approximate search's graph over the reference).
+constexpr double kExactPlacementPairs = 1e9;
+
+}  // namespace
+
+bool approximate_placement(const NeInputSpec& in, index_t N, index_t M) {
+  const double pairs = static_cast<double>(M) * static_cast<double>(N);
+  return in.neighbors == NeighborsMode::approximate ||
+         (in.neighbors == NeighborsMode::automatic && N > kExactNeighborsMaxPoints && pairs > kExactPlacementPairs);
+}
+
+KnnGraph placement_neighbours(const MatrixD& R, const MatrixD& X, int k, bool approximate, const NeRunConfig& cfg,
+                              int threads, const char* tag, bool quiet) {
+  if (!approximate) return exact_knn_to(R, X, k, threads, StageProgress{tag, "exact neighbours", quiet});
+  // the approximate search compares float distances: both sets at the reference's unit scale
+  const int e = float_safe_exponent(R);
+  const MatrixD Rs = e ? times_power_of_two(R, -e) : R, Q = e ? times_power_of_two(X, -e) : X;
+  ApproxKnnParams prm;
+  prm.ef_search = cfg.input.neighbor_ef;
+  return approximate_knn_to(Rs, Q, k, cfg.run.seed, threads, prm, StageProgress{tag, "approximate neighbours", quiet});
+}
+
+namespace {
+
+// What an hssne placement needs from the model's directory.
 struct PlacementModel {
   MatrixD reference, map;
   PcaBasis pca;  // 0 x 0 when the run projected nothing
@@ -31,44 +113,17 @@ struct PlacementModel {
 };
 
 PlacementModel load_model(const std::string& dir) {
-  const fs::path d(dir);
-  const std::string where = "input.model: " + dir;
-  std::error_code ec;
-  if (!fs::is_directory(d, ec)) input_error(where + ": not a directory (give an hssne run's output.dir)");
-  std::ifstream in(d / "report.json", std::ios::binary);
-  if (!in) input_error(where + ": no report.json (give an hssne run's output.dir)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  json report;
-  try {
-    report = json::parse(text.str());
-  } catch (const json::exception& e) {
-    input_error(where + "/report.json: not valid JSON: " + e.what());
-  }
-  const std::string method = report.value("method", std::string("?"));
-  if (method != "hssne") input_error(where + " holds a " + method + " run; points can be placed into hssne maps only");
+  PlacementFiles f = read_placement_files(dir, "hssne");
   PlacementModel m;
   try {
-    m.alpha = report.at("params").at("alpha").get<double>();
-    m.dim = report.at("params").at("dim").get<int>();
+    m.alpha = f.report.at("params").at("alpha").get<double>();
   } catch (const json::exception&) {
-    input_error(where + "/report.json: no params.alpha or params.dim");
+    input_error("input.model: " + dir + "/report.json: no params.alpha");
   }
-  for (const char* f : {"model_reference.npy", "model_map.npy"})
-    if (!fs::exists(d / f, ec))
-      input_error(where + ": no " + f + " (hssne runs from input.vectors write it; a run from distances or "
-                  "affinities cannot place new points)");
-  m.reference = io::read_matrix((d / "model_reference.npy").string());
-  m.map = io::read_matrix((d / "model_map.npy").string());
-  if (m.map.rows != m.reference.rows || m.map.cols != m.dim || (m.dim != 2 && m.dim != 3))
-    input_error(where + ": model_map.npy is " + std::to_string(m.map.rows) + " x " + std::to_string(m.map.cols) +
-                ", expected " + std::to_string(m.reference.rows) + " x " + std::to_string(m.dim));
-  if (fs::exists(d / "model_pca_mean.npy", ec)) {
-    m.pca.mean = io::read_matrix((d / "model_pca_mean.npy").string());
-    m.pca.components = io::read_matrix((d / "model_pca_components.npy").string());
-    if (m.pca.mean.rows != 1 || m.pca.components.rows != m.pca.mean.cols || m.pca.components.cols != m.reference.cols)
-      input_error(where + ": model_pca_mean.npy and model_pca_components.npy do not match model_reference.npy");
-  }
+  m.dim = f.dim;
+  m.reference = std::move(f.reference);
+  m.map = std::move(f.map);
+  m.pca = std::move(f.pca);
   return m;
 }
 
@@ -85,10 +140,6 @@ struct Prepared {
 // the better of those measured (10,000 Fashion-MNIST images placed into a map of 60,000, 5-NN
 // accuracy among the map's: 0.832 at 5, 0.829 at 10, 0.826 at the map's 30; bench hssne-place).
 constexpr double kPlacementPerplexity = 5.0;
-
-// New points x reference points up to which input.neighbors auto searches exactly (the exact
-// search then costs about as much as building the approximate search's graph over the reference).
-constexpr double kExactPlacementPairs = 1e9;
 
 // What a placement holds beyond the model and the new points, read already: their neighbour lists
 // and conditional rows, the HNSW index over the model's points (approximate), on a device the
@@ -126,31 +177,26 @@ Prepared prepare(const RunConfig& run) {
   if (run.params.contains("alpha") && p.cfg.hssne.alpha != m.alpha)
     input_error("params.alpha: " + detail::number_text(p.cfg.hssne.alpha) + ", but the map in input.model " + in.model +
                 " was made with alpha " + detail::number_text(m.alpha));
-  p.d = load_ne_data(p.cfg);
-  const index_t expect = m.pca.mean.cols > 0 ? m.pca.mean.cols : m.reference.cols;
-  if (p.d.X.cols != expect)
-    input_error("input.vectors: " + in.vectors + " has " + std::to_string(p.d.X.cols) + " columns, but the points of " +
-                in.model + " had " + std::to_string(expect));
-  if (m.pca.mean.cols > 0) p.d.X = pca_apply(m.pca, p.d.X, run.threads);
+  p.d = placement_points(p.cfg, m.reference.cols, m.pca, run.threads);
   p.perplexity = run.input.contains("perplexity") ? in.perplexity : kPlacementPerplexity;
   p.k = sparse_neighbours(p.perplexity);
   if (p.k > m.reference.rows)
     input_error("input.perplexity: " + detail::number_text(p.perplexity) + " asks for k = ceil(3 perplexity) = " +
                 std::to_string(p.k) + " neighbours among the " + std::to_string(m.reference.rows) + " points of " +
                 in.model);
-  const double pairs = static_cast<double>(p.d.X.rows) * static_cast<double>(m.reference.rows);
-  p.approximate = in.neighbors == NeighborsMode::approximate ||
-                  (in.neighbors == NeighborsMode::automatic && m.reference.rows > kExactNeighborsMaxPoints &&
-                   pairs > kExactPlacementPairs);
+  p.approximate = approximate_placement(in, m.reference.rows, p.d.X.rows);
   check_memory_plan(placement_plan(p, false), make_backend("cpu", run.threads)->memory(), false);
   return p;
 }
 
 }  // namespace
 
-bool is_placement(const RunConfig& run) { return run.method == "hssne" && run.input.contains("model"); }
+bool is_placement(const RunConfig& run) {
+  return (run.method == "hssne" || is_nerv_placement(run)) && run.input.contains("model");
+}
 
 std::string validate_placement(const RunConfig& run) {
+  if (is_nerv_placement(run)) return validate_nerv_placement(run);
   const Prepared p = prepare(run);
   return "hssne placement, " + std::to_string(p.d.X.rows) + " points into the map of " +
          std::to_string(p.model.reference.rows) + " in " + p.cfg.input.model + ", k = " + std::to_string(p.k) + " " +
@@ -158,6 +204,7 @@ std::string validate_placement(const RunConfig& run) {
 }
 
 json run_placement(const RunConfig& run, bool quiet) {
+  if (is_nerv_placement(run)) return run_nerv_placement(run, quiet);
   const auto t0 = Clock::now();
   const Prepared p = prepare(run);
   const PlacementModel& m = p.model;
@@ -173,17 +220,7 @@ json run_placement(const RunConfig& run, bool quiet) {
   const double t_read = seconds_since(t0);
 
   const auto t1 = Clock::now();
-  KnnGraph g;
-  if (p.approximate) {
-    // the approximate search compares float distances: both sets at the reference's unit scale
-    const int e = float_safe_exponent(m.reference);
-    const MatrixD R = e ? times_power_of_two(m.reference, -e) : m.reference, Q = e ? times_power_of_two(d.X, -e) : d.X;
-    ApproxKnnParams prm;
-    prm.ef_search = p.cfg.input.neighbor_ef;
-    g = approximate_knn_to(R, Q, p.k, run.seed, threads, prm, StageProgress{"hssne", "approximate neighbours", quiet});
-  } else {
-    g = exact_knn_to(m.reference, d.X, p.k, threads, StageProgress{"hssne", "exact neighbours", quiet});
-  }
+  const KnnGraph g = placement_neighbours(m.reference, d.X, p.k, p.approximate, p.cfg, threads, "hssne", quiet);
   const double t_knn = seconds_since(t1);
 
   const auto t2 = Clock::now();

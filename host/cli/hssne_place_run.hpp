@@ -6,12 +6,35 @@
 #pragma once
 #include <string>
 
+#include "cli/ne_config.hpp"
 #include "cli/run_config.hpp"
 
 namespace orrery::cli {
 
+// hssne, nerv or snerv with input.model (nerv and snerv: cli/nerv_place_run.hpp).
 bool is_placement(const RunConfig& run);
 std::string validate_placement(const RunConfig& run);
 json run_placement(const RunConfig& run, bool quiet);
+
+// What every placement reads from the model's directory: its report, model_reference.npy and
+// model_map.npy (checked against each other and the report's params.dim) and the PCA files when
+// present. Input errors name input.model and the file; a run of another method is refused naming it.
+struct PlacementFiles {
+  json report;
+  MatrixD reference, map;
+  PcaBasis pca;  // 0 x 0 when the run projected nothing
+  int dim = 2;
+};
+PlacementFiles read_placement_files(const std::string& dir, const std::string& method);
+
+// The new points (input.vectors) read and projected as the model's were (pca; the model's points
+// have reference_cols columns), their column count checked.
+NeData placement_points(const NeRunConfig& cfg, index_t reference_cols, const PcaBasis& pca, int threads);
+
+// Whether input.neighbors (auto: approximate above kExactNeighborsMaxPoints reference points when
+// M N exceeds ~1e9 pairs) searches approximately; and the search (the new points' k nearest).
+bool approximate_placement(const NeInputSpec& in, index_t N, index_t M);
+KnnGraph placement_neighbours(const MatrixD& reference, const MatrixD& X, int k, bool approximate,
+                              const NeRunConfig& cfg, int threads, const char* tag, bool quiet);
 
 }  // namespace orrery::cli

@@ -312,7 +312,10 @@ class HSSNE(_Estimator):
         self.report_ = report
         self.kl_divergence_ = report["result"]["objective"]
         self.n_iter_ = report["result"]["iterations"]
-        # what transform needs: the map and the points it was made from (the CLI's model files)
+        self._keep_model(files)
+
+    def _keep_model(self, files):
+        """What transform needs: the map and the points it was made from (the CLI's model files)."""
         self._model = {k: v for k, v in files.items() if k.startswith("model_") or k == "report.json"}
 
     def transform(self, X):
@@ -344,7 +347,9 @@ class NeRV(_Estimator):
     """Neighbour retrieval visualisation (Venna et al., 2010): lambda trades precision for recall.
 
     fit(X, y=None): X is N x d vectors or an N x N distance matrix (metric='precomputed'); y, optional,
-    labels for the report's k-NN accuracy.
+    labels for the report's k-NN accuracy. transform(X_new) places new vectors into the fitted map, each
+    at the minimum of its own NeRV cost against the fixed map (its neighbours found among the fitted
+    points at the fit's perplexity).
     """
 
     _method = "nerv"
@@ -358,13 +363,18 @@ class NeRV(_Estimator):
         self.embedding_ = _npy(files["embedding.npy"])
         self.report_ = report
         self.n_iter_ = report["result"]["iterations"]
+        HSSNE._keep_model(self, files)
         return self
+
+    transform = HSSNE.transform
 
 
 class SNeRV(NeRV):
     """Supervised NeRV (Peltonen et al.): NeRV on learning-metric distances from the labels.
 
-    fit(X, y): X is N x d vectors, y their class labels (required).
+    fit(X, y): X is N x d vectors, y their class labels (required). transform(X_new) places new vectors
+    into the fitted map by their Euclidean neighbours among the fitted points (the learning metric
+    needs the class model, which is not kept), no labels needed.
     """
 
     _method = "snerv"

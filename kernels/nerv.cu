@@ -26,6 +26,7 @@
 #include "check.cuh"
 #include "coords.cuh"
 #include "engines.cuh"
+#include "nerv_cells.cuh"
 #include "orrery/affinity.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/nerv.hpp"
@@ -266,12 +267,20 @@ class CudaNervEngine final : public NervEngine {
     cudaDeviceProp prop{};
     ORRERY_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
     name_ = "cuda:" + std::to_string(device_) + " " + prop.name;
+    const size_t nd = static_cast<size_t>(N_) * dim_;
+    if (o.cutoff > 0) {  // params.pairs = approximate: the truncated cost (nerv_cells.cu)
+      if (!sparse) internal_error("nerv (cuda): approximate pairs need sparse P");
+      cells_ = std::make_unique<NervCellsDevice>(*sparse, beta, o.cutoff, dim_);
+      for (auto& v : v_) v.resize(nd);
+      ORRERY_CUDA_CHECK(cudaMemset(at(NervVector::direction).get(), 0, nd * sizeof(double)));
+      return;
+    }
     if (dense) upload_dense(*dense);
     else upload_sparse(*sparse);
     std::vector<float> bf(beta.begin(), beta.end());
     beta_.upload(bf.data(), bf.size());
     chunks_ = pair_chunks(N_, kThreads, prop.multiProcessorCount);
-    const size_t nd = static_cast<size_t>(N_) * dim_, n = static_cast<size_t>(N_);
+    const size_t n = static_cast<size_t>(N_);
     for (auto& v : v_) v.resize(nd);
     ORRERY_CUDA_CHECK(cudaMemset(at(NervVector::direction).get(), 0, nd * sizeof(double)));
     y4_.resize(n);
@@ -401,6 +410,7 @@ class CudaNervEngine final : public NervEngine {
 
   // E at the map y (N x D doubles on the device); its gradient into *grad when given.
   double evaluate_at(const DeviceBuffer<double>& y, DeviceBuffer<double>* grad) {
+    if (cells_) return cells_->evaluate(y.get(), lambda_, grad ? grad->get() : nullptr);
     const int pb = blocks(N_);
     to_float4_kernel<<<pb, kPointThreads>>>(y.get(), N_, dim_, y4_.get());
     ORRERY_CUDA_LAUNCHED("to_float4_kernel");
@@ -455,6 +465,7 @@ class CudaNervEngine final : public NervEngine {
   DeviceBuffer<double> part_, cost_;
   DeviceBuffer<float4> y4_, rows4_;
   Reducer reducer_;
+  std::unique_ptr<NervCellsDevice> cells_;  // the truncated cost, or null for all pairs
 };
 
 }  // namespace

@@ -181,9 +181,18 @@ Checks check_ne(const RunConfig& run, Backend& ref, Backend& dev, int iterations
     const NervParams& p = cfg.nerv;
     std::vector<double> sorted = aff.beta;
     std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-    const MatrixD Y = gaussian(N, p.dim, run.seed, p.init_scale / std::sqrt(sorted[sorted.size() / 2]));
+    const bool approximate = nerv_approximate(p, N, plan.sparse);
+    const MatrixD Y = gaussian(N, p.dim, run.seed,
+                               nerv_start_scale(p, N, cfg.input.perplexity > 0 ? cfg.input.perplexity : 30.0, approximate) /
+                                   std::sqrt(sorted[sorted.size() / 2]));
     const NervOptions ro{p.lambda, p.dim, NervPrecision::float64}, dopt{p.lambda, p.dim, p.precision};
-    if (plan.sparse)
+    if (approximate)  // the truncated cost on both (float on both: the CPU scatters, the device gathers)
+      out.push_back({"nerv engine (approximate pairs)",
+                     compare_nerv_engines(
+                         *ref.make_nerv(aff.sparse_conditional, aff.beta, NervOptions{p.lambda, p.dim, p.precision, p.cutoff}),
+                         *dev.make_nerv(aff.sparse_conditional, aff.beta, NervOptions{p.lambda, p.dim, p.precision, p.cutoff}),
+                         Y)});
+    else if (plan.sparse)
       out.push_back({"nerv engine", compare_nerv_engines(*ref.make_nerv(aff.sparse_conditional, aff.beta, ro),
                                                          *dev.make_nerv(aff.sparse_conditional, aff.beta, dopt), Y)});
     else

@@ -45,6 +45,7 @@
 #include "cpu/clones.hpp"
 #include "cpu/engines.hpp"
 #include "cpu/map_rows.hpp"
+#include "cpu/nerv_cells.hpp"
 #include "orrery/affinity.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/nerv.hpp"
@@ -461,7 +462,26 @@ struct SparseStore {
   const SparseInput<T>& input(index_t) const { return in; }
 };
 
-// The engine over a store of the input in T (DenseLogStore, DenseStore<float>, SparseStore<T>).
+// The truncated cost over a cell grid (cpu/nerv_cells.hpp), float.
+struct CellsStore {
+  mutable NervCellsEvaluator<float> eval;
+  CellsStore(const SparseAffinity& P, const std::vector<double>& beta, double cutoff, int dim, int threads)
+      : eval(P, beta, cutoff, dim, threads) {}
+};
+
+// One evaluation over a store.
+template <class T, class Store>
+double evaluate_store(const Store& store, index_t n, const std::vector<double>& beta, const MatrixD& Y, double lambda,
+                      MatrixD* grad, int threads) {
+  return cpu::evaluate<T>(store.input(n), beta, Y, lambda, grad, threads);
+}
+template <class T>
+double evaluate_store(const CellsStore& store, index_t, const std::vector<double>&, const MatrixD& Y, double lambda,
+                      MatrixD* grad, int) {
+  return store.eval.evaluate(Y, lambda, grad);
+}
+
+// The engine over a store of the input in T (DenseLogStore, DenseStore<float>, SparseStore<T>, CellsStore).
 template <class T, class Store>
 class CpuNervEngine final : public NervEngine {
  public:
@@ -485,15 +505,15 @@ class CpuNervEngine final : public NervEngine {
     at(v) = V;
   }
   double evaluate(bool with_gradient) override {
-    return cpu::evaluate<T>(store_.input(n_), beta_, at(NervVector::x), lambda_,
-                            with_gradient ? &at(NervVector::gradient) : nullptr, threads_);
+    return evaluate_store<T>(store_, n_, beta_, at(NervVector::x), lambda_,
+                             with_gradient ? &at(NervVector::gradient) : nullptr, threads_);
   }
   double evaluate_trial(double t) override {
     const std::vector<double>&x = at(NervVector::x).data, &d = at(NervVector::direction).data;
     std::vector<double>& trial = at(NervVector::trial).data;
     for (size_t q = 0; q < x.size(); ++q) trial[q] = x[q] + t * d[q];
-    return cpu::evaluate<T>(store_.input(n_), beta_, at(NervVector::trial), lambda_, &at(NervVector::trial_gradient),
-                            threads_);
+    return evaluate_store<T>(store_, n_, beta_, at(NervVector::trial), lambda_, &at(NervVector::trial_gradient),
+                             threads_);
   }
   double dot(NervVector a, NervVector b) override {
     const std::vector<double>&u = at(a).data, &v = at(b).data;
@@ -540,6 +560,9 @@ std::unique_ptr<NervEngine> make_nerv_engine(const MatrixD* dense, const SparseA
     return std::make_unique<CpuNervEngine<double, DenseLogStore>>(n, beta, o, threads, *dense, threads);
   }
   const index_t n = sparse->num_points;
+  if (o.cutoff > 0)
+    return std::make_unique<CpuNervEngine<float, CellsStore>>(n, beta, o, threads, *sparse, beta, o.cutoff, o.dim,
+                                                              threads);
   if (f32) return std::make_unique<CpuNervEngine<float, SparseStore<float>>>(n, beta, o, threads, *sparse, n);
   return std::make_unique<CpuNervEngine<double, SparseStore<double>>>(n, beta, o, threads, *sparse, n);
 }

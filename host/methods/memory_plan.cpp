@@ -99,9 +99,18 @@ MemoryPlan plan_neighbour_embedding(const NePlanInput& in, bool device) {
     else if (in.dense)
       p.add({std::string("the NeRV engine's ") + (in.nerv_double ? "log P, N^2 doubles" : "P and log P, 2 N^2 floats"),
              "input.affinities", "use \"sparse\"" + fewer, 8.0 * nn, 0.0});
+    else if (in.nerv_approximate)
+      // the lists in float with 8-byte columns and their transpose (32 bytes an entry), about 60
+      // values per point (coordinates by dimension in two orders, the rows' scalars in both,
+      // permutation, sums and gradient parts) and up to 4 cells per point (start, radius, reach)
+      p.add({"the approximate NeRV engine's lists, per-point arrays and cell grid, about N (32 k + 400) bytes",
+             "input.perplexity", "a smaller perplexity" + fewer, device ? 24.0 * n * k : n * (32.0 * k + 400.0),
+             device ? n * (32.0 * k + 400.0) : 0.0});
     else
-      p.add({"the NeRV engine's rows and their transposes", "input.perplexity", "a smaller perplexity" + fewer,
-             device ? 24.0 * n * k : 16.0 * n * k, device ? 48.0 * n * k : 0.0});
+      p.add({"the NeRV engine's rows and their transposes" +
+                 std::string(device ? "" : ", and 64 gradient accumulators of N D floats"),
+             "input.perplexity", "a smaller perplexity" + fewer,
+             device ? 24.0 * n * k : 16.0 * n * k + 64.0 * 4.0 * 3.0 * n, device ? 48.0 * n * k : 0.0});
   }
   return p;
 }

@@ -23,14 +23,32 @@ const std::vector<Field<NervParams>>& nerv_fields() {
       {"max_iter", &NervParams::max_iter, "Cap on conjugate-gradient iterations.", 1, 1e8},
       {"ftol", &NervParams::ftol, "Stop when an iteration lowers E by less than ftol * max(|E|, 1).", 0, 1},
       {"init", &NervParams::init,
-       "Start: random (seeded Gaussian) or pca (the input vectors' first D principal components).", -kInf, kInf,
+       "Start: random (seeded Gaussian), pca (the input vectors' first D principal components) or auto: pca on the "
+       "approximate path with input vectors (a random start collapses there before it spreads, which costs time and "
+       "cost), random otherwise.",
+       -kInf, kInf,
        },
       {"init_scale", &NervParams::init_scale,
-       "Standard deviation of the seeded Gaussian start, in units of the median input bandwidth sigma.", 0, 1e3, true},
+       "Standard deviation of the start (seeded Gaussian, or the principal components' first), in units of the median "
+       "input bandwidth sigma; 0 = auto: 1 on the exact path, and on the approximate path the spread at which a "
+       "Gaussian cloud of N points holds about perplexity points within sigma of its centre, sqrt(N / (2 perplexity)) "
+       "in 2-D, (N / (3.76 perplexity))^(1/3) in 3-D (at least 1).",
+       0, 1e6},
       {"precision", &NervParams::precision,
        "CPU arithmetic: float (pair terms in single precision, summed in double per tile of 512; about 2x faster; "
-       "holds P and log P in float, half the memory) or double (the reference). CUDA always uses float.",
+       "holds P and log P in float, half the memory) or double (the reference). CUDA always uses float. The "
+       "approximate path always uses float.",
        },
+      {"pairs", &NervParams::pairs,
+       "exact: every pair, O(N^2) per evaluation; approximate: each row's output Gaussian truncated where its weight "
+       "falls below e^-cutoff of the row's largest, summed over a cell grid, O(N x kept pairs) (needs sparse "
+       "affinities; the report gives the cost's estimated relative error at the final map); auto: approximate from "
+       "5,000 points with sparse affinities, exact below (the 2-core crossover, bench/README.md)."},
+      {"cutoff", &NervParams::cutoff,
+       "approximate: the truncation in nats. A row keeps the points whose weight is at least e^-cutoff of its "
+       "largest; kept pairs grow as cutoff^(D/2), the dropped weight falls as e^-cutoff (20: about 1e-7 relative "
+       "error of the cost on Fashion-MNIST maps).",
+       1, 80},
   };
   return fields;
 }
@@ -95,19 +113,19 @@ UnitBandwidths unit_bandwidths(const std::vector<double>& beta) {
 
 // The seeded Gaussian start at the input's length scale (in units of sigma), then conjugate
 // gradient on the engine.
-NervResult fit(NervEngine& engine, index_t N, const UnitBandwidths& unit, const NervParams& prm,
+NervResult fit(NervEngine& engine, index_t N, const UnitBandwidths& unit, const NervParams& prm, double scale,
                unsigned long long seed, const std::function<void(int, double)>& progress, const MatrixD* start,
                RunControl* control) {
   if (static_cast<index_t>(unit.beta.size()) != N) internal_error("fit_nerv: P and beta disagree on N");
   MatrixD Y(N, prm.dim);
-  Y.data = seeded_gaussian(static_cast<size_t>(N) * prm.dim, seed, prm.init_scale);
+  Y.data = seeded_gaussian(static_cast<size_t>(N) * prm.dim, seed, scale);
   if (start) {
     if (start->rows != N || start->cols != prm.dim) internal_error("fit_nerv: the start is not N x D");
     double mean = 0.0, var = 0.0;
     for (index_t i = 0; i < N; ++i) mean += (*start)(i, 0) / static_cast<double>(N);
     for (index_t i = 0; i < N; ++i) var += ((*start)(i, 0) - mean) * ((*start)(i, 0) - mean) / static_cast<double>(N);
     // the start is in input units: to init_scale sigma, in units of sigma
-    const double f = var > 0 ? prm.init_scale / std::sqrt(var) : 1.0 / unit.sigma;
+    const double f = var > 0 ? scale / std::sqrt(var) : 1.0 / unit.sigma;
     for (size_t q = 0; q < Y.data.size(); ++q) Y.data[q] = start->data[q] * f;
   }
   engine.set_coords(Y);
@@ -124,30 +142,77 @@ NervResult fit(NervEngine& engine, index_t N, const UnitBandwidths& unit, const 
   res.evaluations = rep.evaluations;
   res.stop_reason = rep.stop_reason;
   res.arithmetic = engine.arithmetic();
+  res.init_scale = scale;
   for (double v : res.coords.data)
     if (!std::isfinite(v)) internal_error("NeRV produced non-finite coordinates");
   return res;
 }
 
-NervOptions engine_options(const NervParams& prm) { return NervOptions{prm.lambda, prm.dim, prm.precision}; }
+NervOptions engine_options(const NervParams& prm, bool approximate) {
+  return NervOptions{prm.lambda, prm.dim, prm.precision, approximate ? prm.cutoff : 0.0};
+}
+
+// The mean over rows of exp(entropy of p_i): the perplexity the affinities were calibrated to.
+double mean_perplexity(const SparseAffinity& P) {
+  double s = 0.0;
+  for (index_t i = 0; i < P.num_points; ++i) {
+    double h = 0.0, z = 0.0;
+    for (index_t e = P.row_ptr[static_cast<size_t>(i)]; e < P.row_ptr[static_cast<size_t>(i) + 1]; ++e) {
+      const double p = P.val[static_cast<size_t>(e)];
+      if (p > 0) h -= p * std::log(p), z += p;
+    }
+    s += z > 0 ? std::exp(h / z + std::log(z)) : 1.0;
+  }
+  return P.num_points > 0 ? s / static_cast<double>(P.num_points) : 1.0;
+}
 
 }  // namespace
+
+bool nerv_approximate(const NervParams& prm, index_t points, bool sparse) {
+  if (prm.pairs == NervPairs::approximate && !sparse)
+    input_error("params.pairs: approximate needs sparse affinities (input.affinities is dense: every pair)");
+  if (prm.pairs == NervPairs::approximate && prm.dim != 2 && prm.dim != 3)
+    input_error("params.pairs: approximate maps are 2-D or 3-D");
+  return prm.pairs == NervPairs::approximate ||
+         (prm.pairs == NervPairs::automatic && sparse && points >= kNervApproximateFrom && prm.dim >= 2);
+}
+
+double nerv_start_scale(const NervParams& prm, index_t points, double perplexity, bool approximate) {
+  if (prm.init_scale > 0) return prm.init_scale;
+  if (!approximate || !(perplexity > 0)) return 1.0;
+  const double n = static_cast<double>(points);
+  const double s = prm.dim == 2 ? std::sqrt(n / (2.0 * perplexity)) : std::cbrt(n / (3.76 * perplexity));
+  return std::max(1.0, s);
+}
 
 NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm, unsigned long long seed,
                     Backend& backend, const std::function<void(int, double)>& progress, const MatrixD* start,
                     RunControl* control) {
   if (P.rows != P.cols) internal_error("fit_nerv: P is not square");
+  nerv_approximate(prm, P.rows, false);  // refuses pairs = approximate
   const UnitBandwidths unit = unit_bandwidths(beta);
-  auto engine = backend.make_nerv(P, unit.beta, engine_options(prm));
-  return fit(*engine, P.rows, unit, prm, seed, progress, start, control);
+  auto engine = backend.make_nerv(P, unit.beta, engine_options(prm, false));
+  return fit(*engine, P.rows, unit, prm, nerv_start_scale(prm, P.rows, 0.0, false), seed, progress, start, control);
 }
 
 NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& prm,
                     unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress,
                     const MatrixD* start, RunControl* control) {
+  const bool approximate = nerv_approximate(prm, P.num_points, true);
   const UnitBandwidths unit = unit_bandwidths(beta);
-  auto engine = backend.make_nerv(P, unit.beta, engine_options(prm));
-  return fit(*engine, P.num_points, unit, prm, seed, progress, start, control);
+  auto engine = backend.make_nerv(P, unit.beta, engine_options(prm, approximate));
+  const double scale = nerv_start_scale(prm, P.num_points, approximate ? mean_perplexity(P) : 0.0, approximate);
+  NervResult r = fit(*engine, P.num_points, unit, prm, scale, seed, progress, start, control);
+  r.approximate = approximate;
+  if (approximate) {
+    // the truncated cost against the exact one at the final map, on sampled rows (in units of the
+    // bandwidths as the fit ran: the truncation is scale-free, the float arithmetic is not)
+    MatrixD Yu = r.coords;
+    for (double& v : Yu.data) v /= unit.sigma;
+    r.truncation = nerv_truncation_check(P, unit.beta, Yu, prm.lambda, prm.cutoff, kNervCheckRows, seed,
+                                         backend.threads());
+  }
+  return r;
 }
 
 NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm, unsigned long long seed,

@@ -56,6 +56,7 @@ struct NePlanInput {
   bool dense = true;
   double perplexity = 30.0;
   bool nerv_double = false;  // NeRV's CPU arithmetic is double
+  bool nerv_approximate = false;  // NeRV's truncated cost (params.pairs): O(N) per-point arrays and a cell grid
   bool mixing = false;       // HSSNE's semi-supervised mixing: a second N^2 P
   bool from_distances = false;  // input is an N x N distance matrix (already read)
   // HSSNE with interpolated repulsion: on the CPU a renumbered copy of P; on either device the

@@ -37,6 +37,15 @@ void compare_engines(const P& prob, const std::vector<double>& beta, const Matri
                                  *gpu.make_nerv(prob, beta, NervOptions{lambda, dim, NervPrecision::float32}), Y));
 }
 
+// The truncated cost (params.pairs = approximate) on both: the CPU scatters each pair's column
+// share, the device gathers it (math/nerv_cells.hpp), both in float with double sums.
+void compare_truncated(const SparseAffinity& P, const std::vector<double>& beta, const MatrixD& Y, double lambda,
+                       double cutoff, Backend& cpu, Backend& gpu, test::ParityCheck& check) {
+  const int dim = static_cast<int>(Y.cols);
+  const NervOptions o{lambda, dim, NervPrecision::float32, cutoff};
+  check.add(compare_nerv_engines(*cpu.make_nerv(P, beta, o), *gpu.make_nerv(P, beta, o), Y));
+}
+
 std::string suffix(int dim, double lambda) {
   return "_D" + std::to_string(dim) + "_lambda" + std::to_string(static_cast<int>(std::lround(lambda * 10)));
 }
@@ -51,6 +60,14 @@ std::vector<test::ParityCase> test::nerv_parity_cases() {
                      [dim, lambda](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
                        const AffinityResult aff = affinities_dense(points(700, 6, 1, 1.0), 20.0);
                        compare_engines(aff.conditional, aff.beta, points(700, dim, 2, 1.5), lambda, cpu, gpu, check);
+                     }});
+      out.push_back({"nerv", "truncated_N1500" + suffix(dim, lambda),
+                     [dim, lambda](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
+                       const AffinityResult aff = affinities_sparse(points(1500, 6, 5, 1.0), 15.0);
+                       std::vector<double> beta = aff.beta;
+                       for (size_t i = 0; i < beta.size(); i += 7) beta[i] *= 0.05;  // wide rows
+                       compare_truncated(aff.sparse_conditional, beta, points(1500, dim, 6, 2.0), lambda, 6.0, cpu,
+                                         gpu, check);
                      }});
       out.push_back({"nerv", "sparse_N1100" + suffix(dim, lambda),
                      [dim, lambda](Backend& cpu, Backend& gpu, test::ParityCheck& check) {

@@ -394,7 +394,7 @@ TEST(Nerv, EngineConjugateGradientIsConjugateGradientOnHostVectors) {
   const double median = sorted[sorted.size() / 2], sigma = 1.0 / std::sqrt(median);
   std::vector<double> beta = a.beta;
   for (double& b : beta) b /= median;
-  std::vector<double> x = seeded_gaussian(70 * 2, 5, prm.init_scale);
+  std::vector<double> x = seeded_gaussian(70 * 2, 5, fit.init_scale);  // auto: 1 on the exact path
   const MatrixD logP = nerv_log_probabilities(a.conditional);
   MatrixD Y(70, 2), g;
   optim::CgOptions o;

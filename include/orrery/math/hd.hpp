@@ -58,6 +58,10 @@ ORRERY_HD T hd_max(T a, T b) {
   return a > b ? a : b;
 }
 template <class T>
+ORRERY_HD T hd_min(T a, T b) {
+  return a < b ? a : b;
+}
+template <class T>
 ORRERY_HD T hd_abs(T a) {
   return a < T(0) ? -a : a;
 }

@@ -73,9 +73,15 @@ ORRERY_HD T nerv_log_q(T d, const NervRow<T>& r) {
 
 // c_ij from q = q_ij, lq = log q_ij, row i's scalars, p = p_{j|i} and lp its floored log. A kernel
 // without the row's weights takes q = exp_nonpositive(lq).
+// The same from the row's three scalars it reads: for loops that must keep everything in registers
+// (a NervRow built per element would live in memory and stop the loop vectorising).
+template <class T>
+ORRERY_HD_INLINE T nerv_pair_c_of(T q, T lq, T beta, T p_sum, T kl_qp, T p, T lp, T lambda) {
+  return beta * (lambda * (p - p_sum * q) - (T(1) - lambda) * q * (lq - lp - kl_qp));
+}
 template <class T>
 ORRERY_HD T nerv_pair_c(T q, T lq, const NervRow<T>& r, T p, T lp, T lambda) {
-  return r.beta * (lambda * (p - r.p_sum * q) - (T(1) - lambda) * q * (lq - lp - r.kl_qp));
+  return nerv_pair_c_of(q, lq, r.beta, r.p_sum, r.kl_qp, p, lp, lambda);
 }
 
 // c_ij(p, lp) - c_ij(0, lpf): the correction for a listed pair of a sparse row.

@@ -1,0 +1,52 @@
+// NeRV's truncated cost on the CPU (math/nerv_cells.hpp has the derivation): the grid built on the
+// host each evaluation, the sweeps in parallel over points, every sum in a fixed order.
+#pragma once
+#include <array>
+#include <vector>
+
+#include "orrery/affinity.hpp"
+#include "orrery/types.hpp"
+
+namespace orrery::cpu {
+
+// T: float (the engine's arithmetic) or double (tests of the gradient against finite differences).
+template <class T>
+class NervCellsEvaluator {
+ public:
+  // P: sparse conditional rows (validated as nerv.hpp's sparse form), beta: per-point precisions,
+  // cutoff: c in nats (> 0), dim 2 or 3. P and beta are copied into T.
+  // gather: each point's column terms by its own sweep (the CUDA kernels' way, twice the pair terms;
+  // tests) instead of scattered from the rows that own them.
+  NervCellsEvaluator(const SparseAffinity& P, const std::vector<double>& beta, double cutoff, int dim, int threads,
+                     bool gather = false);
+  // E at Y (N x D) and, with grad, dE/dY; row_costs (optional) gets each row's cost.
+  double evaluate(const MatrixD& Y, double lambda, MatrixD* grad, std::vector<double>* row_costs = nullptr);
+  // Mean |S_i| (pairs kept per row) at the last evaluation.
+  double mean_row_pairs() const { return mean_row_pairs_; }
+
+ private:
+  template <int D>
+  double run(const MatrixD& Y, double lambda, MatrixD* grad, std::vector<double>* row_costs);
+
+  index_t n_;
+  int dim_, threads_;
+  bool gather_;
+  double cutoff_, h0_;
+  double mean_row_pairs_ = 0.0;
+  // input (float), by row; the transpose of the lists
+  std::vector<long long> row_ptr_, col_, t_ptr_, t_row_, t_entry_;
+  std::vector<T> p_, lp_, lpf_, beta_;
+  // per evaluation, input order
+  std::array<std::vector<T>, 3> yo_;
+  std::vector<T> dmin_o_, r2_o_, lz_o_, klqp_o_, psum_o_, qs_o_;
+  // per evaluation, cell order
+  std::array<std::vector<T>, 3> ys_;
+  std::vector<long long> perm_, start_, wide_;
+  std::vector<T> beta_s_, lpf_s_, dmin_s_, r2_s_, colr2_s_, lz_s_, klqp_s_, psum_s_, qs_s_;
+  std::vector<T> cell_r2_, reach2_, scatter_;
+};
+
+extern template class NervCellsEvaluator<float>;
+extern template class NervCellsEvaluator<double>;
+
+}  // namespace orrery::cpu

@@ -13,6 +13,7 @@
 #include "orrery/hssne.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/nerv.hpp"
+#include "orrery/nerv_place.hpp"
 #include "orrery/plsv.hpp"
 #include "orrery/quality.hpp"
 
@@ -117,6 +118,11 @@ class CudaBackend final : public Backend {
                                                   const HssneRepulsion& repulsion) override {
     return cuda::make_placement_engine(info_.index, reference, alpha, to_reference, p, repulsion);
   }
+  NervPlacementResult place_nerv(const MatrixD& reference_map, const KnnGraph& to_reference,
+                                 const std::vector<double>& p, const std::vector<double>& beta, double lambda,
+                                 const NervPlacementParams& params) const override {
+    return cuda::place_nerv(info_.index, reference_map, to_reference, p, beta, lambda, params);
+  }
   std::unique_ptr<NervEngine> make_nerv(const MatrixD& P, const std::vector<double>& beta,
                                         const NervOptions& options) override {
     return cuda::make_nerv_engine(info_.index, &P, nullptr, beta, options);
@@ -138,6 +144,10 @@ class CudaBackend final : public Backend {
   }
   MatrixD learning_metric_distances(const ClassMixture& model, const MatrixD& X, int pieces) const override {
     return cuda::learning_metric_distances(model, X, pieces, info_.index);
+  }
+  std::vector<double> learning_metric_pairs(const ClassMixture& model, const MatrixD& X, const KnnGraph& graph,
+                                            int pieces) const override {
+    return cuda::learning_metric_pairs(model, X, graph, pieces, info_.index);
   }
 
  private:

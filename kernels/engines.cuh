@@ -20,10 +20,15 @@ std::unique_ptr<PlsvEngine> make_plsv_engine(int device, const Corpus& corpus, i
 std::unique_ptr<PlacementEngine> make_placement_engine(int device, const MatrixD& R, double alpha, const KnnGraph& g,
                                                        const std::vector<double>& p,
                                                        const HssneRepulsion& repulsion);  // place.cu
+NervPlacementResult place_nerv(int device, const MatrixD& R, const KnnGraph& g, const std::vector<double>& p,
+                               const std::vector<double>& beta, double lambda,
+                               const NervPlacementParams& params);  // nerv_place.cu
 KnnGraph exact_knn(const MatrixD& X, int k, int device,
                    const std::function<void(index_t, index_t)>& progress);  // knn.cu
 RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,
                   const std::vector<index_t>& queries, int device);  // quality.cu
 MatrixD learning_metric_distances(const ClassMixture& model, const MatrixD& X, int pieces, int device);  // snerv.cu
+std::vector<double> learning_metric_pairs(const ClassMixture& model, const MatrixD& X, const KnnGraph& graph,
+                                          int pieces, int device);  // snerv.cu
 
 }  // namespace orrery::cuda

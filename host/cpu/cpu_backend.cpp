@@ -13,6 +13,7 @@
 #include "orrery/hssne.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/nerv.hpp"
+#include "orrery/nerv_place.hpp"
 #include "orrery/plsv.hpp"
 #include "orrery/quality.hpp"
 #include "orrery/snerv.hpp"
@@ -109,6 +110,11 @@ class CpuBackend final : public Backend {
                                                   const HssneRepulsion& repulsion) override {
     return cpu::make_placement_engine(reference, alpha, to_reference, p, repulsion, threads_);
   }
+  NervPlacementResult place_nerv(const MatrixD& reference_map, const KnnGraph& to_reference,
+                                 const std::vector<double>& p, const std::vector<double>& beta, double lambda,
+                                 const NervPlacementParams& params) const override {
+    return cpu::place_nerv(reference_map, to_reference, p, beta, lambda, params, threads_);
+  }
   std::unique_ptr<NervEngine> make_nerv(const MatrixD& P, const std::vector<double>& beta,
                                         const NervOptions& options) override {
     return cpu::make_nerv_engine(&P, nullptr, beta, options, threads_);
@@ -130,6 +136,10 @@ class CpuBackend final : public Backend {
   }
   MatrixD learning_metric_distances(const ClassMixture& model, const MatrixD& X, int pieces) const override {
     return orrery::learning_metric_distances(model, X, pieces, threads_);
+  }
+  std::vector<double> learning_metric_pairs(const ClassMixture& model, const MatrixD& X, const KnnGraph& graph,
+                                            int pieces) const override {
+    return orrery::learning_metric_pairs(model, X, graph, pieces, threads_);
   }
 
  private:

@@ -244,6 +244,15 @@ const std::vector<Field<ClassMixtureParams>>& class_mixture_fields() {
        "Weight eta of an isotropic term eta |dx|^2 / s^2 added to the Fisher metric (keeps within-class distances "
        "positive); 0 = pure Fisher.",
        0, 1e6},
+      {"fit_sample", &ClassMixtureParams::fit_sample,
+       "Labelled points the model is fitted on: at most this many, drawn by the seed (plus one of any class the draw "
+       "missed); 0 = all. The fit and its validation cost O(n K d) per step; every point is still mapped.",
+       0, 1e12},
+      {"candidates", &ClassMixtureParams::candidates,
+       "Candidates per point when input.neighbors is approximate: each point's this many nearest Euclidean "
+       "neighbours, re-ranked by the metric; 0 = 3 ceil(3 perplexity) (at most N - 1). More come closer to the exact "
+       "path (N - 1 equals it) at a proportional cost.",
+       0, 1e9},
   };
   return fields;
 }
@@ -258,6 +267,27 @@ double class_mixture_loss(const MatrixD& X, const std::vector<int>& labels, int 
 }
 
 namespace {
+
+// ClassMixtureParams::fit_sample's draw from the labelled rows (class_mixture_sample).
+std::vector<index_t> sampled(const Labelled& L, const std::vector<int>& labels, index_t sample,
+                             unsigned long long seed) {
+  if (sample < 0) input_error("input.metric.fit_sample: expected >= 0 (0 = all labelled points), found " +
+                              std::to_string(sample));
+  if (sample == 0 || static_cast<index_t>(L.rows.size()) <= sample) return L.rows;
+  std::vector<index_t> order = L.rows;
+  std::mt19937_64 rng(seed ^ 0x5a3b1ef17ULL);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<char> seen(static_cast<size_t>(L.classes), 0);
+  std::vector<index_t> keep(order.begin(), order.begin() + sample);
+  for (index_t n : keep) seen[static_cast<size_t>(labels[static_cast<size_t>(n)])] = 1;
+  // a class the draw missed keeps its first drawn row: the model has C classes whatever the sample
+  for (size_t q = static_cast<size_t>(sample); q < order.size(); ++q) {
+    const int c = labels[static_cast<size_t>(order[q])];
+    if (!seen[static_cast<size_t>(c)]) seen[static_cast<size_t>(c)] = 1, keep.push_back(order[q]);
+  }
+  std::sort(keep.begin(), keep.end());
+  return keep;
+}
 
 MatrixD divided(const MatrixD& X, double scale) {
   MatrixD U = X;
@@ -279,7 +309,8 @@ ClassMixture rescaled(ClassMixture m, double scale) {
 // factor 2 of it) makes the fit the same at every scale.
 ClassMixture fit_class_mixture_unit(const MatrixD& X, const std::vector<int>& labels, const ClassMixtureParams& prm,
                                     unsigned long long seed, int threads) {
-  const Labelled L = labelled_rows(X, labels);
+  Labelled L = labelled_rows(X, labels);
+  L.rows = sampled(L, labels, prm.fit_sample, seed);
   const int C = L.classes;
   const auto n_lab = static_cast<index_t>(L.rows.size());
   std::vector<int> Ks;
@@ -332,6 +363,11 @@ ClassMixture fit_class_mixture_unit(const MatrixD& X, const std::vector<int>& la
 }
 
 }  // namespace
+
+std::vector<index_t> class_mixture_sample(const MatrixD& X, const std::vector<int>& labels, index_t sample,
+                                          unsigned long long seed) {
+  return sampled(labelled_rows(X, labels), labels, sample, seed);
+}
 
 ClassMixture fit_class_mixture(const MatrixD& X, const std::vector<int>& labels, const ClassMixtureParams& prm,
                                unsigned long long seed, int threads) {
@@ -387,7 +423,29 @@ double class_mixture_fisher(const ClassMixture& m, const double* x, const double
 double snerv_perplexity(double given, index_t points, index_t components) {
   if (given > 0) return given;
   return std::clamp(0.5 * static_cast<double>(points) / static_cast<double>(components), 2.0,
-                    static_cast<double>(points - 1) / 3.0);
+                    std::min(static_cast<double>(points - 1) / 3.0, kSnervMaxDefaultPerplexity));
+}
+
+bool snerv_uses_candidates(SnervNeighbors mode, index_t points, bool sparse) {
+  if (mode == SnervNeighbors::candidates && !sparse)
+    input_error("input.neighbors: approximate (candidate re-ranking) gives sparse affinities; input.affinities is dense");
+  return mode == SnervNeighbors::candidates || (mode == SnervNeighbors::automatic && sparse && points > kSnervExactMaxPoints);
+}
+
+int snerv_candidates(int given, int k, index_t points) {
+  if (given <= 0) return static_cast<int>(std::min<index_t>(points - 1, 3 * static_cast<index_t>(k)));
+  if (given < k || given > points - 1)
+    input_error("input.metric.candidates: expected k = ceil(3 perplexity) = " + std::to_string(k) +
+                " <= candidates <= N - 1 = " + std::to_string(points - 1) + ", found " + std::to_string(given));
+  return given;
+}
+
+KnnGraph metric_knn(const ClassMixture& model, const MatrixD& X, int k, int candidates, int pieces, bool approximate,
+                    const ApproxKnnParams& search, unsigned long long seed, Backend& backend) {
+  check_knn_k(X.rows, candidates);
+  const KnnGraph c = approximate ? approximate_knn(X, candidates, seed, backend.threads(), search)
+                                 : backend.knn(X, candidates);
+  return rerank_candidates(c, backend.learning_metric_pairs(model, X, c, pieces), k, backend.threads());
 }
 
 AffinityResult snerv_affinities(const MatrixD& D, double perplexity, bool sparse, int threads) {
@@ -408,13 +466,33 @@ SnervResult fit_snerv(const MatrixD& X, const std::vector<int>& labels, const Sn
   const MatrixD U = divided(X, scale);
   ClassMixtureParams metric = prm.metric;
   metric.width = prm.metric.width / scale;
+  r.candidates = snerv_uses_candidates(prm.neighbors, N, prm.sparse);
+  if (r.candidates && prm.perplexity > 0 && sparse_neighbours(prm.perplexity) > N - 1)
+    input_error("input.perplexity: sparse affinities keep k = ceil(3 perplexity) = " +
+                std::to_string(sparse_neighbours(prm.perplexity)) + " neighbours, which needs k <= N - 1 = " +
+                std::to_string(N - 1));
+  if (r.candidates && prm.metric.candidates > N - 1)  // checkable before the model's fit
+    snerv_candidates(prm.metric.candidates, 1, N);
   const ClassMixture model = fit_class_mixture_unit(U, labels, metric, seed, threads);
-  r.metric_distances = backend.learning_metric_distances(model, U, prm.metric.pieces);
   r.model = rescaled(model, scale);
   r.perplexity = snerv_perplexity(prm.perplexity, N, r.model.centres.rows);
-  const AffinityResult aff = snerv_affinities(r.metric_distances, r.perplexity, prm.sparse, threads);
-  const MatrixD start = prm.nerv.init == NervInit::pca ? pca_project(U, prm.nerv.dim, threads) : MatrixD();
-  const MatrixD* s = prm.nerv.init == NervInit::pca ? &start : nullptr;
+  AffinityResult aff;
+  if (r.candidates) {
+    // each point's ceil(3 perplexity) nearest in the metric among its Euclidean candidates: the
+    // sparse path's rows without the N x N matrix
+    const int k = sparse_neighbours(r.perplexity);
+    r.candidate_k = snerv_candidates(prm.metric.candidates, k, N);
+    r.approximate_candidates = prm.approximate_candidates;
+    const KnnGraph g = metric_knn(model, U, k, r.candidate_k, prm.metric.pieces, prm.approximate_candidates,
+                                  prm.candidate_search, seed, backend);
+    aff = affinities_from_knn(g, r.perplexity, threads);
+  } else {
+    r.metric_distances = backend.learning_metric_distances(model, U, prm.metric.pieces);
+    aff = snerv_affinities(r.metric_distances, r.perplexity, prm.sparse, threads);
+  }
+  const bool pca_start = nerv_pca_start(prm.nerv, nerv_approximate(prm.nerv, N, prm.sparse));
+  const MatrixD start = pca_start ? pca_project(U, prm.nerv.dim, threads) : MatrixD();
+  const MatrixD* s = pca_start ? &start : nullptr;
   r.nerv = prm.sparse ? fit_nerv(aff.sparse_conditional, aff.beta, prm.nerv, seed, backend, progress, s, control)
                       : fit_nerv(aff.conditional, aff.beta, prm.nerv, seed, backend, progress, s, control);
   return r;

@@ -80,6 +80,8 @@ class NervEngine;
 class PlacementEngine;
 class PlsvEngine;
 struct ClassMixture;
+struct NervPlacementParams;
+struct NervPlacementResult;
 struct Corpus;
 struct KnnGraph;
 struct NervOptions;
@@ -143,6 +145,13 @@ class Backend {
                                                 const NervOptions& options) = 0;
   virtual std::unique_ptr<NervEngine> make_nerv(const SparseAffinity& P, const std::vector<double>& beta,
                                                 const NervOptions& options) = 0;
+  // --- Out-of-sample placement into a frozen NeRV map (orrery/nerv_place.hpp, place_nerv_points):
+  // the new points' k nearest reference points (to_reference, M rows), their conditional
+  // probabilities p (M x k, row-major) and precisions beta (M), the reference map (N x D, D 2 or 3).
+  // Every point minimised on the device to the end (math/nerv_place.hpp); only the result comes back.
+  virtual NervPlacementResult place_nerv(const MatrixD& reference_map, const KnnGraph& to_reference,
+                                         const std::vector<double>& p, const std::vector<double>& beta, double lambda,
+                                         const NervPlacementParams& params) const = 0;
   // --- PLSV (orrery/plsv.hpp): the corpus must outlive the engine; topics >= 2, dim 2 or 3.
   virtual std::unique_ptr<PlsvEngine> make_plsv(const Corpus& corpus, int topics, int dim) = 0;
 
@@ -160,6 +169,11 @@ class Backend {
   // Learning-metric distances between all rows of X under the class-mixture model (N x N,
   // symmetric, zero diagonal; orrery/snerv.hpp), straight paths of `pieces` pieces.
   virtual MatrixD learning_metric_distances(const ClassMixture& model, const MatrixD& X, int pieces) const = 0;
+  // The learning-metric distance of every listed pair (i, graph.index[i k + q]) of X's rows, in the
+  // graph's layout (num_points x k; graph.num_points = X.rows), each equal to the N x N matrix's
+  // entry: supervised NeRV's candidate path, which never forms that matrix (O(N k) time and memory).
+  virtual std::vector<double> learning_metric_pairs(const ClassMixture& model, const MatrixD& X,
+                                                    const KnnGraph& graph, int pieces) const = 0;
 };
 
 // One CUDA device as `orrery info` lists it.

@@ -39,8 +39,17 @@ std::vector<F> input_table(const std::string& method) {
                  "its map, which stays fixed, instead of making a new map. Each new point's neighbours among the "
                  "run's points give its affinities (perplexity 5 unless input.perplexity is given); it is "
                  "projected by the run's input.pca first. The run's params.alpha and params.dim apply."});
+  else
+    t.push_back({"model", &NeInputSpec::model,
+                 "An earlier " + method + " run's output directory (made from vectors): place the points of "
+                 "input.vectors into its map, which stays fixed, instead of making a new map. Each new point's "
+                 "ceil(3 perplexity) nearest among the run's points (Euclidean" +
+                     std::string(snerv ? ", not the learning metric" : "") +
+                     ", after the run's input.pca) give its probabilities at the run's perplexity, and it takes the "
+                     "place minimising its own NeRV cost against the whole map. The run's params.lambda and "
+                     "params.dim apply; params.max_iter caps each point's Newton steps."});
   t.push_back({"labels", &NeInputSpec::labels,
-               snerv ? "One label per point, any integer or name (-1 unknown): the class-posterior model's targets. Required."
+               snerv ? "One label per point, any integer or name (-1 unknown): the class-posterior model's targets. Required (not for a placement into input.model)."
                      : "One label per point, any integer or name (-1 unknown): colours, k-NN accuracy, cv_folds" +
                            std::string(hssne ? ", params.rho." : ".")});
   t.push_back({"class_names", &NeInputSpec::class_names,
@@ -54,7 +63,8 @@ std::vector<F> input_table(const std::string& method) {
   if (snerv)
     t.push_back({"perplexity", &NeInputSpec::perplexity,
                  "Effective number of neighbours of the affinities; 0 = the paper's 0.5 N / K (K the model's "
-                 "components), clamped to [2, (N - 1) / 3]. Otherwise > 1.",
+                 "components), clamped to [2, min((N - 1) / 3, 50)] (the cap keeps each point's ceil(3 perplexity) "
+                 "neighbours bounded on large N). Otherwise > 1.",
                  0, 1e9});
   else
     t.push_back({"perplexity", &NeInputSpec::perplexity,
@@ -65,7 +75,15 @@ std::vector<F> input_table(const std::string& method) {
                      : "dense: every pair (O(N^2) memory); sparse: each point's ceil(3 perplexity) nearest "
                        "neighbours (input.neighbors); auto: dense up to 10,000 points when that fits in half the memory "
                        "available, sparse above or with neighbors approximate (distances: dense)."});
-  if (!snerv)
+  if (snerv)
+    t.push_back({"neighbors", &NeInputSpec::neighbors,
+                 "How each point's nearest in the learnt metric are found. exact: the metric's distance for every "
+                 "pair (N x N doubles, O(N^2) path integrals); approximate: each point's input.metric.candidates "
+                 "nearest Euclidean neighbours re-ranked by the metric (no N x N matrix; the Euclidean search is exact "
+                 "up to 5,000 points on the CPU and on a GPU, HNSW above; the quality measures then compare the map "
+                 "with the input vectors); auto: exact up to 2,000 points or with dense affinities, approximate "
+                 "above. approximate needs sparse affinities."});
+  else
     t.push_back({"neighbors", &NeInputSpec::neighbors,
                  "The sparse affinities' neighbour search. exact: every pair, O(N^2 d); approximate: an HNSW graph "
                  "(hnswlib, M 16, ef_construction 100, ef 150; reproducible for any thread count), its recall "
@@ -74,7 +92,12 @@ std::vector<F> input_table(const std::string& method) {
                  "Fashion-MNIST: 1.8x faster at 10,000 points, 9x at 70,000, recall@90 0.999), exact on a GPU "
                  "(tiled double-precision GEMMs, the candidates re-ranked by the exact distances). approximate with "
                  "affinities auto selects sparse affinities."});
-  if (!snerv)
+  if (snerv)
+    t.push_back({"neighbor_ef", &NeInputSpec::neighbor_ef,
+                 "The approximate (HNSW) Euclidean candidate search's list per query (hnswlib ef; at least the "
+                 "candidates + 1 is used).",
+                 1, 100000});
+  else
     t.push_back({"neighbor_ef", &NeInputSpec::neighbor_ef,
                  "The approximate search's candidate list per query (hnswlib ef; at least k + 1 is used): raise it "
                  "when the report's neighbor_recall is too low (data of high intrinsic dimension: a 50-D Gaussian "
@@ -122,8 +145,6 @@ NeRunConfig read_ne_config(const RunConfig& run) {
   if (m != "hssne" && run.input.contains("affinity_matrix"))
     input_error("input.affinity_matrix: only hssne takes precomputed affinities");
   if (m != "snerv" && run.input.contains("metric")) input_error("input.metric: applies to method snerv only");
-  if (m == "snerv" && (run.input.contains("neighbors") || run.input.contains("neighbor_ef")))
-    input_error("input.neighbors: snerv searches its neighbours exactly, in the learnt metric (hssne and nerv take it)");
   if (m == "snerv" && run.input.contains("distances"))
     input_error("input.distances: snerv needs vectors (its metric is learnt)");
   read_fields(run.input, in, ne_input_fields(m), "input");
@@ -177,7 +198,11 @@ NeRunConfig read_ne_config(const RunConfig& run) {
     read_fields(run.params, cfg.nerv, nerv_fields(), "params");
     if (cfg.nerv.init == NervInit::pca && !in.distances.empty())
       input_error("params.init: pca needs input vectors, not a distance matrix");
-    if (m == "snerv" && in.labels.empty()) input_error("input.labels: snerv needs labels (-1 for unknown)");
+    if (m == "snerv" && in.labels.empty() && in.model.empty())
+      input_error("input.labels: snerv needs labels (-1 for unknown)");
+    if (m == "snerv" && in.metric.candidates > 0 && in.neighbors == NeighborsMode::exact)
+      input_error("input.metric.candidates: applies to input.neighbors approximate (candidate re-ranking), and "
+                  "input.neighbors is exact");
   }
   check_keys(run.output_extra, "output", {"dir", "format", "svg", "quality_sample"});
   cfg.quality_sample = get_count(run.output_extra, "quality_sample", "output", -1, 0);
@@ -264,6 +289,8 @@ NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& availabl
   p.method = ne_method(cfg.run.method);
   p.points = N;
   p.perplexity = in.perplexity > 0 ? in.perplexity : std::max(2.0, static_cast<double>(N - 1) / 3.0);
+  if (p.method == NeMethod::snerv && in.perplexity <= 0)  // the default's largest value (snerv_perplexity)
+    p.perplexity = std::max(2.0, std::min(static_cast<double>(N - 1) / 3.0, kSnervMaxDefaultPerplexity));
   p.nerv_double = cfg.nerv.precision == NervPrecision::float64;
   p.mixing = p.method == NeMethod::hssne && cfg.hssne.rho > 0;
   p.from_distances = !in.distances.empty();
@@ -280,6 +307,8 @@ NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& availabl
       plan.sparse = true;  // the grid replaces the all-pairs repulsion of sparse P only
     } else if (in.neighbors == NeighborsMode::approximate) {
       plan.sparse = true;  // asked for a neighbour search: only sparse affinities have one
+    } else if (p.method == NeMethod::nerv && cfg.nerv.pairs == NervPairs::approximate) {
+      plan.sparse = true;  // the truncated cost sums sparse rows only
     } else {
       p.dense = true;
       const MemoryPlan dense = plan_neighbour_embedding(p, device);
@@ -300,11 +329,30 @@ NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& availabl
   plan.approximate = plan.sparse && in.affinity_matrix.empty() && p.method != NeMethod::snerv &&
                      (in.neighbors == NeighborsMode::approximate ||
                       (in.neighbors == NeighborsMode::automatic && !device && N > kExactNeighborsMaxPoints));
+  // snerv: approximate = the metric's candidate re-ranking, whose Euclidean search is HNSW where
+  // nerv's auto would take it; without the N x N distances its memory is NeRV's plus the candidates
+  plan.metric_candidates =
+      p.method == NeMethod::snerv && snerv_uses_candidates(snerv_neighbors(in.neighbors), N, plan.sparse);
+  if (plan.metric_candidates) {
+    plan.approximate = !device && N > kExactNeighborsMaxPoints;
+    p.method = NeMethod::nerv;
+  }
   p.grid_engine = p.method == NeMethod::hssne && plan.sparse &&
                   (cfg.hssne.repulsion == HssneRepulsionMode::interpolated ||
                    (cfg.hssne.repulsion == HssneRepulsionMode::automatic && N >= kInterpolatedRepulsionMinPoints));
   p.grid_nodes = cfg.hssne.interp_nodes;
+  p.nerv_approximate = p.method != NeMethod::hssne && nerv_approximate(cfg.nerv, N, plan.sparse);
   plan.memory = plan_neighbour_embedding(p, device);
+  if (plan.metric_candidates) {
+    if (in.metric.candidates > 0)  // refused before the model's fit where it can be (k needs a given perplexity)
+      snerv_candidates(in.metric.candidates, in.perplexity > 0 ? sparse_neighbours(in.perplexity) : 1, N);
+    const double c = in.metric.candidates > 0 ? in.metric.candidates
+                                               : std::min<double>(static_cast<double>(N - 1),
+                                                                  3.0 * sparse_neighbours(p.perplexity));
+    plan.memory.add({"the metric's candidates: their lists and metric distances, 24 N c bytes", "input.metric.candidates",
+                     "fewer candidates or a smaller perplexity", 24.0 * static_cast<double>(N) * c,
+                     device ? 16.0 * static_cast<double>(N) * c : 0.0});
+  }
   if (plan.approximate) {
     // hnswlib's layer 0 (2 M links, a float copy of the point, its label) and the upper layers (M
     // links on 1 / M of the points per layer, so about M / (M - 1) of one layer's links in all)
@@ -386,12 +434,21 @@ void add_ne_map_svg(io::OutputSet& out, json& outputs, const RunConfig& run, con
   outputs["map_svg"] = p;
 }
 
-SnervParams snerv_params(const NeRunConfig& cfg, bool sparse) {
+SnervNeighbors snerv_neighbors(NeighborsMode mode) {
+  return mode == NeighborsMode::exact         ? SnervNeighbors::exact
+         : mode == NeighborsMode::approximate ? SnervNeighbors::candidates
+                                              : SnervNeighbors::automatic;
+}
+
+SnervParams snerv_params(const NeRunConfig& cfg, const NePlan& plan) {
   SnervParams p;
   p.metric = cfg.input.metric;
   p.nerv = cfg.nerv;
   p.perplexity = cfg.input.perplexity;
-  p.sparse = sparse;
+  p.sparse = plan.sparse;
+  p.neighbors = snerv_neighbors(cfg.input.neighbors);
+  p.approximate_candidates = plan.metric_candidates && plan.approximate;
+  p.candidate_search.ef_search = cfg.input.neighbor_ef;
   return p;
 }
 

@@ -107,6 +107,7 @@ struct NePlan {
   bool sparse = false;
   bool automatic = false;  // chosen by "auto"
   bool approximate = false;  // sparse affinities from the approximate neighbour search
+  bool metric_candidates = false;  // snerv: the metric's candidate re-ranking (SnervNeighbors::candidates)
   MemoryPlan memory;
 };
 NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& available, bool device, index_t dims = 0);
@@ -134,7 +135,9 @@ QualityRequest ne_quality_request(const NeRunConfig& cfg, index_t N, int threads
 void add_ne_map_svg(io::OutputSet& out, json& outputs, const RunConfig& run, const MatrixD& Y, const NeData& d,
                     const std::string& title);
 
-// Supervised NeRV's settings from the run's input and params.
-SnervParams snerv_params(const NeRunConfig& cfg, bool sparse);
+// Supervised NeRV's settings from the run's input, params and plan; input.neighbors in snerv's terms
+// (exact: N x N metric distances; approximate: candidate re-ranking).
+SnervNeighbors snerv_neighbors(NeighborsMode mode);
+SnervParams snerv_params(const NeRunConfig& cfg, const NePlan& plan);
 
 }  // namespace orrery::cli

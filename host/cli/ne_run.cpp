@@ -51,10 +51,25 @@ std::string describe(const NeRunConfig& cfg, const NeData& d) {
 NervResult fit_nerv_run(const NeRunConfig& cfg, const NeData& d, const AffinityResult& a, bool sparse,
                         Backend& backend, const std::function<void(int, double)>& progress, RunControl* control) {
   const NervParams& p = cfg.nerv;
-  const MatrixD start = p.init == NervInit::pca ? pca_project(d.X, p.dim, backend.threads()) : MatrixD();
-  const MatrixD* s = p.init == NervInit::pca ? &start : nullptr;
+  const bool pca_start = cfg.input.distances.empty() && nerv_pca_start(p, nerv_approximate(p, d.points(), sparse));
+  const MatrixD start = pca_start ? pca_project(d.X, p.dim, backend.threads()) : MatrixD();
+  const MatrixD* s = pca_start ? &start : nullptr;
   return sparse ? fit_nerv(a.sparse_conditional, a.beta, p, cfg.run.seed, backend, progress, s, control)
                 : fit_nerv(a.conditional, a.beta, p, cfg.run.seed, backend, progress, s, control);
+}
+
+// Which pairs NeRV summed, its start, and on the approximate path the check at the final map.
+void add_pairs_json(json& result, const NervResult& r, const NervParams& p) {
+  result["pairs"] = r.approximate ? "approximate" : "exact";
+  result["init_scale"] = r.init_scale;
+  if (!r.approximate) return;
+  result["cutoff"] = p.cutoff;
+  result["pairs_per_row"] = r.truncation.mean_row_pairs;
+  result["truncation"] = {{"estimated_relative_error", r.truncation.relative_error},
+                          {"rows_checked", r.truncation.rows},
+                          {"estimated_exact_cost", r.truncation.estimated_exact},
+                          {"note", "the truncated cost against the exact one on rows drawn with the seed, each "
+                                   "summed over all points in double, scaled to all rows"}};
 }
 
 // Everything a run checks before it fits (keys, input files, memory plan): `orrery validate` is
@@ -130,10 +145,10 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   json params, result;
   std::vector<double> trace;
   double perplexity = cfg.input.perplexity;
-  MatrixD metric_distances;  // snerv: the map's input space
+  MatrixD metric_distances;  // snerv: the map's input space (empty on the candidate path)
   NeighbourSearch search;
   if (method == "snerv") {
-    const SnervResult r = fit_snerv(d.X, d.labels, snerv_params(cfg, plan.sparse), run.seed, *backend, progress, control);
+    const SnervResult r = fit_snerv(d.X, d.labels, snerv_params(cfg, plan), run.seed, *backend, progress, control);
     if (!quiet)
       std::fprintf(stderr, "[snerv] class model: K = %lld, s = %.4g, training log-likelihood %.4f; perplexity %.4g\n",
                    static_cast<long long>(r.model.centres.rows), r.model.width, r.model.train_loglik, r.perplexity);
@@ -150,7 +165,13 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
               {"metric",
                {{"components", r.model.centres.rows}, {"width", r.model.width}, {"train_loglik", r.model.train_loglik},
                 {"iterations", r.model.iterations}, {"perplexity", r.perplexity}, {"selection", sel},
+                {"neighbors", r.candidates ? "candidates" : "exact"},
                 {"params", fields_to_json(cfg.input.metric, class_mixture_fields())}}}};
+    add_pairs_json(result, r.nerv, cfg.nerv);
+    if (r.candidates) {
+      result["metric"]["candidates"] = r.candidate_k;
+      result["metric"]["candidate_search"] = r.approximate_candidates ? "approximate" : "exact";
+    }
   } else {
     const AffinityResult a = ne_affinities(cfg, d, plan, *backend, quiet, &search);
     t_aff = seconds_since(t1);
@@ -179,6 +200,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
       params = fields_to_json(cfg.nerv, nerv_fields());
       result = {{"iterations", r.iterations}, {"evaluations", r.evaluations}, {"stop_reason", r.stop_reason},
                 {"objective", trace.empty() ? 0.0 : trace.back()}, {"arithmetic", r.arithmetic}};
+      add_pairs_json(result, r, cfg.nerv);
     }
   }
   const double t_fit = seconds_since(t1) - t_aff;
@@ -189,11 +211,12 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
 
   const auto t3 = Clock::now();
   QualityRequest req = ne_quality_request(cfg, N, backend->threads());
-  req.input_is_distance_matrix = !cfg.input.distances.empty() || method == "snerv";
+  const bool metric_input = method == "snerv" && !metric_distances.empty();
+  req.input_is_distance_matrix = !cfg.input.distances.empty() || metric_input;
   // with precomputed affinities there is no input space to compare the map with
   const json quality = !cfg.input.affinity_matrix.empty()
                            ? json()
-                           : quality_json(evaluate_quality(method == "snerv" ? metric_distances : d.X, Y, d.labels, req,
+                           : quality_json(evaluate_quality(metric_input ? metric_distances : d.X, Y, d.labels, req,
                                                            backend.get()));
   json cv;
   if (cfg.input.cv_folds > 0) {
@@ -203,7 +226,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
         d.labels, cfg.input.cv_folds, run.seed,
         [&](const std::vector<int>& train) {
           if (method != "snerv") return Y;
-          return fit_snerv(d.X, train, snerv_params(cfg, plan.sparse), run.seed, *backend).nerv.coords;
+          return fit_snerv(d.X, train, snerv_params(cfg, plan), run.seed, *backend).nerv.coords;
         },
         [&](int fold, double e) {
           if (!quiet)
@@ -218,8 +241,10 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   add_coordinates(out, outputs, run, "embedding", Y);
   namespace fs = std::filesystem;
   const fs::path dir(run.output.dir);
-  if (method == "hssne" && !cfg.input.vectors.empty()) {
-    // what a later run needs to place new points into this map (input.model; hssne_place_run.hpp)
+  if (!cfg.input.vectors.empty()) {
+    // what a later run needs to place new points into this map (input.model; hssne_place_run.hpp,
+    // nerv_place_run.hpp): the points as searched and the map
+    // (nerv and snerv read their lambda, dim and perplexity from the report)
     auto add = [&](const char* name, const MatrixD& M) {
       const std::string p = (dir / name).string();
       out.add(p, io::npy_bytes(M));
@@ -244,7 +269,10 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   report["input"]["perplexity"] = perplexity;
   report["input"]["affinities_requested"] = enum_name(cfg.input.affinities);
   report["input"]["affinities"] = plan.sparse ? "sparse" : "dense";
-  if (method != "snerv") {
+  if (method == "snerv") {
+    report["input"]["neighbors_requested"] = enum_name(cfg.input.neighbors);
+    report["input"]["neighbors"] = plan.metric_candidates ? "approximate" : "exact";
+  } else {
     const bool searched = plan.sparse && cfg.input.vectors.size() > 0;
     report["input"]["neighbors_requested"] = enum_name(cfg.input.neighbors);
     report["input"]["neighbors"] = !searched ? "none" : search.approximate ? "approximate" : "exact";
@@ -261,6 +289,9 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   report["result"] = result;
   report["trace"] = trace;
   report["quality"] = quality;
+  if (method == "snerv")  // what the quality measures compared the map with
+    report["quality_input"] = metric_input ? "the learning metric's N x N distances"
+                                           : "euclidean vectors (the metric's N x N distances were not formed)";
   if (!cv.is_null()) report["cross_validation"] = cv;
   report["timings"] = {{"read", t_read}, {"affinities", t_aff}, {"fit", t_fit}, {"evaluate", t_eval},
                        {"total", seconds_since(t0)}};

@@ -108,7 +108,7 @@ TEST(NeighborsCli, RefusedSettingsNameTheKey) {
   std::ostringstream labels;
   for (int i = 0; i < 60; ++i) labels << i % 2 << "\n";
   const std::string y = tmp.write("y.csv", labels.str());
-  expect_refused(config(tmp, "snerv.json", "snerv", {{"vectors", x}, {"labels", y}, {"neighbors", "approximate"}}),
+  expect_refused(config(tmp, "snerv.json", "snerv", {{"vectors", x}, {"labels", y}, {"neighbors", "fast"}}),
                  "input.neighbors");
   // k = ceil(3 perplexity) = 60 neighbours among 60 points
   expect_refused(config(tmp, "k.json", "nerv", {{"vectors", x}, {"perplexity", 20}, {"neighbors", "approximate"}}),

@@ -5,6 +5,9 @@
 //     (Fashion-MNIST after PCA to d), the class model fitted once with K = 4 C components.
 //   orrery_bench snerv-cv: the paper's protocol (k folds, test labels hidden, 5-NN test error in
 //     the map) for snerv and for unsupervised nerv on the same points, through the CLI's runs.
+//   orrery_bench snerv-paths: supervised NeRV's two ways to its metric neighbours (the N x N
+//     distances, or Euclidean candidates re-ranked by the metric), timed on the same model, and how
+//     many of the exact metric neighbours the candidates find.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -12,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "bench_common.hpp"
@@ -41,6 +45,30 @@ MatrixD fashion(const std::string& dir, index_t n, std::vector<int>* labels) {
   if (labels) *labels = io::read_labels(dir + "/train-labels-idx1-ubyte.gz", n);
   for (double& v : X.data) v /= 255.0;
   return X;
+}
+
+// The first N Fashion-MNIST training images after PCA to d, divided by `scale` (0: their
+// input_scale, as fit_snerv does), and their class model with K = 40 components (3 folds for s).
+struct FashionModel {
+  MatrixD X;
+  ClassMixture model;
+  double seconds = 0.0;  // the model's fit
+};
+FashionModel fashion_model(const std::string& dir, index_t N, int d, bool unit_scale, int threads) {
+  std::vector<int> labels;
+  FashionModel f;
+  f.X = pca_project(fashion(dir, N, &labels), d, threads);
+  if (unit_scale) {
+    const double scale = input_scale(f.X);
+    for (double& v : f.X.data) v /= scale;
+  }
+  ClassMixtureParams prm;
+  prm.components = 40;
+  prm.folds = 3;
+  const auto t0 = Clock::now();
+  f.model = fit_class_mixture(f.X, labels, prm, 1, threads);
+  f.seconds = since(t0);
+  return f;
 }
 
 }  // namespace
@@ -109,15 +137,11 @@ int run_snerv_distance_bench(int argc, char** argv) {
   std::printf("%7s %5s %4s %8s %10s %14s\n", "N", "dims", "K", "model_s", "dist_s", "pairs/s");
   for (index_t N : count_list(opt(o, "--n", "1500")))
     for (index_t d : count_list(opt(o, "--dims", "16,36"))) {
-      std::vector<int> labels;
-      const MatrixD X = pca_project(fashion(opt(o, "--data", "/usr/share/datasets/fashion-mnist"), N, &labels),
-                                    static_cast<int>(d), backend->threads());
-      ClassMixtureParams prm;
-      prm.components = 40;
-      prm.folds = 3;
-      const auto t0 = Clock::now();
-      const ClassMixture m = fit_class_mixture(X, labels, prm, 1, backend->threads());
-      const double model_s = since(t0);
+      const FashionModel f = fashion_model(opt(o, "--data", "/usr/share/datasets/fashion-mnist"), N,
+                                           static_cast<int>(d), false, backend->threads());
+      const MatrixD& X = f.X;
+      const ClassMixture& m = f.model;
+      const double model_s = f.seconds;
       const auto t1 = Clock::now();
       const MatrixD D = backend->learning_metric_distances(m, X, pieces);
       const double dist_s = since(t1);
@@ -133,14 +157,68 @@ int run_snerv_distance_bench(int argc, char** argv) {
   return 0;
 }
 
+int run_snerv_paths_bench(int argc, char** argv) {
+  const auto o = options(argc, argv, {"--n", "--device", "--pca", "--data", "--out", "--threads", "--perplexity"},
+                         "snerv-paths");
+  auto backend = make_backend(opt(o, "--device", "auto"), std::stoi(opt(o, "--threads", "0")));
+  const int pca = std::stoi(opt(o, "--pca", "50"));
+  std::cerr << "[snerv-paths] " << backend->name() << "\n";
+  json records = json::array();
+  std::printf("%7s %4s %6s %4s %5s %8s %10s %10s %8s\n", "N", "K", "perp", "k", "cand", "model_s", "exact_s",
+              "cand_s", "recall");
+  for (index_t N : count_list(opt(o, "--n", "1000,2000,5000"))) {
+    // as fit_snerv: the metric on X / input_scale(X)
+    const FashionModel f =
+        fashion_model(opt(o, "--data", "/usr/share/datasets/fashion-mnist"), N, pca, true, backend->threads());
+    const MatrixD& X = f.X;
+    const ClassMixture& m = f.model;
+    const double model_s = f.seconds;
+    const int pieces = ClassMixtureParams().pieces;
+    const double perplexity = opt(o, "--perplexity", "0") == "0"
+                                  ? snerv_perplexity(0.0, N, m.centres.rows)
+                                  : std::stod(opt(o, "--perplexity", "0"));
+    const int k = sparse_neighbours(perplexity), c = snerv_candidates(0, k, N);
+    // the exact path: every pair's distance, then each row's k nearest and the affinities
+    const auto t1 = Clock::now();
+    const MatrixD D = backend->learning_metric_distances(m, X, pieces);
+    const KnnGraph ge = knn_from_distance_matrix(D, k, backend->threads());
+    const AffinityResult ae = affinities_from_knn(ge, perplexity, backend->threads());
+    const double exact_s = since(t1);
+    // the candidate path: Euclidean candidates, their metric distances, the re-rank, the affinities
+    const auto t2 = Clock::now();
+    const KnnGraph gc = metric_knn(m, X, k, c, pieces, false, {}, 1, *backend);
+    const AffinityResult ac = affinities_from_knn(gc, perplexity, backend->threads());
+    const double cand_s = since(t2);
+    index_t found = 0;
+    for (index_t i = 0; i < N; ++i) {
+      const std::set<index_t> s(ge.neighbours(i), ge.neighbours(i) + k);
+      for (int q = 0; q < k; ++q) found += s.count(gc.neighbours(i)[q]);
+    }
+    const double recall = static_cast<double>(found) / (static_cast<double>(N) * k);
+    std::printf("%7lld %4lld %6.1f %4d %5d %8.2f %10.2f %10.2f %8.4f\n", static_cast<long long>(N),
+                static_cast<long long>(m.centres.rows), perplexity, k, c, model_s, exact_s, cand_s, recall);
+    std::fflush(stdout);
+    records.push_back({{"bench", "snerv-paths"}, {"device", backend->name()}, {"n", N}, {"pca", pca},
+                       {"components", m.centres.rows}, {"perplexity", perplexity}, {"k", k}, {"candidates", c},
+                       {"model_seconds", model_s}, {"exact_seconds", exact_s}, {"candidate_seconds", cand_s},
+                       {"metric_neighbour_recall", recall}, {"check", ae.beta[0] + ac.beta[0]}});
+  }
+  bench::write_records(opt(o, "--out", ""), records);
+  return 0;
+}
+
 int run_snerv_cv_bench(int argc, char** argv) {
-  const auto o = options(argc, argv, {"--data", "--n", "--folds", "--device", "--iters", "--out", "--pca"}, "snerv-cv");
+  const auto o = options(argc, argv, {"--data", "--n", "--folds", "--device", "--iters", "--out", "--pca", "--neighbors",
+                                      "--methods"},
+                         "snerv-cv");
   const std::string data = opt(o, "--data", "digits");
   const std::string n = opt(o, "--n", "1000"), folds = opt(o, "--folds", "5"), iters = opt(o, "--iters", "2000");
   json records = json::array();
   std::printf("%-8s %6s %-6s %12s %s\n", "data", "N", "method", "mean_error", "per fold");
-  for (const char* method : {"snerv", "nerv"}) {
+  std::stringstream methods(opt(o, "--methods", "snerv,nerv"));
+  for (std::string method; std::getline(methods, method, ',');) {
     json input = {{"limit", std::stoll(n)}, {"cv_folds", std::stoi(folds)}};
+    if (method == "snerv") input["neighbors"] = opt(o, "--neighbors", "auto");
     if (data == "digits") {
       // scikit-learn's digits: 64 pixel columns then the label, one CSV; split into two files
       const MatrixD all = io::read_matrix("/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz");
@@ -158,7 +236,7 @@ int run_snerv_cv_bench(int argc, char** argv) {
       input["labels"] = "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
       input["pca"] = std::stoi(opt(o, "--pca", "30"));
     }
-    if (std::string(method) == "nerv") input["perplexity"] = 30;
+    if (method == "nerv") input["perplexity"] = 30;
     const json cfg = {{"method", method}, {"input", input}, {"params", {{"max_iter", std::stoi(iters)}}},
                       {"output", {{"dir", "/tmp/orrery_bench_snerv_cv"}, {"svg", false}}},
                       {"device", opt(o, "--device", "auto")}, {"seed", 1}};
@@ -167,7 +245,7 @@ int run_snerv_cv_bench(int argc, char** argv) {
     const json r = cli::run_ne(cli::read_run_config("/tmp/orrery_bench_snerv_cv.json"), true);
     const double secs = since(t0);
     const json& cv = r["cross_validation"];
-    std::printf("%-8s %6s %-6s %12.4f %s  (%.1f s)\n", data.c_str(), n.c_str(), method,
+    std::printf("%-8s %6s %-6s %12.4f %s  (%.1f s)\n", data.c_str(), n.c_str(), method.c_str(),
                 cv["mean_knn5_test_error"].get<double>(), cv["knn5_test_error"].dump().c_str(), secs);
     std::fflush(stdout);
     records.push_back({{"bench", "snerv-cv"}, {"data", data}, {"n", std::stoll(n)}, {"method", method},

@@ -317,6 +317,9 @@ int run_place_bench(int argc, char** argv);     // bench/bench_place.cpp
 int run_nerv_bench(int argc, char** argv);            // bench/bench_nerv.cpp
 int run_snerv_distance_bench(int argc, char** argv);  // bench/bench_nerv.cpp
 int run_snerv_cv_bench(int argc, char** argv);        // bench/bench_nerv.cpp
+int run_snerv_paths_bench(int argc, char** argv);     // bench/bench_nerv.cpp
+int run_nerv_pairs_bench(int argc, char** argv);      // bench/bench_nerv_scale.cpp
+int run_nerv_fit_bench(int argc, char** argv);        // bench/bench_nerv_scale.cpp
 int run_plsv_bench(int argc, char** argv);            // bench/bench_plsv.cpp
 int run_knn_bench(int argc, char** argv);             // bench/bench_knn.cpp
 }
@@ -340,11 +343,14 @@ int main(int argc, char** argv) {
     if (what == "nerv") return orrery::run_nerv_bench(argc, argv);
     if (what == "snerv-distances") return orrery::run_snerv_distance_bench(argc, argv);
     if (what == "snerv-cv") return orrery::run_snerv_cv_bench(argc, argv);
+    if (what == "snerv-paths") return orrery::run_snerv_paths_bench(argc, argv);
+    if (what == "nerv-pairs") return orrery::run_nerv_pairs_bench(argc, argv);
+    if (what == "nerv-fit") return orrery::run_nerv_fit_bench(argc, argv);
     if (what == "plsv") return orrery::run_plsv_bench(argc, argv);
     if (what == "knn") return orrery::run_knn_bench(argc, argv);
     if (what != "pe")
       input_error("unknown benchmark '" + what +
-                  "'; expected: pe, quality, hssne, hssne-scale, hssne-interp, hssne-place, nerv, snerv-distances, snerv-cv, plsv, knn");
+                  "'; expected: pe, quality, hssne, hssne-scale, hssne-interp, hssne-place, nerv, nerv-pairs, nerv-fit, snerv-distances, snerv-cv, snerv-paths, plsv, knn");
     return run_pe(parse_options(argc, argv));
   } catch (const orrery::Error& e) {
     std::cerr << "error: " << e.what() << "\n";

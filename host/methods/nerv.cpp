@@ -47,8 +47,8 @@ const std::vector<Field<NervParams>>& nerv_fields() {
       {"cutoff", &NervParams::cutoff,
        "approximate: the truncation in nats. A row keeps the points whose weight is at least e^-cutoff of its "
        "largest; kept pairs grow as cutoff^(D/2), the dropped weight falls as e^-cutoff (12: relative errors of the "
-       "cost within 1e-5 and of the gradient within 2e-3 on Fashion-MNIST maps at every lambda; 8: the gradient's "
-       "reaches 1e-2).",
+       "cost about 1e-5 and of the gradient within 2e-3 on Fashion-MNIST maps at every lambda; 8: the gradient's "
+       "exceeds 1e-2).",
        1, 80},
   };
   return fields;

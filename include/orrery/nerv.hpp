@@ -72,7 +72,7 @@ struct NervParams {
   NervPairs pairs = NervPairs::automatic;
   // The truncation in nats (approximate pairs): a row keeps the points whose weight
   // exp(-beta_i (d_ij - dmin_i)) is at least e^-cutoff. The kept pairs per row grow as cutoff^(D/2).
-  // 12 keeps the cost within 1e-5 and the gradient within 2e-3 (relative) of the exact ones on
+  // 12 keeps the cost within about 1e-5 and the gradient within 2e-3 (relative) of the exact ones on
   // Fashion-MNIST maps at every lambda; 8 lets the gradient's error reach 1e-2 (orrery_bench
   // nerv-pairs).
   double cutoff = 12.0;

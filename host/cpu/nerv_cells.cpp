@@ -13,8 +13,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 
 #include "cpu/clones.hpp"
@@ -357,15 +355,6 @@ double NervCellsEvaluator<T>::run(const MatrixD& Y, double lambda, MatrixD* grad
   for (double v : cost) E += v;
   mean_row_pairs_ = 0.0;
   for (double v : pairs) mean_row_pairs_ += v / static_cast<double>(n);
-  if (std::getenv("NERV_DEBUG_PAIRS")) {
-    std::vector<double> q(pairs);
-    std::sort(q.begin(), q.end());
-    std::vector<T> bs(beta_s_);
-    std::sort(bs.begin(), bs.end());
-    std::fprintf(stderr, "pairs p10 %.0f p50 %.0f p90 %.0f p99 %.0f mean %.0f | beta p1 %.3g p10 %.3g p50 %.3g p90 %.3g p99 %.3g | h %.3g grid %d x %d wide %zu\n",
-                 q[un / 10], q[un / 2], q[un * 9 / 10], q[un * 99 / 100], mean_row_pairs_, (double)bs[un / 100], (double)bs[un / 10],
-                 (double)bs[un / 2], (double)bs[un * 9 / 10], (double)bs[un * 99 / 100], h, g.g[0], g.g[1], wide_.size());
-  }
   if (row_costs) *row_costs = cost;
   if (!grad) return E;
 

@@ -5,12 +5,13 @@
 # process start to its exit. Prints the report's timings, the path taken, the truncation check and
 # the quality measures; the run directory keeps the map (embedding.npy, map.svg) for
 # scripts/nerv_figure.py.
-# Usage: bash bench/nerv_fashion_70k.sh [BUILD_DIR] [OUT_DIR] [THREADS]
+# Usage: bash bench/nerv_fashion_70k.sh [BUILD_DIR] [OUT_DIR] [THREADS] [DEVICE: cpu | cuda | auto]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 out=${2:-runs/nerv_fashion_70k}
 threads=${3:-2}
+device=${4:-cpu}
 data=${ORRERY_DATA:-data/fashion70k}
 mkdir -p "$data" "$out"
 if [ ! -f "$data/images.npy" ]; then
@@ -36,7 +37,7 @@ cat > "$config" <<EOF
                            "Sneaker", "Bag", "Ankle boot"]},
  "params": {"dim": 2, "lambda": 0.3, "max_iter": 500},
  "output": {"dir": "$out", "format": "npy"},
- "device": "cpu", "threads": $threads, "seed": 1}
+ "device": "$device", "threads": $threads, "seed": 1}
 EOF
 start=$(date +%s.%N)
 "$build/orrery" run "$config"

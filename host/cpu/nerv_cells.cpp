@@ -276,8 +276,9 @@ double NervCellsEvaluator<T>::run(const MatrixD& Y, double lambda, MatrixD* grad
     for (long long k = start_[static_cast<size_t>(c)]; k < start_[static_cast<size_t>(c) + 1]; ++k)
       cell_r2_[static_cast<size_t>(c)] = std::max(cell_r2_[static_cast<size_t>(c)], colr2_s_[static_cast<size_t>(k)]);
   reach2_.assign(static_cast<size_t>(ncells), 0.0f);
-  {
-    // cell c' reaches every cell whose box lies within its radius of c's box
+  if (gather_) {
+    // cell c' reaches every cell whose box lies within its radius of c's box (only the gathered
+    // column terms need it: the scatter reaches its pairs from the rows that own them)
     const int* gc = g.g;
     for (long long c = 0; c < ncells; ++c) {
       const T r2 = cell_r2_[static_cast<size_t>(c)];

@@ -12,11 +12,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "bench_common.hpp"
 #include "cli/ne_run.hpp"
@@ -209,7 +211,7 @@ int run_snerv_paths_bench(int argc, char** argv) {
 
 int run_snerv_cv_bench(int argc, char** argv) {
   const auto o = options(argc, argv, {"--data", "--n", "--folds", "--device", "--iters", "--out", "--pca", "--neighbors",
-                                      "--methods"},
+                                      "--methods", "--dir", "--threads"},
                          "snerv-cv");
   const std::string data = opt(o, "--data", "digits");
   const std::string n = opt(o, "--n", "1000"), folds = opt(o, "--folds", "5"), iters = opt(o, "--iters", "2000");
@@ -231,6 +233,14 @@ int run_snerv_cv_bench(int argc, char** argv) {
       input["vectors"] = "/tmp/orrery_bench_digits_X.csv";
       input["labels"] = "/tmp/orrery_bench_digits_y.csv";
       input["pca"] = std::stoi(opt(o, "--pca", "20"));
+    } else if (data == "fashion70k") {
+      // all 70,000 images (training set, then test set) as bench/nerv_fashion_70k.sh gathers them
+      const std::string dir = opt(o, "--dir", "data/fashion70k");
+      if (!std::filesystem::exists(dir + "/images.npy"))
+        throw std::runtime_error(dir + "/images.npy is missing: bash bench/nerv_fashion_70k.sh makes it");
+      input["vectors"] = dir + "/images.npy";
+      input["labels"] = dir + "/labels.txt";
+      input["pca"] = std::stoi(opt(o, "--pca", "30"));
     } else {
       input["vectors"] = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
       input["labels"] = "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
@@ -239,7 +249,8 @@ int run_snerv_cv_bench(int argc, char** argv) {
     if (method == "nerv") input["perplexity"] = 30;
     const json cfg = {{"method", method}, {"input", input}, {"params", {{"max_iter", std::stoi(iters)}}},
                       {"output", {{"dir", "/tmp/orrery_bench_snerv_cv"}, {"svg", false}}},
-                      {"device", opt(o, "--device", "auto")}, {"seed", 1}};
+                      {"device", opt(o, "--device", "auto")}, {"threads", std::stoi(opt(o, "--threads", "0"))},
+                      {"seed", 1}};
     std::ofstream("/tmp/orrery_bench_snerv_cv.json") << cfg.dump();
     const auto t0 = Clock::now();
     const json r = cli::run_ne(cli::read_run_config("/tmp/orrery_bench_snerv_cv.json"), true);

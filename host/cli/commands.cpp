@@ -13,6 +13,7 @@
 #include "cli/evaluate.hpp"
 #include "cli/methods.hpp"
 #include "cli/run_common.hpp"
+#include "cli/view.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/build_info.hpp"
 #include "orrery/error.hpp"
@@ -44,6 +45,9 @@ const char* kUsage =
     "                                device (or those listed): agreement per primitive under the\n"
     "                                parity suite's tolerances, written to FILE (default\n"
     "                                OUTPUT_DIR/check.json)\n"
+    "  view RUN_DIR [-o FILE] [--quiet]\n"
+    "                                the run's interactive map: one self-contained HTML page (WebGL;\n"
+    "                                pan, zoom, hover, legend, search), RUN_DIR/map.html by default\n"
     "  info                          version, build and CUDA devices\n"
     "  help                          this text\n"
     "\n"
@@ -141,6 +145,7 @@ int main(int argc, char** argv) {
     if (cmd == "info") return cmd_info();
     if (cmd == "evaluate") return cmd_evaluate(rest);
     if (cmd == "check") return cmd_check(rest);
+    if (cmd == "view") return cmd_view(rest);
     input_error("unknown command '" + cmd + "' (see orrery help)");
   } catch (const Interrupted& e) {
     std::fprintf(stderr, "[orrery] %s\n", e.what());

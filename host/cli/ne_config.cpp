@@ -54,6 +54,9 @@ std::vector<F> input_table(const std::string& method) {
                            std::string(hssne ? ", params.rho." : ".")});
   t.push_back({"class_names", &NeInputSpec::class_names,
                "Names of numeric labels 0, 1, ... for the map's legend: a list or a file."});
+  t.push_back({"names", &NeInputSpec::names,
+               "One name per point, a text file of one line each: the interactive map's tooltips and search "
+               "(output.html, orrery view)."});
   t.push_back({"limit", &NeInputSpec::limit,
                snerv ? "Use the first N rows only; 0 = all."
                      : "Use the first N rows only (a distance matrix: its first N x N block); 0 = all.",
@@ -204,9 +207,30 @@ NeRunConfig read_ne_config(const RunConfig& run) {
       input_error("input.metric.candidates: applies to input.neighbors approximate (candidate re-ranking), and "
                   "input.neighbors is exact");
   }
-  check_keys(run.output_extra, "output", {"dir", "format", "svg", "quality_sample"});
+  check_keys(run.output_extra, "output", {"dir", "format", "svg", "html", "quality_sample"});
   cfg.quality_sample = get_count(run.output_extra, "quality_sample", "output", -1, 0);
   return cfg;
+}
+
+NeLabels read_ne_labels(const NeInputSpec& in, index_t n, const std::string& source) {
+  NeLabels d;
+  d.class_names = in.class_names.path.empty() ? in.class_names.values : io::read_names(in.class_names.path);
+  if (in.labels.empty()) return d;
+  io::Categories cat = io::read_categories(in.labels, in.limit);
+  d.labels = std::move(cat.index);
+  if (static_cast<index_t>(d.labels.size()) != n)
+    input_error(in.labels + ": " + std::to_string(d.labels.size()) + " labels for " + std::to_string(n) + " points in " +
+                source);
+  if (!cat.numeric && !d.class_names.empty())
+    input_error("input.class_names: the labels in " + in.labels + " are names already; class_names names numeric labels");
+  // class_names[v] names the label value v; values without one keep their number.
+  for (size_t c = 0; c < cat.names.size(); ++c) {
+    const long long v = cat.numeric ? cat.values[c] : -1;
+    d.legend.push_back(v >= 0 && v < static_cast<long long>(d.class_names.size()) ? d.class_names[static_cast<size_t>(v)]
+                       : cat.numeric                                             ? "label " + cat.names[c]
+                                                                                 : cat.names[c]);
+  }
+  return d;
 }
 
 NeData load_ne_data(const NeRunConfig& cfg) {
@@ -249,23 +273,11 @@ NeData load_ne_data(const NeRunConfig& cfg) {
     d.pca = pca_fit(raw, in.pca, cfg.run.threads);
     d.X = pca_apply(d.pca, raw, cfg.run.threads);
   }
-  d.class_names = in.class_names.path.empty() ? in.class_names.values : io::read_names(in.class_names.path);
-  if (!in.labels.empty()) {
-    io::Categories cat = io::read_categories(in.labels, in.limit);
-    d.labels = std::move(cat.index);
-    if (static_cast<index_t>(d.labels.size()) != d.X.rows)
-      input_error(in.labels + ": " + std::to_string(d.labels.size()) + " labels for " + std::to_string(d.X.rows) +
-                  " points in " + source);
-    if (!cat.numeric && !d.class_names.empty())
-      input_error("input.class_names: the labels in " + in.labels + " are names already; class_names names numeric labels");
-    // class_names[v] names the label value v; values without one keep their number.
-    for (size_t c = 0; c < cat.names.size(); ++c) {
-      const long long v = cat.numeric ? cat.values[c] : -1;
-      d.legend.push_back(v >= 0 && v < static_cast<long long>(d.class_names.size()) ? d.class_names[static_cast<size_t>(v)]
-                         : cat.numeric                                             ? "label " + cat.names[c]
-                                                                                   : cat.names[c]);
-    }
-  }
+  NeLabels L = read_ne_labels(in, d.X.rows, source);
+  d.labels = std::move(L.labels);
+  d.class_names = std::move(L.class_names);
+  d.legend = std::move(L.legend);
+  read_point_names(in.names, d.X.rows, in.limit, "input.names", source);  // checked now, read again by the map page
   const double perplexity = in.perplexity;
   // (a placement's perplexity is checked against the model's points instead)
   if (in.model.empty() && in.affinity_matrix.empty() && perplexity > 0 &&

@@ -58,6 +58,7 @@ inline constexpr index_t kNeighborRecallSample = 1000;
 
 struct NeInputSpec {
   std::string vectors, distances, affinity_matrix, labels;
+  std::string names;  // one name per point, for the interactive map
   std::string model;  // hssne: an earlier run's directory to place the vectors into
   ListInput<std::string> class_names;
   index_t limit = 0;
@@ -87,6 +88,15 @@ struct NeRunConfig {
 
 // Reads and checks every key of the method's input and params (no file is read).
 NeRunConfig read_ne_config(const RunConfig& run);
+
+// The labels of input.labels (io::read_categories, first input.limit) for n points, their class
+// names and the legend (class c's name in the map); empty without labels. `source` names the points'
+// file in messages.
+struct NeLabels {
+  std::vector<int> labels;
+  std::vector<std::string> class_names, legend;
+};
+NeLabels read_ne_labels(const NeInputSpec& in, index_t n, const std::string& source);
 
 // The input files, read and checked.
 struct NeData {

@@ -5,17 +5,11 @@
 #include <fstream>
 #include <algorithm>
 
+#include "cli/run_common.hpp"
 #include "io/readers.hpp"
 #include "orrery/error.hpp"
 
 namespace orrery::cli {
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
 
 const std::vector<Field<PeInputSpec>>& pe_input_fields() {
   static const std::vector<Field<PeInputSpec>> fields = {
@@ -30,6 +24,9 @@ const std::vector<Field<PeInputSpec>>& pe_input_fields() {
       {"posterior_model", sub_table(&PeInputSpec::posterior_model, "posterior_model", &posterior_model_fields),
        "With vectors: the posterior model's settings."},
       {"labels", &PeInputSpec::labels, "One integer label per object (-1 unknown): colours and label accuracies."},
+      {"names", &PeInputSpec::names,
+       "One name per object, a text file of one line each: the interactive map's tooltips and search "
+       "(output.html, orrery view)."},
       {"priors", &PeInputSpec::priors, "K class priors pi_k summing to 1 (a list or a file); default uniform."},
       {"class_names", &PeInputSpec::class_names, "K class names (a list or a file); default class 0, class 1, ..."},
       {"class_coords", &PeInputSpec::class_coords,
@@ -57,7 +54,7 @@ PeRunConfig read_pe_config(const RunConfig& run) {
   if ((cfg.params.class_init == PeClassInit::file || !cfg.params.fit_classes) && in.class_coords.empty())
     input_error("input.class_coords: required when params.class_init is \"file\" or params.fit_classes is false");
 
-  check_keys(run.output_extra, "output", {"dir", "format", "svg", "prec_h"});
+  check_keys(run.output_extra, "output", {"dir", "format", "svg", "html", "prec_h"});
   if (run.output_extra.contains("prec_h")) {
     const json& h = run.output_extra["prec_h"];
     cfg.prec_h.clear();
@@ -142,6 +139,7 @@ PeRunData load_pe_data(const PeRunConfig& cfg) {
                 std::to_string(N) + " rows");
   check_class_labels(data.labels, K, in.labels,
                      "but PE's labels are class indices 0.." + std::to_string(K - 1) + " (-1 unknown)");
+  read_point_names(in.names, N, in.limit, "input.names", p_src);  // checked now, read again by the map page
 
   std::vector<double> priors = in.priors.values;
   const std::string priors_src = in.priors.path.empty() ? std::string("input.priors") : in.priors.path;

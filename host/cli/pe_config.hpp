@@ -24,6 +24,7 @@ struct PeInputSpec {
   PosteriorModelParams posterior_model;
   bool normalize_rows = false;
   std::string labels;
+  std::string names;  // one name per object, for the interactive map
   ListInput<double> priors;
   ListInput<std::string> class_names;
   std::string class_coords;

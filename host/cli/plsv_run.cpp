@@ -73,7 +73,7 @@ PlsvRunInput read_input(const RunConfig& run) {
   r.spec.ids_from_zero = in.ids_from_zero;
   r.spec.text = in.text;
   read_fields(run.params, r.params, plsv_fields(), "params");
-  check_keys(run.output_extra, "output", {"dir", "format", "svg", "top_words"});
+  check_keys(run.output_extra, "output", {"dir", "format", "svg", "html", "top_words"});
   r.top_words = static_cast<int>(get_count(run.output_extra, "top_words", "output", 10, 0, kMaxTopWords));
   return r;
 }

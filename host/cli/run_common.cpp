@@ -7,6 +7,8 @@
 #include <ctime>
 #include <filesystem>
 
+#include "cli/view.hpp"
+#include "io/readers.hpp"
 #include "orrery/build_info.hpp"
 #include "orrery/error.hpp"
 
@@ -28,6 +30,17 @@ void StageProgress::operator()(index_t done, index_t total) {
   const double f = static_cast<double>(done) / static_cast<double>(total);
   std::fprintf(stderr, "[%s] %s: %3.0f%%, %s, about %s left\n", tag.c_str(), what.c_str(), 100.0 * f,
                format_seconds(t).c_str(), format_seconds(t * (1.0 - f) / f).c_str());
+}
+
+std::vector<std::string> read_point_names(const std::string& path, index_t n, index_t limit, const std::string& key,
+                                          const std::string& source) {
+  if (path.empty()) return {};
+  std::vector<std::string> names = io::read_names(path);
+  if (limit > 0 && static_cast<index_t>(names.size()) > limit) names.resize(static_cast<size_t>(limit));
+  if (static_cast<index_t>(names.size()) != n)
+    input_error(key + ": " + path + " holds " + std::to_string(names.size()) + " names for the " + std::to_string(n) +
+                " points in " + source + " (one name per line, one line per point)");
+  return names;
 }
 
 json report_header(const RunConfig& run, const Backend& backend) {
@@ -165,7 +178,9 @@ void check_finite_result(const RunConfig& run, const std::string& what, const Ma
       non_finite(run, what + " (row " + std::to_string(static_cast<index_t>(i) / M.cols + 1) + ")");
 }
 
-void commit_run(io::OutputSet& out, const json& report, const RunConfig& run) {
+void commit_run(io::OutputSet& out, const json& report_in, const RunConfig& run) {
+  json report = report_in;
+  if (run.output.html) add_map_html(out, report, run);  // before the report, which records it
   // The result and its trace; quality measures may be NaN by definition (no labels) and say so.
   for (const char* key : {"result", "trace"})
     if (report.contains(key)) {

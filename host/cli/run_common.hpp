@@ -26,6 +26,11 @@ struct StageProgress {
   void operator()(index_t done, index_t total);
 };
 
+// The n names of a names file (io::read_names; its first `limit` lines when limit > 0), or none when
+// path is empty; a count other than n is an input error naming `key`, the file and `source`.
+std::vector<std::string> read_point_names(const std::string& path, index_t n, index_t limit, const std::string& key,
+                                          const std::string& source);
+
 // Report fields common to every run: orrery build, creation time, method, config file and echo,
 // device, threads and seed.
 json report_header(const RunConfig& run, const Backend& backend);

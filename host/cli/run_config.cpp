@@ -145,7 +145,8 @@ RunConfig run_config_from_json(json raw, const std::string& path) {
   const json& out = j["output"];
   if (!out.is_object()) input_error("output: expected a JSON object, found " + detail::shown(out));
   for (auto it = out.begin(); it != out.end(); ++it)
-    if (it.key() != "dir" && it.key() != "format" && it.key() != "svg" && it.key() != "checkpoint_seconds")
+    if (it.key() != "dir" && it.key() != "format" && it.key() != "svg" && it.key() != "html" &&
+        it.key() != "checkpoint_seconds")
       cfg.output_extra[it.key()] = it.value();
   cfg.output.dir = get_path(out, "dir", "output");
   if (cfg.output.dir.empty()) input_error("output.dir: required (directory for the embedding, report and map)");
@@ -156,6 +157,7 @@ RunConfig run_config_from_json(json raw, const std::string& path) {
     cfg.output.format = f.get<std::string>();
   }
   cfg.output.svg = get_bool(out, "svg", "output", true);
+  cfg.output.html = get_bool(out, "html", "output", false);
   if (out.contains("checkpoint_seconds")) {
     const json& c = out["checkpoint_seconds"];
     if (!c.is_number() || !(c.get<double>() >= 0) || c.get<double>() > 1e9)

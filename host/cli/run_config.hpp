@@ -16,6 +16,7 @@ struct OutputSpec {
   std::string dir;             // required
   std::string format = "npy";  // npy | csv | both
   bool svg = true;
+  bool html = false;  // map.html: the interactive map (cli/view.hpp)
   double checkpoint_seconds = 60.0;  // between checkpoints of a long run (cli/checkpoint.hpp); 0: on stop only
 };
 

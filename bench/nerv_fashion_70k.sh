@@ -13,21 +13,8 @@ out=${2:-runs/nerv_fashion_70k}
 threads=${3:-2}
 device=${4:-cpu}
 data=${ORRERY_DATA:-data/fashion70k}
-mkdir -p "$data" "$out"
-if [ ! -f "$data/images.npy" ]; then
-  /usr/bin/python3 - "$data" <<'EOF'
-import gzip, sys
-import numpy as np
-src, dst = "/usr/share/datasets/fashion-mnist/", sys.argv[1]
-def read(name, offset):
-    with gzip.open(src + name) as f:
-        return np.frombuffer(f.read(), dtype=np.uint8, offset=offset)
-images = np.concatenate([read("train-images-idx3-ubyte.gz", 16), read("t10k-images-idx3-ubyte.gz", 16)])
-labels = np.concatenate([read("train-labels-idx1-ubyte.gz", 8), read("t10k-labels-idx1-ubyte.gz", 8)])
-np.save(dst + "/images.npy", (images.reshape(-1, 784) / 255.0).astype(np.float32))
-np.savetxt(dst + "/labels.txt", labels, fmt="%d")
-EOF
-fi
+mkdir -p "$out"
+bash scripts/fashion70k.sh "$data"
 config=$(mktemp --suffix=.json)
 trap 'rm -f "$config"' EXIT
 cat > "$config" <<EOF

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <numeric>
 
 #include "cli/ne_config.hpp"
@@ -102,28 +101,27 @@ void set_top(report::MapPage& page, const MatrixD& P) {
   }
 }
 
-// p(c|y) or P(z|x): softmax_k(log prior_k - |y - phi_k|^2 / 2) (math/pe.hpp, math/plsv.hpp), the
-// map's own posteriors of each point over the markers.
+// The map's own posteriors of each point over the markers: PE's q(c|y) with the run's priors (the q
+// of math::pe_object_eval; P does not enter it) or, without priors, PLSV's P(z|x)
+// (math::plsv_topic_proportions).
 template <int D>
-MatrixD map_posteriors(const MatrixD& Y, const MatrixD& phi, const std::vector<double>& priors) {
-  const index_t n = Y.rows, K = phi.rows;
+MatrixD map_posteriors(const MatrixD& Y, const MatrixD& phi, const std::vector<double>* priors) {
+  const index_t n = Y.rows;
+  const int K = static_cast<int>(phi.rows);
   MatrixD P(n, K);
-  std::vector<double> p(static_cast<size_t>(K)), lp(static_cast<size_t>(K), 0.0);
-  for (index_t k = 0; k < K && !priors.empty(); ++k) lp[static_cast<size_t>(k)] = std::log(priors[static_cast<size_t>(k)]);
+  std::vector<double> lp(static_cast<size_t>(K), 0.0), zeros(static_cast<size_t>(K), 0.0);
+  if (priors && !priors->empty())
+    for (int k = 0; k < K; ++k) lp[static_cast<size_t>(k)] = std::log((*priors)[static_cast<size_t>(k)]);
   for (index_t i = 0; i < n; ++i) {
-    double emax = -kInf;
-    for (index_t k = 0; k < K; ++k) {
-      p[static_cast<size_t>(k)] = math::pe_exponent<double, D>(lp[static_cast<size_t>(k)], &phi.data[static_cast<size_t>(k * D)], &Y.data[static_cast<size_t>(i * D)]);
-      emax = std::max(emax, p[static_cast<size_t>(k)]);
-    }
-    double s = 0.0;
-    for (double& v : p) s += (v = std::exp(v - emax));
-    for (index_t k = 0; k < K; ++k) P(i, k) = p[static_cast<size_t>(k)] / s;
+    const double* y = &Y.data[static_cast<size_t>(i * D)];
+    double* q = &P.data[static_cast<size_t>(i * K)];
+    if (priors) math::pe_object_eval<double, D>(zeros.data(), lp.data(), phi.data.data(), K, y, 0.0, nullptr, nullptr, nullptr, q);
+    else math::plsv_topic_proportions<double, D>(y, phi.data.data(), K, q);
   }
   return P;
 }
 
-MatrixD map_posteriors(const MatrixD& Y, const MatrixD& phi, const std::vector<double>& priors) {
+MatrixD map_posteriors(const MatrixD& Y, const MatrixD& phi, const std::vector<double>* priors) {
   return Y.cols == 2 ? map_posteriors<2>(Y, phi, priors) : map_posteriors<3>(Y, phi, priors);
 }
 
@@ -131,12 +129,6 @@ std::vector<int> argmax_groups(const report::MapPage& page) {
   std::vector<int> g(static_cast<size_t>(page.points.rows));
   for (size_t i = 0; i < g.size(); ++i) g[i] = page.top_index[i * static_cast<size_t>(page.top_m)];
   return g;
-}
-
-std::string number_text(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%g", v);
-  return b;
 }
 
 std::string thousands(index_t n) {
@@ -159,8 +151,8 @@ void ne_page(report::MapPage& page, const RunConfig& run, const json& report, co
   page.title = std::string(m == "hssne" ? "HSSNE" : m == "snerv" ? "Supervised NeRV" : "NeRV") +
                (in.model.empty() ? "" : " placement") + ": " + thousands(n) + " points";
   const json& params = report.value("params", json::object());
-  if (m == "hssne" && params.contains("alpha")) page.subtitle = "alpha " + number_text(params["alpha"].get<double>());
-  if (m != "hssne" && params.contains("lambda")) page.subtitle = "lambda " + number_text(params["lambda"].get<double>());
+  if (m == "hssne" && params.contains("alpha")) page.subtitle = "alpha " + detail::number_text(params["alpha"].get<double>());
+  if (m != "hssne" && params.contains("lambda")) page.subtitle = "lambda " + detail::number_text(params["lambda"].get<double>());
   if (!in.labels.empty())
     optional_input(warnings, "labels (" + in.labels + ")", [&] {
       NeLabels L = read_ne_labels(in, n, source);
@@ -203,7 +195,7 @@ void pe_page(report::MapPage& page, const RunConfig& run, const json& report, co
   // The input's p(c|x) where the run read them from a file; the map's p(c|y) otherwise (a fitted
   // posterior model's are not kept), and the subtitle says which.
   const bool from_input = posteriors.rows == n && posteriors.cols == K;
-  set_top(page, from_input ? posteriors : map_posteriors(page.points, page.markers, priors));
+  set_top(page, from_input ? posteriors : map_posteriors(page.points, page.markers, &priors));
   page.subtitle = from_input ? "tooltips: the input's p(c|x)" : "tooltips: the map's p(c|y)";
   if (!labels.empty()) {
     page.group = labels;
@@ -236,7 +228,7 @@ void plsv_page(report::MapPage& page, const RunConfig& run, const json& report, 
     page.marker_names.push_back("topic " + std::to_string(z));  // its words are drawn beneath it
     page.marker_words.push_back(std::move(words));
   }
-  set_top(page, map_posteriors(page.points, page.markers, {}));
+  set_top(page, map_posteriors(page.points, page.markers, nullptr));
   page.subtitle = "tooltips: P(z|x) of the map";
   optional_input(warnings, "the corpus", [&] {
     const Corpus c = read_plsv_setup(run).corpus;
@@ -294,16 +286,16 @@ report::MapPage map_page_of_run(const RunConfig& run, const json& report, const 
 }
 
 void add_map_html(io::OutputSet& out, json& report, const RunConfig& run) {
-  // The outputs already in the set, read through in-memory inputs as the files they will be.
+  // The outputs already in the set that the page asks for, read through in-memory inputs as the
+  // files they will be (only those: a run's model files are not copied).
   io::MemoryInputs mem;
-  std::map<std::string, std::string> paths;
-  for (const auto& [path, bytes] : out.files()) {
-    const std::string name = fs::path(path).filename().string();
-    paths[name] = mem.add_bytes(name, bytes);
-  }
+  const auto output = [&](const std::string& name) {
+    for (const auto& [path, bytes] : out.files())
+      if (fs::path(path).filename() == name) return mem.add_bytes(name, bytes);
+    return std::string();
+  };
   std::vector<std::string> warnings;
-  const report::MapPage page = map_page_of_run(
-      run, report, [&](const std::string& name) { return paths.count(name) ? paths[name] : std::string(); }, &warnings);
+  const report::MapPage page = map_page_of_run(run, report, output, &warnings);
   for (const auto& w : warnings) std::fprintf(stderr, "[%s] map.html: %s\n", run.method.c_str(), w.c_str());
   const std::string p = (fs::path(run.output.dir) / "map.html").string();
   out.add(p, report::render_map_html(page));
@@ -348,8 +340,7 @@ int cmd_view(const std::vector<std::string>& args) {
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().extension() != ".html") out.protect(e.path().string());
   out.add(file, html);
-  io::check_output_paths({file}, {report_path.string()});
-  out.commit();
+  out.commit();  // refuses a FILE that would replace the run's report or outputs
   if (!quiet)
     std::fprintf(stderr, "[view] wrote %s: %s points, %.1f MB (%.1f bytes per point)\n", file.c_str(),
                  thousands(page.points.rows).c_str(), static_cast<double>(html.size()) / 1e6,

@@ -74,7 +74,7 @@ ORRERY_ALWAYS_INLINE void scatter_run(const Cells<T, D>& g, long long k, const T
     if constexpr (D > 2) d += u2 * u2;
     const T sh = math::hd_min(-bk * (d - dmk), T(0));
     const T c0 = math::nerv_pair_c_of(math::exp_nonpositive(sh) * qsk, sh - lzk, bk, psk, klk, T(0), lpfk, lambda);
-    const T c = (d <= r2) & (j != k) ? c0 : T(0);
+    const T c = ((d <= r2) & (j != k)) ? c0 : T(0);
     s0 += c * u0;
     s1 += c * u1;
     s2 += c * u2;

@@ -440,7 +440,7 @@ ORRERY_HD_INLINE void nerv_cells_listed_gradient(const NervCellsRows<T, D>& r, l
       const T sh = hd_min(-bj * (d - r.dmin[j]), T(0));
       const T c0 = nerv_pair_c_of(exp_nonpositive(sh) * r.q_scale[j], sh - r.lz[j], bj, r.p_sum[j], r.kl_qp[j], T(0),
                                   r.lpf[j], lambda);
-      const T c = (j != i) & (d <= r.r2[j]) ? c0 : T(0);
+      const T c = ((j != i) & (d <= r.r2[j])) ? c0 : T(0);
       s0 += c * u0, s1 += c * u1, s2 += c * u2;
     }
   }

@@ -22,7 +22,6 @@
 #include <stdexcept>
 
 #include "bench_common.hpp"
-#include "cli/ne_config.hpp"
 #include "cli/ne_run.hpp"
 #include "cli/run_config.hpp"
 #include "io/readers.hpp"
@@ -211,40 +210,6 @@ int run_snerv_paths_bench(int argc, char** argv) {
   return 0;
 }
 
-// What run_ne reports for snerv's cross-validation, without the run's own map: the same data,
-// plan and parameters, and the same folds (cross_validate_knn with the run's seed).
-json snerv_folds_only(const cli::RunConfig& run, bool progress) {
-  const cli::NeRunConfig cfg = cli::read_ne_config(run);
-  const cli::NeData d = cli::load_ne_data(cfg);
-  const std::unique_ptr<Backend> backend = make_backend(run.device, run.threads);
-  const cli::NePlan plan = cli::plan_ne_run(cfg, d.points(), backend->memory(), backend->memory().device_bytes > 0,
-                                            d.X.cols);
-  int fold = 0;
-  const auto t0 = Clock::now();
-  const auto iter = [&](int it, double J) {
-    if (progress && it % 50 == 0)
-      std::fprintf(stderr, "[snerv] fold %d iter %5d  cost %.8g  %.0f s\n", fold + 1, it, J, since(t0));
-  };
-  const CrossValidation cv = cross_validate_knn(
-      d.labels, cfg.input.cv_folds, run.seed,
-      [&](const std::vector<int>& train) {
-        return fit_snerv(d.X, train, cli::snerv_params(cfg, plan), run.seed, *backend, iter).nerv.coords;
-      },
-      [&](int f, double e) {
-        if (progress)
-          std::fprintf(stderr, "[snerv] fold %d/%d: 5-NN test error %.4f  %.0f s\n", f + 1, cfg.input.cv_folds, e,
-                       since(t0));
-        fold = f + 1;
-      });
-  return {{"cross_validation",
-           {{"folds", cfg.input.cv_folds},
-            {"knn5_test_error", cv.errors},
-            {"mean_knn5_test_error", cv.mean},
-            {"maps", "folds only"}}},
-          {"result", json::object()},
-          {"device", backend->name()}};
-}
-
 int run_snerv_cv_bench(int argc, char** argv) {
   const auto o = options(argc, argv, {"--data", "--n", "--folds", "--device", "--iters", "--out", "--pca", "--neighbors",
                                       "--methods", "--dir", "--threads", "--progress", "--cv-only"},
@@ -294,7 +259,8 @@ int run_snerv_cv_bench(int argc, char** argv) {
     std::ofstream("/tmp/orrery_bench_snerv_cv.json") << cfg.dump();
     const auto t0 = Clock::now();
     const cli::RunConfig run = cli::read_run_config("/tmp/orrery_bench_snerv_cv.json");
-    const json r = method == "snerv" && cv_only ? snerv_folds_only(run, progress) : cli::run_ne(run, !progress);
+    const json r =
+        method == "snerv" && cv_only ? cli::cross_validate_snerv(run, !progress) : cli::run_ne(run, !progress);
     const double secs = since(t0);
     const json& cv = r["cross_validation"];
     std::printf("%-8s %6s %-6s %12.4f %s  (%.1f s)\n", data.c_str(), n.c_str(), method.c_str(),
@@ -302,7 +268,8 @@ int run_snerv_cv_bench(int argc, char** argv) {
     std::fflush(stdout);
     records.push_back({{"bench", "snerv-cv"}, {"data", data}, {"n", std::stoll(n)}, {"method", method},
                        {"seconds", secs}, {"cross_validation", cv},
-                       {"metric", r["result"].value("metric", json())}, {"device", r.value("device", json())}});
+                       {"metric", r.value("result", json::object()).value("metric", json())},
+                       {"device", r.value("device", json())}});
   }
   bench::write_records(opt(o, "--out", ""), records);
   return 0;

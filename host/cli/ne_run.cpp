@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 
 #include "cli/evaluate.hpp"
 #include "cli/hssne_place_run.hpp"
@@ -94,6 +95,25 @@ NePrepared prepare_ne(const RunConfig& run) {
   return p;
 }
 
+// input.cv_folds: snerv learns its metric from the labels, so each fold's map is made without
+// them; hssne and nerv do not use labels, so their map is the run's own map Y. `fit_progress`
+// reports each snerv fold fit's iterations.
+json cross_validation(const NePrepared& p, const std::string& method, const MatrixD& Y, bool quiet,
+                      const std::function<void(int, double)>& fit_progress = {}) {
+  const int folds = p.cfg.input.cv_folds;
+  const CrossValidation r = cross_validate_knn(
+      p.d.labels, folds, p.cfg.run.seed,
+      [&](const std::vector<int>& train) {
+        if (method != "snerv") return Y;
+        const SnervParams prm = snerv_params(p.cfg, p.plan);
+        return fit_snerv(p.d.X, train, prm, p.cfg.run.seed, *p.backend, fit_progress).nerv.coords;
+      },
+      [&](int fold, double e) {
+        if (!quiet) std::fprintf(stderr, "[%s] fold %d/%d: 5-NN test error %.4f\n", method.c_str(), fold + 1, folds, e);
+      });
+  return {{"folds", folds}, {"knn5_test_error", r.errors}, {"mean_knn5_test_error", r.mean}};
+}
+
 }  // namespace
 
 std::string validate_ne(const RunConfig& run) {
@@ -103,6 +123,21 @@ std::string validate_ne(const RunConfig& run) {
          (p.plan.approximate ? " (approximate neighbours)" : "") + ", planned peak " +
          format_bytes(p.plan.memory.host_peak()) + " host" +
          (p.device() ? " + " + format_bytes(p.plan.memory.device_peak()) + " GPU" : "");
+}
+
+json cross_validate_snerv(const RunConfig& run, bool quiet) {
+  const NePrepared p = prepare_ne(run);
+  if (run.method != "snerv" || p.cfg.input.cv_folds <= 0)
+    throw std::invalid_argument("cross_validate_snerv: a snerv run with input.cv_folds");
+  const auto t0 = Clock::now();
+  int fold = 0;
+  const json cv = cross_validation(p, run.method, MatrixD(), quiet, [&](int it, double J) {
+    if (it == 0) ++fold;
+    if (!quiet && it % 50 == 0)
+      std::fprintf(stderr, "[snerv] fold %d iter %5d  cost %.8g  %s\n", fold, it, J,
+                   format_seconds(seconds_since(t0)).c_str());
+  });
+  return {{"cross_validation", cv}, {"device", p.backend->name()}};
 }
 
 json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
@@ -218,22 +253,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
                            ? json()
                            : quality_json(evaluate_quality(metric_input ? metric_distances : d.X, Y, d.labels, req,
                                                            backend.get()));
-  json cv;
-  if (cfg.input.cv_folds > 0) {
-    // snerv learns its metric from the labels, so each fold's map is made without them; hssne and
-    // nerv do not use labels, so their map is the run's own.
-    const CrossValidation r = cross_validate_knn(
-        d.labels, cfg.input.cv_folds, run.seed,
-        [&](const std::vector<int>& train) {
-          if (method != "snerv") return Y;
-          return fit_snerv(d.X, train, snerv_params(cfg, plan), run.seed, *backend).nerv.coords;
-        },
-        [&](int fold, double e) {
-          if (!quiet)
-            std::fprintf(stderr, "[%s] fold %d/%d: 5-NN test error %.4f\n", method.c_str(), fold + 1, cfg.input.cv_folds, e);
-        });
-    cv = {{"folds", cfg.input.cv_folds}, {"knn5_test_error", r.errors}, {"mean_knn5_test_error", r.mean}};
-  }
+  const json cv = cfg.input.cv_folds > 0 ? cross_validation(prep, method, Y, quiet) : json();
   const double t_eval = seconds_since(t3);
 
   io::OutputSet out;

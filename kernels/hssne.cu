@@ -253,6 +253,7 @@ class CudaHssneEngine final : public HssneEngine {
 
   HssneTotals propose(double c, double step, double beta) override {
     ORRERY_CUDA_CHECK(cudaSetDevice(device_));
+    if (N_ == 0) return trial_totals_ = evaluate(trial_, trial_sums_);
     if (dim_ == 2) fixed_point_kernel<2><<<point_blocks_, kPointThreads>>>(y_.get(), prev_.get(), sums_.get(), N_, c, 1.0 / cur_.z, step, beta, trial_.get());
     else fixed_point_kernel<3><<<point_blocks_, kPointThreads>>>(y_.get(), prev_.get(), sums_.get(), N_, c, 1.0 / cur_.z, step, beta, trial_.get());
     ORRERY_CUDA_LAUNCHED("fixed_point_kernel");
@@ -262,8 +263,11 @@ class CudaHssneEngine final : public HssneEngine {
   HssneTotals damp() override {
     ORRERY_CUDA_CHECK(cudaSetDevice(device_));
     const long long n = N_ * dim_;
-    damp_kernel<<<static_cast<int>((n + kPointThreads - 1) / kPointThreads), kPointThreads>>>(trial_.get(), y_.get(), n);
-    ORRERY_CUDA_LAUNCHED("damp_kernel");
+    if (n > 0) {
+      damp_kernel<<<static_cast<int>((n + kPointThreads - 1) / kPointThreads), kPointThreads>>>(trial_.get(), y_.get(),
+                                                                                                n);
+      ORRERY_CUDA_LAUNCHED("damp_kernel");
+    }
     return trial_totals_ = evaluate(trial_, trial_sums_);
   }
 
@@ -276,6 +280,7 @@ class CudaHssneEngine final : public HssneEngine {
 
   HssneTotals gradient_step(double c, double momentum, double learning_rate) override {
     ORRERY_CUDA_CHECK(cudaSetDevice(device_));
+    if (N_ == 0) return cur_ = evaluate(y_, sums_);
     if (dim_ == 2)
       gradient_step_kernel<2><<<point_blocks_, kPointThreads>>>(y_.get(), velocity_.get(), gains_.get(), sums_.get(),
                                                                N_, c, 1.0 / cur_.z, momentum, learning_rate);
@@ -346,8 +351,11 @@ class CudaHssneEngine final : public HssneEngine {
   // awaited (one synchronisation, microseconds) so that the attraction is timed apart.
   HssneTotals evaluate(const DeviceBuffer<double>& y, DeviceBuffer<double>& out) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (dim_ == 2) launch<2>(y.get(), out.get(), t0);
-    else launch<3>(y.get(), out.get(), t0);
+    z_grid_ = 0;
+    // No points, no pairs (pair_chunks plans no chunk): nothing to launch; the totals kernel
+    // folds no blocks and writes 0, 0.
+    if (N_ > 0 && dim_ == 2) launch<2>(y.get(), out.get(), t0);
+    else if (N_ > 0) launch<3>(y.get(), out.get(), t0);
     hssne_totals_kernel<<<1, kTotalsThreads>>>(block_totals_.get(), point_blocks_, totals_.get());
     ORRERY_CUDA_LAUNCHED("hssne_totals_kernel");
     totals_.download(host_totals_.get(), 2);

@@ -317,9 +317,11 @@ class CudaNervEngine final : public NervEngine {
   double evaluate_trial(double t) override {
     ORRERY_CUDA_CHECK(cudaSetDevice(device_));
     const long long n = N_ * dim_;
-    trial_kernel<<<blocks(n), kPointThreads>>>(at(NervVector::x).get(), at(NervVector::direction).get(), t, n,
-                                               at(NervVector::trial).get());
-    ORRERY_CUDA_LAUNCHED("trial_kernel");
+    if (n > 0) {
+      trial_kernel<<<blocks(n), kPointThreads>>>(at(NervVector::x).get(), at(NervVector::direction).get(), t, n,
+                                                 at(NervVector::trial).get());
+      ORRERY_CUDA_LAUNCHED("trial_kernel");
+    }
     return evaluate_at(at(NervVector::trial), &at(NervVector::trial_gradient));
   }
   double dot(NervVector a, NervVector b) override {
@@ -329,6 +331,7 @@ class CudaNervEngine final : public NervEngine {
   void update_direction(double beta) override {
     ORRERY_CUDA_CHECK(cudaSetDevice(device_));
     const long long n = N_ * dim_;
+    if (n == 0) return;  // no points: no blocks to launch
     direction_kernel<<<blocks(n), kPointThreads>>>(at(NervVector::gradient).get(), beta, n,
                                                    at(NervVector::direction).get());
     ORRERY_CUDA_LAUNCHED("direction_kernel");
@@ -408,9 +411,11 @@ class CudaNervEngine final : public NervEngine {
     d.lp.upload(h.lp.data(), h.lp.size());
   }
 
-  // E at the map y (N x D doubles on the device); its gradient into *grad when given.
+  // E at the map y (N x D doubles on the device); its gradient into *grad when given. No points:
+  // E = 0 and an empty gradient, with nothing launched (pair_chunks plans no chunk).
   double evaluate_at(const DeviceBuffer<double>& y, DeviceBuffer<double>* grad) {
     if (cells_) return cells_->evaluate(y.get(), lambda_, grad ? grad->get() : nullptr);
+    if (chunks_.count == 0) return 0.0;
     const int pb = blocks(N_);
     to_float4_kernel<<<pb, kPointThreads>>>(y.get(), N_, dim_, y4_.get());
     ORRERY_CUDA_LAUNCHED("to_float4_kernel");

@@ -1,33 +1,22 @@
 // The shape every all-pairs kernel shares (HSSNE, NeRV): a thread per point i, a block of kThreads
 // points, and the points j of one chunk [j0, j1) visited in tiles of kThreads staged in shared
-// memory. The j range is cut into a few chunks (grid.y) so that small N still fills the device;
-// each chunk writes its own partial sums, which a per-point kernel adds in chunk order (no atomics,
-// same bits on every run).
+// memory. The j range is cut into a few chunks (grid.y, math::pair_chunks) so that small N still
+// fills the device; each chunk writes its own partial sums, which a per-point kernel adds in chunk
+// order (no atomics, same bits on every run).
 #pragma once
 #include <cuda_runtime.h>
 
-#include <algorithm>
+#include "orrery/math/launch.hpp"
 
 namespace orrery::cuda {
 
-struct PairChunks {
-  long long chunk = 0;  // points j per chunk, a whole number of tiles
-  int count = 1;        // chunks: grid.y
-};
-
-// About 32 blocks per multiprocessor in all, so the last wave's tail is short.
-inline PairChunks pair_chunks(long long N, int tile, int multiprocessors) {
-  const long long blocks_i = (N + tile - 1) / tile;
-  const long long target = 32LL * multiprocessors;
-  PairChunks c;
-  c.count = static_cast<int>(std::min<long long>(std::max<long long>(1, (target + blocks_i - 1) / blocks_i), blocks_i));
-  c.chunk = ((blocks_i + c.count - 1) / c.count) * tile;
-  c.count = static_cast<int>((N + c.chunk - 1) / c.chunk);
-  return c;
-}
+// The chunk plan is math::pair_chunks (tested on the CPU): no chunk for N = 0, where the engines
+// launch nothing, since a launch with a zero grid dimension is an error.
+using math::pair_chunks;
+using math::PairChunks;
 
 inline dim3 pair_grid(long long N, int tile, const PairChunks& c) {
-  return dim3(static_cast<unsigned>((N + tile - 1) / tile), static_cast<unsigned>(c.count));
+  return dim3(static_cast<unsigned>(math::pair_blocks(N, tile)), static_cast<unsigned>(c.count));
 }
 
 // This block's chunk of j: [j0, j1).

@@ -33,6 +33,9 @@ constexpr int kBoxBlocks = 64;
 int blocks_for(long long n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
 
 // y (N x D doubles) -> yo[a] (float, by dimension), and per-block minima and maxima of each axis.
+// fminf/fmaxf skip a NaN, so a NaN coordinate would leave the box as if the point were absent; that
+// is harmless here because such a map never gets a box: `bad` flags any coordinate that is not
+// finite in float, and run() raises an error before it plans the grid from the box.
 __global__ void __launch_bounds__(kThreads) split_kernel(const double* __restrict__ y, long long N, int D,
                                                           float* __restrict__ y0, float* __restrict__ y1,
                                                           float* __restrict__ y2, float* __restrict__ box_part,

@@ -135,7 +135,7 @@ __global__ void __launch_bounds__(kBlock) final_stats_kernel(const double* parti
     double v = 0.0;  // every statistic is >= 0, so 0 is also the identity of the max
     for (int b = threadIdx.x; b < blocks; b += kBlock) {
       const double x = partial[i * blocks + b];
-      v = is_max ? fmax(v, x) : v + x;
+      v = is_max ? math::nan_max(v, x) : v + x;  // fmax would drop a NaN
     }
     const double r = is_max ? Reduce(tmp).Reduce(v, MaxOp()) : Reduce(tmp).Sum(v);
     if (threadIdx.x == 0) out[i] = r;

@@ -7,6 +7,7 @@
 #include <cub/block/block_reduce.cuh>
 
 #include "check.cuh"
+#include "orrery/math/hd.hpp"
 
 namespace orrery::cuda {
 
@@ -17,8 +18,10 @@ inline constexpr int kReduceItems = 16;  // entries per thread in a chunk
 struct SumOp {
   __device__ double operator()(double a, double b) const { return a + b; }
 };
-struct MaxOp {  // for values >= 0: 0 is then also the identity
-  __device__ double operator()(double a, double b) const { return a > b ? a : b; }
+// For values >= 0 (0 is then also the identity). NaN-propagating (math::nan_max): a NaN norm or
+// objective reaches the host instead of vanishing from the max.
+struct MaxOp {
+  __device__ double operator()(double a, double b) const { return math::nan_max(a, b); }
 };
 
 // Item loaders: a reduction folds f(i) for i in [0, n).

@@ -57,6 +57,13 @@ template <class T>
 ORRERY_HD T hd_max(T a, T b) {
   return a > b ? a : b;
 }
+// The larger of a and b, NaN if either is NaN (in either position), so a NaN that enters a max
+// reduction survives every fold after it: fmax and a > b ? a : b both return the other operand
+// for one of the two orders, and a NaN gradient norm or objective would vanish from the max.
+template <class T>
+ORRERY_HD T nan_max(T a, T b) {
+  return (a > b || a != a) ? a : b;
+}
 template <class T>
 ORRERY_HD T hd_min(T a, T b) {
   return a < b ? a : b;

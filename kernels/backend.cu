@@ -84,21 +84,17 @@ class CudaBackend final : public Backend {
     cuda::DeviceBuffer<char> src(bytes), dst(bytes);
     ORRERY_CUDA_CHECK(cudaMemset(src.get(), 1, bytes));
     ORRERY_CUDA_CHECK(cudaMemset(dst.get(), 0, bytes));
-    cudaEvent_t start, stop;
-    ORRERY_CUDA_CHECK(cudaEventCreate(&start));
-    ORRERY_CUDA_CHECK(cudaEventCreate(&stop));
+    const cuda::Event start, stop;  // destroyed on every way out, a throwing check included
     float best_ms = 1e30f;
     for (int rep = 0; rep < 5; ++rep) {
-      ORRERY_CUDA_CHECK(cudaEventRecord(start));
+      ORRERY_CUDA_CHECK(cudaEventRecord(start.get()));
       ORRERY_CUDA_CHECK(cudaMemcpy(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice));
-      ORRERY_CUDA_CHECK(cudaEventRecord(stop));
-      ORRERY_CUDA_CHECK(cudaEventSynchronize(stop));
+      ORRERY_CUDA_CHECK(cudaEventRecord(stop.get()));
+      ORRERY_CUDA_CHECK(cudaEventSynchronize(stop.get()));
       float ms = 0.f;
-      ORRERY_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      ORRERY_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
       best_ms = ms < best_ms ? ms : best_ms;
     }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
     return 2.0 * static_cast<double>(bytes) / (static_cast<double>(best_ms) * 1e-3);
   }
   std::unique_ptr<PeEngine> make_pe(const MatrixD& P, const std::vector<double>& log_priors, int dim,

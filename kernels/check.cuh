@@ -124,6 +124,23 @@ class CubScratch {
   DeviceBuffer<unsigned char> buf_;
 };
 
+// A CUDA event, destroyed with its owner (also when a call between its creation and its last use
+// throws); moves, never copies.
+class Event {
+ public:
+  Event() { check(cudaEventCreate(&e_), "cudaEventCreate", __FILE__, __LINE__); }
+  ~Event() {
+    if (e_) cudaEventDestroy(e_);
+  }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  Event(Event&& o) noexcept : e_(o.e_) { o.e_ = nullptr; }
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
 // Page-locked host memory of n elements (transfers run at full link speed); moves, never copies.
 template <class T>
 class PinnedBuffer {

@@ -39,7 +39,10 @@ void check_guards(const void* base, size_t bytes) {
   const auto* b = static_cast<const unsigned char*>(base);
   if (cudaMemcpy(front.data(), b, kGuardBytes, cudaMemcpyDeviceToHost) != cudaSuccess ||
       cudaMemcpy(back.data(), b + kGuardBytes + bytes, kGuardBytes, cudaMemcpyDeviceToHost) != cudaSuccess) {
-    cudaGetLastError();  // reported by the next checked call, not here
+    // Clears the copy's own failure, so the next launch check does not report it as its kernel's;
+    // a sticky error (a kernel's fault) outlives this: every later call fails with it, and the next
+    // checked one reports it.
+    cudaGetLastError();
     return;
   }
   const char* side = nullptr;

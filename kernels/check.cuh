@@ -41,7 +41,10 @@ inline constexpr unsigned char kGuardByte = 0xA5;
 
 bool guards_enabled();
 // Checks the guards of the allocation at `base` with `bytes` of elements; records the first
-// violation. Never throws (it runs in destructors).
+// violation. Never throws (it runs in destructors): when reading the guards back fails, it checks
+// nothing and clears that failure from cudaGetLastError, so that the next ORRERY_CUDA_LAUNCHED does
+// not blame it on its kernel; a sticky error (a kernel's fault) outlives the clearing: every later
+// call fails with it, and the next checked one reports it.
 void check_guards(const void* base, size_t bytes);
 
 // Owns n elements of device memory; moves, never copies.

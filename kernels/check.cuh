@@ -127,6 +127,39 @@ class CubScratch {
   DeviceBuffer<unsigned char> buf_;
 };
 
+// Makes `device` current for a scope and restores the previous device at its end: a destructor that
+// releases a cuFFT plan or a cuBLAS handle runs on the device that made it, whichever device the
+// process has made current since. Never throws: a switch that fails is cleared from
+// cudaGetLastError (not to be blamed on the next launch) and the release runs on the current device.
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(int device) noexcept {
+    int current = -1;
+    if (cudaGetDevice(&current) != cudaSuccess) {
+      cudaGetLastError();
+      return;
+    }
+    if (current == device) return;
+    if (cudaSetDevice(device) != cudaSuccess) cudaGetLastError();
+    else previous_ = current;
+  }
+  ~ScopedDevice() {
+    if (previous_ >= 0 && cudaSetDevice(previous_) != cudaSuccess) cudaGetLastError();
+  }
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+
+ private:
+  int previous_ = -1;  // the device to restore; -1: none was changed
+};
+
+// The device current now (to remember which device an owned handle belongs to).
+inline int current_device() {
+  int d = 0;
+  check(cudaGetDevice(&d), "cudaGetDevice", __FILE__, __LINE__);
+  return d;
+}
+
 // A CUDA event, destroyed with its owner (also when a call between its creation and its last use
 // throws); moves, never copies.
 class Event {

@@ -336,6 +336,7 @@ double seconds_since(std::chrono::steady_clock::time_point& t) {
 }  // namespace
 
 struct DeviceGrid::Impl {
+  int device = current_device();  // the plans' and buffers' device, where ~DeviceGrid frees them
   int D;
   double alpha;
   InterpSettings s;
@@ -613,7 +614,12 @@ DeviceGrid::DeviceGrid(int dim, double alpha, const InterpSettings& settings, lo
   if (N < 2 || N > std::numeric_limits<int>::max()) internal_error("DeviceGrid: N outside 2..2^31 - 1");
 }
 
-DeviceGrid::~DeviceGrid() = default;
+// The cuFFT plans (and the buffers) are freed on the device that made them, whichever device is
+// current now; the previous device is restored.
+DeviceGrid::~DeviceGrid() {
+  const ScopedDevice on(impl_->device);
+  impl_.reset();
+}
 
 bool DeviceGrid::sums(const double* y, double* out, bool only_if_cheaper, double* z_grid) {
   Impl& I = *impl_;

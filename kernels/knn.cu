@@ -54,20 +54,25 @@ void cublas_check(cublasStatus_t status, const char* call, const char* file, int
 
 // One cuBLAS handle for one search, on the default stream (ordered with the kernels below), in the
 // default math mode: IEEE double products and sums, never the fixed-point FP64 emulation.
+// The handle belongs to the device current at its creation, and is destroyed there.
 class CublasHandle {
  public:
-  CublasHandle() {
+  CublasHandle() : device_(current_device()) {
     ORRERY_CUBLAS_CHECK(cublasCreate(&handle_));
     const cublasStatus_t mode = cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH);
     if (mode != CUBLAS_STATUS_SUCCESS) cublasDestroy(handle_);  // the constructor throws: no destructor
     cublas_check(mode, "cublasSetMathMode", __FILE__, __LINE__);
   }
-  ~CublasHandle() { cublasDestroy(handle_); }
+  ~CublasHandle() {
+    const ScopedDevice on(device_);
+    cublasDestroy(handle_);
+  }
   CublasHandle(const CublasHandle&) = delete;
   CublasHandle& operator=(const CublasHandle&) = delete;
   cublasHandle_t get() const { return handle_; }
 
  private:
+  int device_;
   cublasHandle_t handle_ = nullptr;
 };
 

@@ -4,6 +4,7 @@
 // Scratch (3 K values per thread) lives in local memory. Same arithmetic as the CPU, so the two
 // agree to rounding of exp and sqrt. The candidate path's listed pairs (learning_metric_pairs): one
 // thread per entry of the graph, the same integral from the pair's lower-index end as the CPU.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -20,19 +21,23 @@ namespace {
 
 constexpr int kMaxComponents = 128;
 
+// Rows i step by the grid's rows (grid.y is at most 65,535, so above N = 262,140 a thread row
+// visits several i); each pair is its own, so the visiting order changes no bits.
 __global__ void learning_metric_kernel(const double* __restrict__ U, const double* __restrict__ h,
                                        const double* __restrict__ beta, double w, int K, int C, int pieces,
                                        const double* __restrict__ X, int dims, double eta, long long N,
                                        double* __restrict__ D) {
   const long long j = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const long long i = static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y;
-  if (i >= N || j >= N || j <= i) return;
-  double scratch[3 * kMaxComponents];
-  const double reg = eta * w * math::squared_distance(X + i * dims, X + j * dims, dims);
-  const double d =
-      math::fisher_path_distance(U + i * K, U + j * K, h, beta, w, K, C, pieces, math::kFisherFloor, reg, scratch);
-  D[i * N + j] = d;
-  D[j * N + i] = d;
+  if (j >= N) return;
+  const long long i_step = static_cast<long long>(gridDim.y) * blockDim.y;
+  for (long long i = static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y; i < j; i += i_step) {
+    double scratch[3 * kMaxComponents];
+    const double reg = eta * w * math::squared_distance(X + i * dims, X + j * dims, dims);
+    const double d =
+        math::fisher_path_distance(U + i * K, U + j * K, h, beta, w, K, C, pieces, math::kFisherFloor, reg, scratch);
+    D[i * N + j] = d;
+    D[j * N + i] = d;
+  }
 }
 
 // Entry e = i k + q of the graph: the pair (i, index[e]), integrated from its lower-index end.
@@ -105,10 +110,14 @@ MatrixD learning_metric_distances(const ClassMixture& m, const MatrixD& X, int p
   hd.upload(proj.h.data(), proj.h.size());
   beta.upload(m.beta.data.data(), m.beta.data.size());
   ORRERY_CUDA_CHECK(cudaMemset(d.get(), 0, d.size() * sizeof(double)));
-  const dim3 block(32, 4), grid(static_cast<unsigned>((N + 31) / 32), static_cast<unsigned>((N + 3) / 4));
-  learning_metric_kernel<<<grid, block>>>(u.get(), hd.get(), beta.get(), proj.w, K, m.num_classes, pieces, x.get(),
-                                          static_cast<int>(X.cols), m.euclidean, N, d.get());
-  ORRERY_CUDA_LAUNCHED("learning_metric_kernel");
+  constexpr long long kMaxGridY = 65535;  // CUDA's limit on grid.y; the kernel strides over the rest
+  const dim3 block(32, 4), grid(static_cast<unsigned>((N + 31) / 32),
+                                static_cast<unsigned>(std::min<long long>((N + 3) / 4, kMaxGridY)));
+  if (N > 1) {  // else no pair (and an empty grid, which is no launch)
+    learning_metric_kernel<<<grid, block>>>(u.get(), hd.get(), beta.get(), proj.w, K, m.num_classes, pieces, x.get(),
+                                            static_cast<int>(X.cols), m.euclidean, N, d.get());
+    ORRERY_CUDA_LAUNCHED("learning_metric_kernel");
+  }
   MatrixD D(N, N);
   d.download(D.data.data(), D.data.size());
   return D;

@@ -10,13 +10,14 @@
 #include "check.cuh"
 #include "engines.cuh"
 #include "orrery/error.hpp"
+#include "orrery/math/launch.hpp"
 #include "orrery/math/select.hpp"
 #include "orrery/quality.hpp"
 
 namespace orrery::cuda {
 namespace {
 
-constexpr int kThreads = 128;
+constexpr int kThreads = 128;  // the most threads a block of rows takes (math::row_launch)
 
 __device__ double input_distance(const double* X, int dx, long long N, bool distance_matrix, long long i,
                                  long long l) {
@@ -119,11 +120,18 @@ RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_m
   q.upload(q_host.data(), q_host.size());
   Scratch s{hd_in.get(), hd_out.get(), kd_in.get(), kd_out.get(),  v.get(),       ki_in.get(),
             ki_out.get(), diff_in.get(), diff_out.get(), tag_in.get(), tag_out.get()};
-  const int blocks = static_cast<int>((R + kThreads - 1) / kThreads);
-  rank_rows_kernel<<<blocks, kThreads>>>(x.get(), static_cast<int>(X.cols), y.get(), static_cast<int>(Y.cols), N,
-                                         kmax, distance_matrix, queries.empty() ? nullptr : q.get(), R, s, n.get(),
-                                         rho.get(), r.get());
-  ORRERY_CUDA_LAUNCHED("rank_rows_kernel");
+  // Each thread's row is a long, independent loop over all N points: blocks small enough that the
+  // rows reach every multiprocessor (4096 query rows are 128 one-warp blocks, not 32 of 128
+  // threads); the same rows, the same results.
+  int multiprocessors = 0;
+  ORRERY_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  const math::RowLaunch shape = math::row_launch(R, multiprocessors, kThreads);
+  if (shape.blocks > 0) {
+    rank_rows_kernel<<<static_cast<unsigned>(shape.blocks), shape.threads>>>(
+        x.get(), static_cast<int>(X.cols), y.get(), static_cast<int>(Y.cols), N, kmax, distance_matrix,
+        queries.empty() ? nullptr : q.get(), R, s, n.get(), rho.get(), r.get());
+    ORRERY_CUDA_LAUNCHED("rank_rows_kernel");
+  }
   RankRows rows;
   rows.num_points = N;
   rows.kmax = kmax;

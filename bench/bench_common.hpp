@@ -5,6 +5,7 @@
 #include <iostream>
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <random>
 #include <string>
@@ -12,8 +13,10 @@
 
 #include "io/readers.hpp"
 #include "io/writers.hpp"
+#include "orrery/backend.hpp"
 #include "orrery/error.hpp"
 #include "orrery/config.hpp"
+#include "orrery/quality.hpp"
 #include "orrery/types.hpp"
 
 namespace orrery::bench {
@@ -42,6 +45,35 @@ inline std::vector<index_t> count_list(const std::string& text) {
   std::vector<index_t> out;
   for (double v : number_list(text)) out.push_back(static_cast<index_t>(v));
   return out;
+}
+
+// A device of a --device list: the list's word (for tables) and its backend.
+struct Device {
+  std::string label;
+  std::unique_ptr<Backend> backend;
+};
+
+// The devices of a --device list ("cpu,cuda"), every backend made before any work is done, so that a
+// device this machine lacks fails at once with the backend's own message (CUDA requested, no usable
+// device) rather than after the CPU's share of the run.
+inline std::vector<Device> make_devices(const std::string& list, int threads, const std::string& what) {
+  std::vector<Device> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back({item, make_backend(item, threads)});
+  if (out.empty()) input_error(what + ": --device expects a comma list of devices (cpu, cuda, cuda:N, auto), found '" + list + "'");
+  return out;
+}
+
+// Leave-one-out 5-NN accuracy of a map over all its points, on the CPU: the same code scores every
+// map of a comparison, whichever device or peer made it.
+inline double knn5_all_points(const MatrixD& Y, const std::vector<int>& labels, int threads = 0) {
+  QualityRequest req;
+  req.ks = {5};
+  req.curve = false;
+  req.queries = 0;
+  req.threads = threads;
+  return evaluate_quality(Y, Y, labels, req).at_k[0].knn_accuracy;
 }
 
 // Images (rows of pixels) with their class labels.

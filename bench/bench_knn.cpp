@@ -1,12 +1,15 @@
 // `orrery_bench knn`: the exact neighbour search against the approximate one (HNSW) on the first N
-// of all 70,000 Fashion-MNIST images (/255, PCA to --pca dimensions), k neighbours, on the CPU.
-// For each N: exact_knn's time, then for each HNSW setting M:ef_construction:ef_search the time of
+// of all 70,000 Fashion-MNIST images (/255, PCA to --pca dimensions), k neighbours (HNSW on the CPU).
+// For each N: the exact search's time, then for each HNSW setting M:ef_construction:ef_search the time of
 // approximate_knn (its serial build apart), its recall against the exact graph of the same run
 // (every point: a listed neighbour counts when its distance is at most the exact k-th), the time
 // and value of the run's recall estimate (estimate_knn_recall on --sample points), and the ratio of
 // the exact time to the approximate one (search plus estimate: what a run pays).
 // --source mixture: N points of a seeded 50-D Gaussian mixture instead (sizes beyond the images);
-// --exact 0 skips the exact search (hours at 10^6 points): then only the estimate gives the recall.
+// --exact 0 skips the exact search (hours at 10^6 points on the CPU): then only the estimate gives the
+// recall. --device lists the devices of the exact search (Backend::knn; cpu by default, `cpu,cuda`
+// times both in one run: each later device's graph is scored against the first's, and its speed-up
+// over the first is the exact/x column); --settings none skips the approximate search.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -55,7 +58,7 @@ std::vector<ApproxKnnParams> parse_settings(const std::string& v, bool parallel)
 int run_knn_bench(int argc, char** argv) {
   const auto o = bench::options(
       argc, argv, {"--n", "--k", "--pca", "--threads", "--settings", "--parallel-build", "--sample", "--seed", "--data", "--out",
-                   "--source", "--exact"},
+                   "--source", "--exact", "--device"},
       "knn");
   const std::vector<index_t> sizes = bench::count_list(bench::opt(o, "--n", "10000,70000"));
   const int k = std::stoi(bench::opt(o, "--k", "90"));
@@ -66,12 +69,14 @@ int run_knn_bench(int argc, char** argv) {
   const ApproxKnnParams def;
   const std::string spec = bench::opt(
       o, "--settings", std::to_string(def.M) + ":" + std::to_string(def.ef_construction) + ":" + std::to_string(def.ef_search));
-  std::vector<ApproxKnnParams> settings = parse_settings(spec, false);
-  if (bench::opt(o, "--parallel-build", "0") == "1")
+  std::vector<ApproxKnnParams> settings = spec == "none" ? std::vector<ApproxKnnParams>() : parse_settings(spec, false);
+  if (spec != "none" && bench::opt(o, "--parallel-build", "0") == "1")
     for (const ApproxKnnParams& p : parse_settings(spec, true)) settings.push_back(p);
   const std::string source = bench::opt(o, "--source", "fashion");
   if (source != "fashion" && source != "mixture") input_error("knn: --source must be fashion or mixture");
   const bool run_exact = bench::opt(o, "--exact", "1") == "1";
+  const std::vector<bench::Device> devices = bench::make_devices(bench::opt(o, "--device", "cpu"), threads, "knn");
+  for (const bench::Device& d : devices) std::cerr << "[knn] " << d.label << ": " << d.backend->name() << "\n";
   std::vector<int> fashion_labels;  // unused: the search needs the images only
   const MatrixD all = source == "fashion"
                           ? bench::fashion_mnist_all(bench::opt(o, "--data", "/usr/share/datasets/fashion-mnist"), fashion_labels)
@@ -85,15 +90,23 @@ int run_knn_bench(int argc, char** argv) {
     if (source == "fashion") std::copy(all.data.begin(), all.data.begin() + N * all.cols, X.data.begin());
     else X = bench::gaussian_mixture(N, 50, seed).pixels;
     const MatrixD Xp = pca > 0 && pca < X.cols ? pca_project(X, pca, threads) : X;
+    // The exact search on each device; the first device's graph and time are the reference.
+    KnnGraph exact;
+    double exact_s = std::nan("");
     auto t = Clock::now();
-    const KnnGraph exact = run_exact ? exact_knn(Xp, k, threads) : KnnGraph();
-    const double exact_s = run_exact ? since(t) : std::nan("");
-    if (run_exact) {
-      std::printf("%6lld %4d %-16s %9s %9.2f %9.4f %8s %8s %9.2f %7.2f\n", static_cast<long long>(N), k, "exact", "-",
-                  exact_s, 1.0, "-", "-", exact_s, 1.0);
+    for (size_t d = 0; run_exact && d < devices.size(); ++d) {
+      t = Clock::now();
+      KnnGraph g = devices[d].backend->knn(Xp, k);
+      const double s = since(t);
+      if (d == 0) exact = std::move(g), exact_s = s;
+      const double agreement = d == 0 ? 1.0 : recall_against(exact, g);
+      const std::string name = "exact " + devices[d].label;
+      std::printf("%6lld %4d %-16s %9s %9.2f %9.4f %8s %8s %9.2f %7.2f\n", static_cast<long long>(N), k, name.c_str(),
+                  "-", s, agreement, "-", "-", s, exact_s / s);
       std::fflush(stdout);
       records.push_back({{"bench", "knn"}, {"source", source}, {"n", N}, {"k", k}, {"pca", pca}, {"search", "exact"},
-                         {"seconds", exact_s}});
+                         {"device", devices[d].backend->name()}, {"seconds", s},
+                         {"recall_against_first_device", agreement}});
     }
     for (const ApproxKnnParams& p : settings) {
       double build_s = 0;

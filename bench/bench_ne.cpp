@@ -32,15 +32,6 @@ namespace orrery {
 
 namespace {
 
-// Leave-one-out 5-NN accuracy of a map, by orrery's measure (the same for every peer's map).
-double knn5(const MatrixD& Y, const std::vector<int>& labels) {
-  QualityRequest req;
-  req.ks = {5};
-  req.curve = false;
-  req.queries = 0;  // all points: the peers' maps are compared exactly
-  return evaluate_quality(Y, Y, labels, req).at_k[0].knn_accuracy;
-}
-
 // The peers: the command that runs one (it prints a JSON line with "seconds" and writes its map).
 struct Peer {
   std::string name;
@@ -208,7 +199,7 @@ int run_ne_bench(int argc, char** argv) {
         const double pairs = static_cast<double>(N) * (N - 1) * fit.evaluations;
         run["orrery"] = {{"seconds", secs}, {"affinity_seconds", aff_s}, {"pairs_per_second", pairs / secs},
                          {"neighbors", approx ? "approximate" : "exact"},
-                         {"knn5_accuracy", knn5(fit.coords, labels)}, {"kl", kl(fit.coords)},
+                         {"knn5_accuracy", bench::knn5_all_points(fit.coords, labels)}, {"kl", kl(fit.coords)},
                          {"evaluations", fit.evaluations}, {"restarts", fit.restarts}, {"damped_steps", fit.damped_steps}};
         line(N, std::to_string(seed), "orrery " + optimizer, run["orrery"], secs);
         if (!map_svg.empty()) {  // orrery's map with every point drawn (the README's picture)
@@ -232,7 +223,7 @@ int run_ne_bench(int argc, char** argv) {
         json r = bench::run_json_command(peer.command(seed));
         if (r.contains("seconds")) {
           const MatrixD Y = io::read_matrix(peer.map_path);
-          r["knn5_accuracy"] = knn5(Y, labels);  // the peer's own figure, if any, is replaced by ours
+          r["knn5_accuracy"] = bench::knn5_all_points(Y, labels);  // the peer's own figure, if any, is replaced by ours
           r["kl"] = kl(Y);
           r["ratio"] = r["seconds"].get<double>() / secs;
         }
@@ -271,135 +262,6 @@ int run_ne_bench(int argc, char** argv) {
     records.push_back(mean);
     bench::write_records(out, records);
   }
-  return 0;
-}
-
-// `orrery_bench hssne-scale`: HSSNE alpha = 1 (sparse P, the run's defaults: repulsion and
-// optimizer auto) on the first N of all 70,000 Fashion-MNIST images (training then test set), PCA to
-// --pca dimensions, or (--source mixture) on N points of a seeded 50-D Gaussian mixture of 20
-// components (bench_common.hpp), on one device. Times each stage apart: PCA on the host; the
-// neighbour search (approximate above kExactNeighborsMaxPoints points on the CPU, as a run's
-// input.neighbors auto, with the run's recall estimate), then the affinity rows on the host (aff_s
-// includes knn_s); the fit; and, outside the total, the report's quality estimate (5-NN accuracy
-// from 4,000 seeded query points above 10,000 points, all points below) and --steps plain steps at
-// the final map (pairs per second of one fixed-point step, and an evaluation split into its stages:
-// all pairs, or the grid's plan, scatter, FFT, gather and far points, then the attraction; 0 skips
-// them). --dim 3 for 3-D maps.
-int run_ne_scale_bench(int argc, char** argv) {
-  const auto o = bench::options(argc, argv,
-                                {"--n", "--iters", "--pca", "--perplexity", "--device", "--threads", "--data", "--source",
-                                 "--neighbors", "--steps", "--dim", "--out"},
-                                "hssne-scale");
-  const std::vector<index_t> sizes = bench::count_list(bench::opt(o, "--n", "2000,10000,70000"));
-  const int iters = std::stoi(bench::opt(o, "--iters", "1000")), threads = std::stoi(bench::opt(o, "--threads", "0")),
-            steps = std::stoi(bench::opt(o, "--steps", "20")), dim = std::stoi(bench::opt(o, "--dim", "2"));
-  if (dim != 2 && dim != 3) input_error("hssne-scale: --dim takes 2 or 3, not " + std::to_string(dim));
-  int pca = std::stoi(bench::opt(o, "--pca", "-1"));
-  const double perplexity = std::stod(bench::opt(o, "--perplexity", "30"));
-  const std::string device = bench::opt(o, "--device", "auto"), dir = bench::opt(o, "--data", "/usr/share/datasets/fashion-mnist"),
-                    out = bench::opt(o, "--out", ""), source = bench::opt(o, "--source", "fashion"),
-                    neighbors = bench::opt(o, "--neighbors", "auto");
-  if (source != "fashion" && source != "mixture") input_error("hssne-scale: --source takes fashion or mixture, not '" + source + "'");
-  if (neighbors != "auto" && neighbors != "exact" && neighbors != "approximate")
-    input_error("hssne-scale: --neighbors takes auto, exact or approximate, not '" + neighbors + "'");
-  if (pca < 0) pca = source == "fashion" ? 50 : 0;  // the mixture is 50-D already
-  auto backend = make_backend(device, threads);
-  std::cerr << "[hssne-scale] " << backend->name() << "\n";
-  const auto clock = [] { return std::chrono::steady_clock::now(); };
-  const auto since = [](auto t) { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(); };
-  index_t largest = 0;
-  for (index_t N : sizes) largest = std::max(largest, N);
-  const bench::LabelledImages data = source == "fashion" ? bench::fashion_all(dir) : bench::gaussian_mixture(largest, 50, 1);
-  const MatrixD& all = data.pixels;
-  const std::vector<int>& all_labels = data.labels;
-  json records = json::array();
-  std::printf("%8s %6s %8s %8s %7s %8s %8s %8s %8s %10s %12s %6s\n", "N", "iters", "pca_s", "knn_s", "recall", "aff_s",
-              "fit_s", "total_s", "qual_s", "s/iter", "pairs/s step", "5nn");
-  for (index_t N : sizes) {
-    if (N > all.rows) input_error("hssne-scale: --n " + std::to_string(N) + " exceeds the " + std::to_string(all.rows) + " points");
-    const MatrixD X = bench::first_rows(all, N, source == "fashion" ? 255.0 : 1.0);
-    const std::vector<int> labels(all_labels.begin(), all_labels.begin() + N);
-    const auto t0 = clock();
-    const MatrixD Xp = pca > 0 ? pca_project(X, pca, threads) : X;
-    const double pca_s = since(t0);
-    const auto t1 = clock();
-    const int k = sparse_neighbours(perplexity);
-    const bool approx = neighbors == "approximate" || (neighbors == "auto" && backend->name().rfind("cpu", 0) == 0 &&
-                                                       N > cli::kExactNeighborsMaxPoints);
-    double recall = 1;
-    KnnGraph graph;
-    if (approx) {
-      graph = approximate_knn(Xp, k, 1, backend->threads());
-      recall = estimate_knn_recall(Xp, graph, cli::kNeighborRecallSample, 1, backend->threads()).recall;
-    } else {
-      graph = backend->knn(Xp, k);
-    }
-    const double knn_s = since(t1);
-    const AffinityResult aff = affinities_from_knn(graph, perplexity, threads);
-    graph = KnnGraph();
-    const double aff_s = since(t1);
-    HssneParams prm;
-    prm.dim = dim;
-    prm.max_iter = iters;
-    prm.tol = 0;
-    const HssneRepulsion rep = resolve_repulsion(prm, N, *backend);
-    const HssneParams resolved = resolve_optimizer(prm, N, rep);
-    const auto t2 = clock();
-    const HssneResult fit = fit_hssne(aff.sparse, prm, 1, *backend);
-    const double fit_s = since(t2);
-    const double pairs = static_cast<double>(N) * (N - 1);
-    // One plain fixed-point step at the final map (the step, the sums of every point, the totals
-    // back to the host), repeated: the unit of work of an iteration without the optimiser's logic.
-    double step_s = std::nan("");
-    json stage_ms = json::object();
-    if (steps > 0) {
-      auto engine = backend->make_hssne(aff.sparse, prm.alpha, prm.dim, rep);
-      engine->start(fit.coords);
-      engine->propose(1.0, 1.0, 0.0);
-      const HssneStageTimes before = engine->stage_times();
-      const auto t3 = clock();
-      for (int r = 0; r < steps; ++r) engine->propose(1.0, 1.0, 0.0);
-      step_s = since(t3) / steps;
-      // One evaluation at the final map split into its stages (the grid's or all pairs, then the attraction).
-      const HssneStageTimes after = engine->stage_times();
-      const double per = 1e3 / (after.evaluations - before.evaluations);
-      stage_ms = {{"pairs", (after.pairs - before.pairs) * per},
-                  {"grid_plan", (after.grid_plan - before.grid_plan) * per},
-                  {"scatter", (after.scatter - before.scatter) * per},
-                  {"fft", (after.fft - before.fft) * per},
-                  {"gather", (after.gather - before.gather) * per},
-                  {"far", (after.far - before.far) * per},
-                  {"attraction", (after.attraction - before.attraction) * per}};
-    }
-    QualityRequest req;
-    req.ks = {5};
-    req.curve = false;
-    req.seed = 1;  // the default rule: all points up to kQualitySampleAbove, a seeded sample above
-    const auto t4 = clock();
-    const double acc = evaluate_quality(fit.coords, fit.coords, labels, req, backend.get()).at_k[0].knn_accuracy;
-    const double qual_s = since(t4);
-    const double total = pca_s + aff_s + fit_s;
-    std::printf("%8lld %6d %8.2f %8.2f %7.4f %8.2f %8.2f %8.2f %8.2f %10.4f %12.3g %6.3f\n", static_cast<long long>(N),
-                fit.iterations, pca_s, knn_s, recall, aff_s, fit_s, total, qual_s, fit_s / fit.iterations, pairs / step_s,
-                acc);
-    if (steps > 0)
-      std::printf("%8s ms an evaluation at the final map: pairs %.2f, grid plan %.2f, scatter %.2f, FFT %.2f, gather "
-                  "%.2f, far points %.2f, attraction %.2f\n",
-                  "", stage_ms["pairs"].get<double>(), stage_ms["grid_plan"].get<double>(),
-                  stage_ms["scatter"].get<double>(), stage_ms["fft"].get<double>(), stage_ms["gather"].get<double>(),
-                  stage_ms["far"].get<double>(), stage_ms["attraction"].get<double>());
-    std::fflush(stdout);
-    records.push_back({{"bench", "hssne-scale"}, {"device", backend->name()}, {"source", source}, {"n", N}, {"dim", dim}, {"pca", pca},
-                       {"perplexity", perplexity}, {"neighbors", approx ? "approximate" : "exact"},
-                       {"knn_recall_estimate", recall}, {"repulsion", rep.interpolated ? "interpolated" : "exact"},
-                       {"optimizer", EnumNames<HssneOptimizer>::names[static_cast<size_t>(resolved.optimizer)]}, {"iterations", fit.iterations}, {"evaluations", fit.evaluations},
-                       {"restarts", fit.restarts}, {"damped_steps", fit.damped_steps}, {"pca_seconds", pca_s},
-                       {"knn_seconds", knn_s}, {"affinity_seconds", aff_s}, {"fit_seconds", fit_s},
-                       {"total_seconds", total}, {"quality_seconds", qual_s}, {"step_seconds", step_s},
-                       {"pairs_per_second_step", pairs / step_s}, {"stage_ms", stage_ms}, {"knn5_accuracy", acc},
-                       {"objective", fit.objective_trace.back()}});
-  }
-  bench::write_records(out, records);
   return 0;
 }
 

@@ -9,8 +9,10 @@
 //   orrery_bench nerv-fit: whole fits from the same start with the same iteration cap, approximate
 //     and (unless --exact 0) exact, each stage timed end to end from the pixels; the exact cost of
 //     each final map (the sparse all-pairs evaluation in double, once, up to 100,000 points) and its
-//     5-NN accuracy. --device cuda fits on the GPU; --source mixture takes N points of a seeded 50-D
-//     Gaussian mixture (bench_common.hpp) instead of the images, for sizes beyond 70,000.
+//     5-NN accuracy. --device cuda fits on the GPU (`cpu,cuda`: the same fits on each, in one run);
+//     --neighbors auto searches exactly on a GPU and up to 5,000 points, approximately above on the
+//     CPU (as a run's input.neighbors); --source mixture takes N points of a seeded 50-D Gaussian
+//     mixture (bench_common.hpp) instead of the images, for sizes beyond 70,000.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -45,9 +47,10 @@ struct Prepared {
 };
 
 // The first N of the 70,000 images (training set first; pixels / scale), PCA (pca > 0), neighbours
-// (exact below 5,000 points, approximate above, as input.neighbors = auto on the CPU), sparse
-// affinities at perplexity 30.
-Prepared prepare(const bench::LabelledImages& all, index_t N, int pca, Backend& backend, double scale = 255.0) {
+// (`neighbors` auto: exact up to 5,000 points and on a GPU, approximate above on the CPU, as
+// input.neighbors = auto; or exact, or approximate), sparse affinities at perplexity 30.
+Prepared prepare(const bench::LabelledImages& all, index_t N, int pca, Backend& backend, double scale = 255.0,
+                 const std::string& neighbors = "auto") {
   Prepared p;
   if (N > all.pixels.rows)
     input_error("--n " + std::to_string(N) + " exceeds the " + std::to_string(all.pixels.rows) + " points");
@@ -58,7 +61,8 @@ Prepared prepare(const bench::LabelledImages& all, index_t N, int pca, Backend& 
   p.pca_s = since(t);
   const int k = static_cast<int>(std::ceil(3 * 30.0));
   t = Clock::now();
-  p.approximate_neighbours = N > 5000;
+  p.approximate_neighbours = neighbors == "approximate" ||
+                             (neighbors == "auto" && N > 5000 && backend.name().rfind("cpu", 0) == 0);
   const KnnGraph g = p.approximate_neighbours ? approximate_knn(p.X, k, 1, backend.threads())
                                               : backend.knn(p.X, k);
   p.knn_s = since(t);
@@ -181,15 +185,19 @@ int run_nerv_pairs_bench(int argc, char** argv) {
 int run_nerv_fit_bench(int argc, char** argv) {
   const auto o = bench::options(
       argc, argv, {"--n", "--lambda", "--iters", "--threads", "--data", "--out", "--exact", "--dim", "--cutoff", "--map",
-                       "--init", "--device", "--source"},
+                       "--init", "--device", "--source", "--neighbors"},
       "nerv-fit");
-  auto backend = make_backend(bench::opt(o, "--device", "cpu"), std::stoi(bench::opt(o, "--threads", "0")));
+  const std::vector<bench::Device> devices =
+      bench::make_devices(bench::opt(o, "--device", "cpu"), std::stoi(bench::opt(o, "--threads", "0")), "nerv-fit");
+  const std::string neighbors = bench::opt(o, "--neighbors", "auto");
+  if (neighbors != "auto" && neighbors != "exact" && neighbors != "approximate")
+    input_error("nerv-fit: --neighbors takes auto, exact or approximate, not '" + neighbors + "'");
   const std::string source = bench::opt(o, "--source", "fashion");
   if (source != "fashion" && source != "mixture") input_error("nerv-fit: --source takes fashion or mixture, not '" + source + "'");
   const double lambda = std::stod(bench::opt(o, "--lambda", "0.3"));
   const bool exact = bench::opt(o, "--exact", "1") != "0";
   const int dim = std::stoi(bench::opt(o, "--dim", "2"));
-  std::cerr << "[nerv-fit] " << backend->name() << "\n";
+  for (const bench::Device& d : devices) std::cerr << "[nerv-fit] " << d.label << ": " << d.backend->name() << "\n";
   const auto t_read = Clock::now();
   const std::vector<index_t> sizes = bench::count_list(bench::opt(o, "--n", "20000"));
   const bench::LabelledImages all =
@@ -197,79 +205,83 @@ int run_nerv_fit_bench(int argc, char** argv) {
                           : bench::gaussian_mixture(*std::max_element(sizes.begin(), sizes.end()), 50, 1);
   const double read_s = since(t_read);
   json records = json::array();
-  std::printf("%6s %7s %6s %7s %7s %7s %8s %6s %6s %12s %7s %8s\n", "N", "pairs", "iters", "pca_s", "knn_s", "aff_s",
+  std::printf("%-8s %6s %7s %6s %7s %7s %7s %8s %6s %6s %12s %7s %8s\n", "device", "N", "pairs", "iters", "pca_s", "knn_s", "aff_s",
               "fit_s", "its", "evals", "exact_cost", "5nn", "total_s");
   for (index_t N : sizes) {
-    const auto t0 = Clock::now();
-    // the mixture is 50-D already
-    const Prepared p = source == "fashion" ? prepare(all, N, 50, *backend) : prepare(all, N, 0, *backend, 1.0);
-    const double prep_s = since(t0);
-    NervParams prm;
-    prm.dim = dim;
-    prm.lambda = lambda;
-    prm.max_iter = std::stoi(bench::opt(o, "--iters", "500"));
-    prm.cutoff = std::stod(bench::opt(o, "--cutoff", "20"));
-    prm.init_scale = nerv_start_scale([&] { NervParams q = prm; q.init_scale = 0; return q; }(), N, 30.0, true);
-    const bool pca_start = bench::opt(o, "--init", "random") == "pca";
-    const MatrixD start = pca_start ? pca_project(p.X, dim, backend->threads()) : MatrixD();
-    std::vector<NervPairs> paths = {NervPairs::approximate};
-    if (exact) paths.push_back(NervPairs::exact);
-    for (NervPairs path : paths) {
-      prm.pairs = path;
-      const auto t = Clock::now();
-      const NervResult r = fit_nerv(p.aff.sparse_conditional, p.aff.beta, prm, 1, *backend,
-                                    [&](int it, double J) {
-                                      if (it % 50 == 0)
-                                        std::cerr << "[nerv-fit] " << enum_name(path) << " iter " << it << " cost " << J
-                                                  << " " << since(t) << " s\n";
-                                    },
-                                    pca_start ? &start : nullptr);
-      const double fit_s = since(t);
-      const auto te = Clock::now();
-      // the exact cost sums all N^2 pairs on the host: skipped above kExactCostMaxPoints (null)
-      const double exact_cost =
-          N <= kExactCostMaxPoints
-              ? nerv_objective(p.aff.sparse_conditional, p.aff.beta, r.coords, lambda, nullptr, backend->threads())
-              : std::nan("");
-      const double check_s = since(te);
-      std::vector<double> ub = p.aff.beta;  // unit bandwidths, as the fit ran
-      std::vector<double> sb = ub;
-      std::nth_element(sb.begin(), sb.begin() + sb.size() / 2, sb.end());
-      for (double& v : ub) v /= sb[sb.size() / 2];
-      MatrixD Yu = r.coords;
-      for (double& v : Yu.data) v *= std::sqrt(sb[sb.size() / 2]);
-      const NervTruncationCheck tc =
-          nerv_truncation_check(p.aff.sparse_conditional, ub, Yu, lambda, prm.cutoff, 200, 1, backend->threads());
-      std::cerr << "[nerv-fit] final map: " << tc.mean_row_pairs << " pairs per row at cutoff " << prm.cutoff
-                << ", estimated relative error of the truncated cost " << tc.relative_error << "\n";
-      QualityRequest req;
-      req.ks = {5};
-      req.curve = false;
-      req.seed = 1;  // all points up to kQualitySampleAbove, a seeded sample above
-      const double acc = evaluate_quality(r.coords, r.coords, p.labels, req, backend.get()).at_k[0].knn_accuracy;
-      const double total = prep_s + fit_s;
-      std::printf("%6lld %7s %6d %7.2f %7.2f %7.2f %8.2f %6d %6d %12.6g %7.4f %8.2f\n", static_cast<long long>(N),
-                  enum_name(path).c_str(), prm.max_iter, p.pca_s, p.knn_s, p.aff_s, fit_s, r.iterations, r.evaluations,
-                  exact_cost, acc, total);
-      std::fflush(stdout);
-      records.push_back({{"bench", "nerv-fit"}, {"device", backend->name()}, {"n", N}, {"dim", dim}, {"lambda", lambda},
-                         {"pairs", enum_name(path)}, {"cutoff", prm.cutoff}, {"init_scale", prm.init_scale},
-                         {"max_iter", prm.max_iter}, {"iterations", r.iterations}, {"evaluations", r.evaluations},
-                         {"stop_reason", r.stop_reason}, {"read_seconds", read_s}, {"pca_seconds", p.pca_s},
-                         {"knn_seconds", p.knn_s}, {"approximate_neighbours", p.approximate_neighbours},
-                         {"affinity_seconds", p.aff_s}, {"fit_seconds", fit_s}, {"end_to_end_seconds", total},
-                         {"exact_cost_of_final_map", std::isfinite(exact_cost) ? json(exact_cost) : json(nullptr)}, {"exact_cost_seconds", check_s},
-                         {"final_cost_seen", r.objective_trace.empty() ? 0.0 : r.objective_trace.back()},
-                         {"knn5_accuracy", acc}, {"final_pairs_per_row", tc.mean_row_pairs},
-                         {"final_truncation_rel_error", tc.relative_error}});
-      const std::string map = bench::opt(o, "--map", "");
-      if (!map.empty() && path == NervPairs::approximate) {
-        json m = json::object();
-        m["coords"] = r.coords.data;
-        m["labels"] = p.labels;
-        io::OutputSet f;
-        f.add(map, m.dump() + "\n");
-        f.commit();
+    for (const bench::Device& device : devices) {
+      Backend& backend = *device.backend;
+      const auto t0 = Clock::now();
+      // the mixture is 50-D already
+      const Prepared p = source == "fashion" ? prepare(all, N, 50, backend, 255.0, neighbors)
+                                             : prepare(all, N, 0, backend, 1.0, neighbors);
+      const double prep_s = since(t0);
+      NervParams prm;
+      prm.dim = dim;
+      prm.lambda = lambda;
+      prm.max_iter = std::stoi(bench::opt(o, "--iters", "500"));
+      prm.cutoff = std::stod(bench::opt(o, "--cutoff", "20"));
+      prm.init_scale = nerv_start_scale([&] { NervParams q = prm; q.init_scale = 0; return q; }(), N, 30.0, true);
+      const bool pca_start = bench::opt(o, "--init", "random") == "pca";
+      const MatrixD start = pca_start ? pca_project(p.X, dim, backend.threads()) : MatrixD();
+      std::vector<NervPairs> paths = {NervPairs::approximate};
+      if (exact) paths.push_back(NervPairs::exact);
+      for (NervPairs path : paths) {
+        prm.pairs = path;
+        const auto t = Clock::now();
+        const NervResult r = fit_nerv(p.aff.sparse_conditional, p.aff.beta, prm, 1, backend,
+                                      [&](int it, double J) {
+                                        if (it % 50 == 0)
+                                          std::cerr << "[nerv-fit] " << enum_name(path) << " iter " << it << " cost " << J
+                                                    << " " << since(t) << " s\n";
+                                      },
+                                      pca_start ? &start : nullptr);
+        const double fit_s = since(t);
+        const auto te = Clock::now();
+        // the exact cost sums all N^2 pairs on the host: skipped above kExactCostMaxPoints (null)
+        const double exact_cost =
+            N <= kExactCostMaxPoints
+                ? nerv_objective(p.aff.sparse_conditional, p.aff.beta, r.coords, lambda, nullptr, backend.threads())
+                : std::nan("");
+        const double check_s = since(te);
+        std::vector<double> ub = p.aff.beta;  // unit bandwidths, as the fit ran
+        std::vector<double> sb = ub;
+        std::nth_element(sb.begin(), sb.begin() + sb.size() / 2, sb.end());
+        for (double& v : ub) v /= sb[sb.size() / 2];
+        MatrixD Yu = r.coords;
+        for (double& v : Yu.data) v *= std::sqrt(sb[sb.size() / 2]);
+        const NervTruncationCheck tc =
+            nerv_truncation_check(p.aff.sparse_conditional, ub, Yu, lambda, prm.cutoff, 200, 1, backend.threads());
+        std::cerr << "[nerv-fit] final map: " << tc.mean_row_pairs << " pairs per row at cutoff " << prm.cutoff
+                  << ", estimated relative error of the truncated cost " << tc.relative_error << "\n";
+        QualityRequest req;
+        req.ks = {5};
+        req.curve = false;
+        req.seed = 1;  // all points up to kQualitySampleAbove, a seeded sample above
+        const double acc = evaluate_quality(r.coords, r.coords, p.labels, req, &backend).at_k[0].knn_accuracy;
+        const double total = prep_s + fit_s;
+        std::printf("%-8s %6lld %7s %6d %7.2f %7.2f %7.2f %8.2f %6d %6d %12.6g %7.4f %8.2f\n", device.label.c_str(),
+                    static_cast<long long>(N), enum_name(path).c_str(), prm.max_iter, p.pca_s, p.knn_s, p.aff_s, fit_s, r.iterations, r.evaluations,
+                    exact_cost, acc, total);
+        std::fflush(stdout);
+        records.push_back({{"bench", "nerv-fit"}, {"device", backend.name()}, {"n", N}, {"dim", dim}, {"lambda", lambda},
+                           {"pairs", enum_name(path)}, {"cutoff", prm.cutoff}, {"init_scale", prm.init_scale},
+                           {"max_iter", prm.max_iter}, {"iterations", r.iterations}, {"evaluations", r.evaluations},
+                           {"stop_reason", r.stop_reason}, {"read_seconds", read_s}, {"pca_seconds", p.pca_s},
+                           {"knn_seconds", p.knn_s}, {"approximate_neighbours", p.approximate_neighbours},
+                           {"affinity_seconds", p.aff_s}, {"fit_seconds", fit_s}, {"end_to_end_seconds", total},
+                           {"exact_cost_of_final_map", std::isfinite(exact_cost) ? json(exact_cost) : json(nullptr)}, {"exact_cost_seconds", check_s},
+                           {"final_cost_seen", r.objective_trace.empty() ? 0.0 : r.objective_trace.back()},
+                           {"knn5_accuracy", acc}, {"final_pairs_per_row", tc.mean_row_pairs},
+                           {"final_truncation_rel_error", tc.relative_error}});
+        const std::string map = bench::opt(o, "--map", "");
+        if (!map.empty() && path == NervPairs::approximate) {
+          json m = json::object();
+          m["coords"] = r.coords.data;
+          m["labels"] = p.labels;
+          io::OutputSet f;
+          f.add(map, m.dump() + "\n");
+          f.commit();
+        }
       }
     }
   }

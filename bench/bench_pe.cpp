@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/build_info.hpp"
 #include "orrery/config.hpp"
@@ -37,11 +38,13 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 const char* kUsage =
-    "usage: orrery_bench pe [--n 1e4,1e5,1e6] [--k 10,100] [--dim 2,3] [--device cpu|cuda|auto]\n"
+    "usage: orrery_bench pe [--n 1e4,1e5,1e6] [--k 10,100] [--dim 2,3] [--device auto|cpu|cuda|cpu,cuda]\n"
     "                       [--threads T] [--max-iter I] [--seed S] [--out FILE.json]\n"
     "Times full PE fits for every (N, K, D) on posteriors drawn from PE's own model and relates\n"
-    "the time per objective evaluation to the device's copy bandwidth. Values are comma lists;\n"
-    "the bracketed values are the defaults. --threads 0 uses the OpenMP default.\n";
+    "the time per objective evaluation to the device's copy bandwidth. Values are comma lists\n"
+    "(--device too: every configuration on each device, in the same run); the bracketed values\n"
+    "are the defaults. --threads 0 uses the OpenMP default.\n"
+    "The other benchmarks and their options: bench/README.md.\n";
 
 struct Options {
   std::vector<index_t> n = {10000, 100000, 1000000};
@@ -201,8 +204,13 @@ void write_results(const std::string& path, const json& records) {
 
 json null_if_nan(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-int run_pe(const Options& o) {
-  auto backend = make_backend(o.device, o.threads);
+// One device's share of `orrery_bench pe`: every (N, K, D) on `backend`, its records appended to
+// `records` (rewritten to --out after each); first_fit holds the first device's fit_s per
+// configuration, the fit/dev1 column's base (filled while the first device runs).
+void run_pe_on(const Options& o, const std::string& label, std::unique_ptr<Backend> backend, json& records,
+               std::vector<double>& first_fit) {
+  const bool first_device = first_fit.empty();
+  size_t config = 0;
   const bool cuda = backend->name().rfind("cuda", 0) == 0;  // the figures' units differ (float P on CUDA)
   const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
   std::cerr << "[pe] backend " << backend->name() << "\n";
@@ -215,9 +223,8 @@ int run_pe(const Options& o) {
   const json machine = machine_facts(*backend, threads);
   const double bytes_per_entry = cuda ? 4.0 : 8.0;  // float on the GPU, double on the CPU
 
-  std::printf("%9s %4s %2s %6s %6s %9s %10s %10s %9s %9s %7s %9s  %s\n", "N", "K", "D", "iters", "evals", "fit_s",
-              "s/iter", "s/eval", "ns/entry", "P GB/s", "%copy", "rss_MiB", "stop");
-  json records = json::array();
+  std::printf("%-8s %9s %4s %2s %6s %6s %9s %9s %10s %10s %9s %9s %7s %9s %8s  %s\n", "device", "N", "K", "D", "iters",
+              "evals", "fit_s", "total_s", "s/iter", "s/eval", "ns/entry", "P GB/s", "%copy", "rss_MiB", "fit/dev1", "stop");
   for (const index_t N : o.n)
     for (const index_t K : o.k)
       for (const index_t D : o.dim) {
@@ -261,7 +268,7 @@ int run_pe(const Options& o) {
         json rec = {
             {"bench", "pe"},
             {"config",
-             {{"n", N}, {"k", K}, {"dim", D}, {"device", o.device}, {"threads", o.threads}, {"seed", o.seed},
+             {{"n", N}, {"k", K}, {"dim", D}, {"device", label}, {"threads", o.threads}, {"seed", o.seed},
               {"max_iter", o.max_iter}}},
             {"params", fields_to_json(params, pe_fields())},
             {"result",
@@ -295,13 +302,22 @@ int run_pe(const Options& o) {
 
         char pct[16] = "n/a";
         if (!cuda) std::snprintf(pct, sizeof pct, "%.1f", 100.0 * frac);
-        std::printf("%9lld %4lld %2lld %6d %6d %9.3f %10.4g %10.4g %9.3f %9.2f %7s %9.0f  %s\n",
-                    static_cast<long long>(N), static_cast<long long>(K), static_cast<long long>(D), res.iterations,
-                    res.evaluations, res.seconds_fit, res.seconds_fit / std::max(res.iterations, 1), s_per_eval,
-                    s_per_eval / entries * 1e9, p_rate / 1e9, pct, rss, res.stop_reason.c_str());
+        if (first_device) first_fit.push_back(res.seconds_fit);
+        std::printf("%-8s %9lld %4lld %2lld %6d %6d %9.3f %9.3f %10.4g %10.4g %9.3f %9.2f %7s %9.0f %8.3f  %s\n",
+                    label.c_str(), static_cast<long long>(N), static_cast<long long>(K), static_cast<long long>(D),
+                    res.iterations, res.evaluations, res.seconds_fit, total_s,
+                    res.seconds_fit / std::max(res.iterations, 1), s_per_eval, s_per_eval / entries * 1e9, p_rate / 1e9,
+                    pct, rss, res.seconds_fit / first_fit[config++], res.stop_reason.c_str());
         std::fflush(stdout);
         std::cerr << tag << ": done in " << total_s << " s (fit " << res.seconds_fit << " s)\n";
       }
+}
+
+int run_pe(const Options& o) {
+  std::vector<bench::Device> devices = bench::make_devices(o.device, o.threads, "pe");
+  json records = json::array();
+  std::vector<double> first_fit;
+  for (bench::Device& d : devices) run_pe_on(o, d.label, std::move(d.backend), records, first_fit);
   if (!o.out.empty()) std::cerr << "[pe] wrote " << records.size() << " records to " << o.out << "\n";
   return 0;
 }
@@ -311,7 +327,8 @@ int run_pe(const Options& o) {
 namespace orrery {
 int run_quality_bench(int argc, char** argv);  // bench/bench_quality.cpp
 int run_ne_bench(int argc, char** argv);       // bench/bench_ne.cpp
-int run_ne_scale_bench(int argc, char** argv);  // bench/bench_ne.cpp
+int run_ne_scale_bench(int argc, char** argv);  // bench/bench_ne_scale.cpp
+int run_gpu_vs_cpu_bench(int argc, char** argv);  // bench/bench_ne_scale.cpp
 int run_interp_bench(int argc, char** argv);    // bench/bench_interp.cpp
 int run_place_bench(int argc, char** argv);     // bench/bench_place.cpp
 int run_nerv_bench(int argc, char** argv);            // bench/bench_nerv.cpp
@@ -338,6 +355,7 @@ int main(int argc, char** argv) {
     if (what == "quality") return orrery::run_quality_bench(argc, argv);
     if (what == "hssne") return orrery::run_ne_bench(argc, argv);
     if (what == "hssne-scale") return orrery::run_ne_scale_bench(argc, argv);
+    if (what == "gpu-vs-cpu") return orrery::run_gpu_vs_cpu_bench(argc, argv);
     if (what == "hssne-interp") return orrery::run_interp_bench(argc, argv);
     if (what == "hssne-place") return orrery::run_place_bench(argc, argv);
     if (what == "nerv") return orrery::run_nerv_bench(argc, argv);
@@ -350,7 +368,7 @@ int main(int argc, char** argv) {
     if (what == "knn") return orrery::run_knn_bench(argc, argv);
     if (what != "pe")
       input_error("unknown benchmark '" + what +
-                  "'; expected: pe, quality, hssne, hssne-scale, hssne-interp, hssne-place, nerv, nerv-pairs, nerv-fit, snerv-distances, snerv-cv, snerv-paths, plsv, knn");
+                  "'; expected: pe, quality, hssne, hssne-scale, gpu-vs-cpu, hssne-interp, hssne-place, nerv, nerv-pairs, nerv-fit, snerv-distances, snerv-cv, snerv-paths, plsv, knn");
     return run_pe(parse_options(argc, argv));
   } catch (const orrery::Error& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -7,7 +7,10 @@
 // labels) on all 70,000 Fashion-MNIST images (PCA-50 input, their first two principal components
 // as the map), computed on all points and on seeded subsamples of query points (--queries, default
 // the size rule), in one run: the times, their ratio, and each measure's difference against its
-// standard error.
+// standard error (--queries none: all points only). --device lists the devices of the neighbour searches and rank counting (cpu by
+// default; `cpu,cuda` runs both in one invocation and prints each later device's largest difference
+// from the first on all points); --ks the neighbourhood sizes; --source mixture a seeded 50-D Gaussian
+// mixture (its PCA-2 as the map) for sizes beyond the images.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -33,51 +36,27 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-int run_quality_scale_bench(int argc, char** argv) {
-  index_t n = 70000;
-  std::vector<index_t> queries = {-1};  // -1: the default rule
-  int pca = 50, threads = 0;
-  unsigned long long seed = 0;
-  std::string dir = "/usr/share/datasets/fashion-mnist", out;
-  for (int a = 3; a < argc; ++a) {
-    const std::string opt = argv[a];
-    if (a + 1 >= argc) input_error("quality --scale: option " + opt + " needs a value");
-    const std::string v = argv[++a];
-    if (opt == "--n") n = static_cast<index_t>(std::stod(v));
-    else if (opt == "--pca") pca = std::stoi(v);
-    else if (opt == "--queries") queries = bench::count_list(v);
-    else if (opt == "--seed") seed = std::stoull(v);
-    else if (opt == "--threads") threads = std::stoi(v);
-    else if (opt == "--data") dir = v;
-    else if (opt == "--out") out = v;
-    else input_error("quality --scale: unknown option '" + opt + "'");
+// The largest absolute difference between two reports' measures at every K.
+double largest_difference(const QualityReport& a, const QualityReport& b) {
+  double d = 0;
+  for (size_t i = 0; i < a.at_k.size() && i < b.at_k.size(); ++i) {
+    const QualityAtK &x = a.at_k[i], &y = b.at_k[i];
+    for (double v : {x.trustworthiness - y.trustworthiness, x.continuity - y.continuity,
+                     x.mrre_neighbourhood - y.mrre_neighbourhood, x.mrre_visual - y.mrre_visual, x.lcmc - y.lcmc,
+                     x.knn_accuracy - y.knn_accuracy})
+      d = std::max(d, std::abs(v));
   }
-  std::vector<int> labels;
-  MatrixD all = bench::fashion_mnist_all(dir, labels);
-  if (n > all.rows) input_error("quality --scale: --n " + std::to_string(n) + " exceeds the 70000 images");
-  all.data.resize(static_cast<size_t>(n * all.cols));
-  all.rows = n;
-  labels.resize(static_cast<size_t>(n));
-  const MatrixD X = pca_project(all, pca, threads);
-  MatrixD Y(n, 2);
-  for (index_t i = 0; i < n; ++i)
-    for (int d = 0; d < 2; ++d) Y(i, d) = X(i, d);
-  QualityRequest req;  // as an NE run's report asks
-  req.ks = {1, 5, 10, 20};
-  req.curve = false;
-  req.threads = threads;
-  req.seed = seed;
-  req.queries = 0;
-  auto t0 = std::chrono::steady_clock::now();
-  const QualityReport full = evaluate_quality(X, Y, labels, req);
-  const double full_s = seconds_since(t0);
-  std::printf("N %lld, input PCA-%d, map PCA-2, seed %llu: all points %.2f s\n", static_cast<long long>(n), pca,
-              seed, full_s);
-  json records = json::array();
+  return d;
+}
+
+// The subsampled estimates at each --queries size against the measures on all points, on one device.
+void print_subsamples(const MatrixD& X, const MatrixD& Y, const std::vector<int>& labels, QualityRequest req,
+                      const std::vector<index_t>& queries, const Backend& backend, const QualityReport& full,
+                      double full_s, const json& base, json& records) {
   for (index_t q : queries) {
     req.queries = q;
-    t0 = std::chrono::steady_clock::now();
-    const QualityReport sub = evaluate_quality(X, Y, labels, req);
+    const auto t0 = std::chrono::steady_clock::now();
+    const QualityReport sub = evaluate_quality(X, Y, labels, req, &backend);
     const double sub_s = seconds_since(t0);
     std::printf("\n%lld queries: %.2f s, %.1fx faster than all points\n", static_cast<long long>(sub.queries), sub_s,
                 full_s / sub_s);
@@ -101,9 +80,93 @@ int run_quality_scale_bench(int argc, char** argv) {
       }
     }
     std::fflush(stdout);
-    records.push_back({{"bench", "quality-scale"}, {"n", n}, {"pca", pca}, {"queries", sub.queries}, {"seed", seed},
-                       {"threads", threads}, {"all_seconds", full_s}, {"subsample_seconds", sub_s},
-                       {"measures", rows}});
+    json r = base;
+    r["queries"] = sub.queries;
+    r["subsample_seconds"] = sub_s;
+    r["measures"] = rows;
+    records.push_back(r);
+  }
+}
+
+int run_quality_scale_bench(int argc, char** argv) {
+  index_t n = 70000;
+  std::vector<index_t> queries = {-1};  // -1: the default rule
+  std::vector<int> ks = {1, 5, 10, 20};
+  int pca = 50, threads = 0;
+  unsigned long long seed = 0;
+  std::string dir = "/usr/share/datasets/fashion-mnist", out, device_list = "cpu", source = "fashion";
+  for (int a = 3; a < argc; ++a) {
+    const std::string opt = argv[a];
+    if (a + 1 >= argc) input_error("quality --scale: option " + opt + " needs a value");
+    const std::string v = argv[++a];
+    if (opt == "--n") n = static_cast<index_t>(std::stod(v));
+    else if (opt == "--pca") pca = std::stoi(v);
+    else if (opt == "--queries") queries = v == "none" ? std::vector<index_t>() : bench::count_list(v);
+    else if (opt == "--ks") {
+      ks.clear();
+      for (index_t k : bench::count_list(v)) ks.push_back(static_cast<int>(k));
+    } else if (opt == "--seed") seed = std::stoull(v);
+    else if (opt == "--threads") threads = std::stoi(v);
+    else if (opt == "--device") device_list = v;
+    else if (opt == "--source") source = v;
+    else if (opt == "--data") dir = v;
+    else if (opt == "--out") out = v;
+    else input_error("quality --scale: unknown option '" + opt + "'");
+  }
+  if (source != "fashion" && source != "mixture")
+    input_error("quality --scale: --source takes fashion or mixture, not '" + source + "'");
+  const std::vector<bench::Device> devices = bench::make_devices(device_list, threads, "quality --scale");
+  std::vector<int> labels;
+  MatrixD all;
+  if (source == "fashion") {
+    all = bench::fashion_mnist_all(dir, labels);
+    if (n > all.rows) input_error("quality --scale: --n " + std::to_string(n) + " exceeds the 70000 images");
+  } else {
+    bench::LabelledImages m = bench::gaussian_mixture(n, 50, 1);
+    all = std::move(m.pixels);
+    labels = std::move(m.labels);
+  }
+  all.data.resize(static_cast<size_t>(n * all.cols));
+  all.rows = n;
+  labels.resize(static_cast<size_t>(n));
+  // The input: PCA to --pca dimensions (none for the 50-D mixture at the default); the map: the
+  // input's first two principal components.
+  const bool project = pca > 0 && pca < all.cols;
+  const MatrixD X = project ? pca_project(all, pca, threads) : all;
+  const MatrixD Y = project ? [&] {
+    MatrixD first_two(n, 2);
+    for (index_t i = 0; i < n; ++i)
+      for (int d = 0; d < 2; ++d) first_two(i, d) = X(i, d);
+    return first_two;
+  }() : pca_project(X, 2, threads);
+  QualityRequest req;  // as an NE run's report asks
+  req.ks = ks;
+  req.curve = false;
+  req.threads = threads;
+  req.seed = seed;
+  json records = json::array();
+  QualityReport first;  // the first device's measures on all points
+  for (const bench::Device& device : devices) {
+    req.queries = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    const QualityReport full = evaluate_quality(X, Y, labels, req, device.backend.get());
+    const double full_s = seconds_since(t0);
+    std::printf("%s: N %lld, input %s (%d dimensions), map PCA-2, seed %llu: all points %.3f s\n",
+                device.backend->name().c_str(), static_cast<long long>(n), source.c_str(), static_cast<int>(X.cols),
+                seed, full_s);
+    for (const QualityAtK& m : full.at_k)
+      std::printf("  K %d: trustworthiness %.6f, continuity %.6f, k-NN accuracy %.6f\n", m.k, m.trustworthiness,
+                  m.continuity, m.knn_accuracy);
+    const bool is_first = &device == &devices.front();
+    if (is_first) first = full;
+    const double diff = largest_difference(first, full);
+    if (!is_first) std::printf("  largest difference from %s on all points: %.3g\n", devices.front().label.c_str(), diff);
+    std::fflush(stdout);
+    const json base = {{"bench", "quality-scale"}, {"device", device.backend->name()}, {"source", source}, {"n", n},
+                       {"pca", pca}, {"ks", ks}, {"seed", seed}, {"threads", threads}, {"all_seconds", full_s},
+                       {"largest_difference_from_first_device", diff}};
+    if (queries.empty()) records.push_back(base);
+    print_subsamples(X, Y, labels, req, queries, *device.backend, full, full_s, base, records);
   }
   bench::write_records(out, records);
   return 0;

@@ -19,7 +19,6 @@
 #include <cub/block/block_reduce.cuh>
 
 #include <algorithm>
-#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -32,6 +31,7 @@
 #include "orrery/hssne.hpp"
 #include "orrery/math/neighbor.hpp"
 #include "pairs.cuh"
+#include "stage_clock.cuh"
 
 namespace orrery::cuda {
 namespace {
@@ -321,7 +321,13 @@ class CudaHssneEngine final : public HssneEngine {
     return cur_ = evaluate(y_, sums_);
   }
 
-  HssneStageTimes stage_times() const override { return grid_ ? with_grid_stages(times_, grid_->timings()) : times_; }
+  HssneStageTimes stage_times() const override {
+    HssneStageTimes t = times_;
+    const std::vector<double>& s = clock_.seconds();
+    t.pairs = s[kPairsStage];
+    t.attraction = s[kAttractionStage];
+    return grid_ ? with_grid_stages(t, grid_->timings()) : t;
+  }
 
   void current_sums(HssneSums& out) const override {
     ORRERY_CUDA_CHECK(cudaSetDevice(device_));
@@ -346,16 +352,15 @@ class CudaHssneEngine final : public HssneEngine {
   }
 
  private:
-  // The sums at the map y (N x D doubles on the device) into `out`; the totals come back.
-  // The sums at y into out, the totals back. Stage times by the host clock: the repulsion's end is
-  // awaited (one synchronisation, microseconds) so that the attraction is timed apart.
+  // The sums at the map y (N x D doubles on the device) into `out`; the totals come back (the one
+  // synchronisation: the optimiser needs them). Stages are timed by events on the stream
+  // (StageClock), read only when stage_times() asks.
   HssneTotals evaluate(const DeviceBuffer<double>& y, DeviceBuffer<double>& out) {
-    const auto t0 = std::chrono::steady_clock::now();
     z_grid_ = 0;
     // No points, no pairs (pair_chunks plans no chunk): nothing to launch; the totals kernel
     // folds no blocks and writes 0, 0.
-    if (N_ > 0 && dim_ == 2) launch<2>(y.get(), out.get(), t0);
-    else if (N_ > 0) launch<3>(y.get(), out.get(), t0);
+    if (N_ > 0 && dim_ == 2) launch<2>(y.get(), out.get());
+    else if (N_ > 0) launch<3>(y.get(), out.get());
     hssne_totals_kernel<<<1, kTotalsThreads>>>(block_totals_.get(), point_blocks_, totals_.get());
     ORRERY_CUDA_LAUNCHED("hssne_totals_kernel");
     totals_.download(host_totals_.get(), 2);
@@ -364,14 +369,15 @@ class CudaHssneEngine final : public HssneEngine {
   }
 
   // The repulsive sums into partial_ (chunk 0 of the pairs kernel's layout, from the grid; or
-  // every chunk, from all pairs), then the finish kernel (the attraction, the per-point results)
-  // up to the totals' download, whose wait ends its timing.
+  // every chunk, from all pairs), then the finish kernel (the attraction, the per-point results).
+  // Neither is awaited: their marks on the stream time them.
   template <int D>
-  void launch(const double* yd, double* result, std::chrono::steady_clock::time_point t0) {
+  void launch(const double* yd, double* result) {
     int chunks = 1;
     z_grid_ = 0;  // the grid's share of Z, a total (the rows' h keep the rest)
     if (!(grid_ && grid_->sums(yd, partial_.get(), exact_when_cheaper_, &z_grid_))) {
       z_grid_ = 0;
+      clock_.start();
       to_float4_kernel<<<point_blocks_, kPointThreads>>>(yd, N_, dim_, y4_.get());
       ORRERY_CUDA_LAUNCHED("to_float4_kernel");
       const dim3 grid = pair_grid(N_, kThreads, chunks_);
@@ -379,18 +385,13 @@ class CudaHssneEngine final : public HssneEngine {
       if (dense_) hssne_pairs_kernel<D, true><<<grid, kThreads>>>(y4_.get(), N_, a, pt_.get(), chunks_.chunk, partial_.get());
       else hssne_pairs_kernel<D, false><<<grid, kThreads>>>(y4_.get(), N_, a, nullptr, chunks_.chunk, partial_.get());
       ORRERY_CUDA_LAUNCHED("hssne_pairs_kernel");
-      ORRERY_CUDA_CHECK(cudaDeviceSynchronize());
-      times_.pairs += seconds(t0, std::chrono::steady_clock::now());
+      clock_.mark(kPairsStage);
       chunks = chunks_.count;
+    } else {
+      clock_.start();
     }
-    const auto t1 = std::chrono::steady_clock::now();
     finish<D>(yd, chunks, result);
-    ORRERY_CUDA_CHECK(cudaDeviceSynchronize());
-    times_.attraction += seconds(t1, std::chrono::steady_clock::now());
-  }
-
-  static double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
-    return std::chrono::duration<double>(b - a).count();
+    clock_.mark(kAttractionStage);
   }
 
   template <int D>
@@ -423,7 +424,9 @@ class CudaHssneEngine final : public HssneEngine {
   std::unique_ptr<DeviceGrid> grid_;  // null: exact repulsion over all pairs
   double z_grid_ = 0;                 // the last evaluation's grid share of Z (DeviceGrid::sums)
   bool exact_when_cheaper_ = false;
-  HssneStageTimes times_;
+  HssneStageTimes times_;  // the evaluations; the stages' seconds are clock_'s
+  static constexpr int kPairsStage = 0, kAttractionStage = 1;
+  StageClock clock_{2};
 };
 
 }  // namespace

@@ -1,11 +1,12 @@
 // NeRV's truncated cost on the GPU: math/nerv_cells.hpp's sweeps, one thread per point, over a grid
 // built on the device each evaluation. The steps are the CPU's (host/cpu/nerv_cells.cpp):
 //   1. the map in float by dimension, its box (a min/max reduction; 6 floats come back to plan
-//      the grid on the host), each point's cell, a stable radix sort of (cell, index), the cells'
-//      starts by binary search, the sorted copies;
-//   2. dmin by ring search, R^2, the wide rows (the (limit + 1)-th largest R^2 from a descending
-//      sort when more than the limit exceed kWideCells cells), each cell's largest column radius and
-//      its reach (atomicMax on the bits of non-negative floats: order-free, so deterministic);
+//      the grid on the host), each point's cell, a stable radix sort of (cell, index) over the bits
+//      the cell ids use, the cells' starts by binary search, the sorted copies;
+//   2. dmin by ring search, R^2, the wide rows (the (limit + 1)-th largest R^2, found by radix
+//      selection (math/radix_select.hpp: the value a descending sort put there), when more than the
+//      limit exceed kWideCells cells), each cell's largest column radius and its reach (atomicMax on
+//      the bits of non-negative floats: order-free, so deterministic);
 //   3. the rows' floor sums by sweep, then per point the listed sums and the row's scalars and cost;
 //   4. the gradient sweep and the listed/wide terms, added per point in double.
 // Only O(1) values cross to the host per evaluation (the box, the wide threshold, the cost).
@@ -20,7 +21,9 @@
 #include "check.cuh"
 #include "nerv_cells.cuh"
 #include "orrery/error.hpp"
+#include "orrery/math/launch.hpp"
 #include "orrery/math/nerv_cells.hpp"
+#include "orrery/math/radix_select.hpp"
 #include "orrery/nerv.hpp"
 #include "reduce.cuh"
 
@@ -112,6 +115,32 @@ __global__ void nearest_kernel(math::NervCells<float, D> g, long long N, float c
   const float d = math::nerv_cells_nearest(g, k);
   dmin[k] = d;
   r2[k] = d + cutoff / g.beta[k];
+}
+
+// Radix selection (math/radix_select.hpp), one pass: the digits of the keys still in the bracket,
+// counted per block in shared memory and added into count (integer atomics: exact, any order).
+__global__ void __launch_bounds__(math::kRadixBins) radix_count_kernel(const float* __restrict__ v, long long n,
+                                                                      const math::RadixSelect* __restrict__ state,
+                                                                      unsigned* __restrict__ count) {
+  __shared__ unsigned bins[math::kRadixBins];
+  bins[threadIdx.x] = 0;
+  __syncthreads();
+  const math::RadixSelect s = *state;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const unsigned key = math::radix_key(v[i]);
+    if (math::radix_in_bracket(key, s)) atomicAdd(&bins[math::radix_digit(key, s.pass)], 1u);
+  }
+  __syncthreads();
+  if (bins[threadIdx.x]) atomicAdd(&count[threadIdx.x], bins[threadIdx.x]);
+}
+
+// The pass's step (thread 0), then the counts cleared for the next pass.
+__global__ void __launch_bounds__(math::kRadixBins) radix_step_kernel(unsigned* __restrict__ count,
+                                                                     math::RadixSelect* __restrict__ state) {
+  if (threadIdx.x == 0) math::radix_select_step(count, *state);
+  __syncthreads();
+  count[threadIdx.x] = 0;
 }
 
 // col_r2 and the wide flags (input order) from the threshold; each cell's largest col_r2.
@@ -216,12 +245,32 @@ struct NervCellsDevice::Impl {
   DeviceBuffer<float> p, lp, lpf, beta;
   // per evaluation
   DeviceBuffer<float> yo[3], ys[3], beta_s, lpf_s, dmin_s, r2_s, colr2_s, lz_s, klqp_s, psum_s, qs_s;
-  DeviceBuffer<float> dmin_o, r2_o, lz_o, klqp_o, psum_o, qs_o, cell_r2, r2_sorted, box_part;
+  DeviceBuffer<float> dmin_o, r2_o, lz_o, klqp_o, psum_o, qs_o, cell_r2, box_part;
   DeviceBuffer<long long> key, key_sorted, index, perm, start, wide, wide_count_dev;
   DeviceBuffer<int> reach_bits, wide_flag, bad;
   DeviceBuffer<double> z, t, cost;
+  DeviceBuffer<unsigned> select_count;
+  DeviceBuffer<math::RadixSelect> select_state;
+  int select_blocks = 1;
   CubScratch scratch;
   Reducer reducer;
+
+  // The rank-th largest of v[0, n) (0: the largest), as a descending sort would place it: kRadixPasses
+  // counting passes over v and 4 + 16 bytes between host and device, instead of sorting n floats.
+  float largest(const float* v, long long rank) {
+    math::RadixSelect s;
+    s.rank = rank;
+    select_state.upload(&s, 1);
+    ORRERY_CUDA_CHECK(cudaMemset(select_count.get(), 0, math::kRadixBins * sizeof(unsigned)));
+    for (int pass = 0; pass < math::kRadixPasses; ++pass) {
+      radix_count_kernel<<<select_blocks, math::kRadixBins>>>(v, n, select_state.get(), select_count.get());
+      ORRERY_CUDA_LAUNCHED("radix_count_kernel");
+      radix_step_kernel<<<1, math::kRadixBins>>>(select_count.get(), select_state.get());
+      ORRERY_CUDA_LAUNCHED("radix_step_kernel");
+    }
+    select_state.download(&s, 1);
+    return math::radix_value(s.prefix);
+  }
 
   template <int D>
   double run(const double* y, double lambda, double* grad);
@@ -267,7 +316,7 @@ NervCellsDevice::NervCellsDevice(const SparseAffinity& P, const std::vector<doub
   m.h0 = math::cells_side(cutoff, sorted[sorted.size() / 2]);
   for (auto* b : {&m.ys[0], &m.ys[1], &m.ys[2], &m.yo[0], &m.yo[1], &m.yo[2], &m.beta_s, &m.lpf_s, &m.dmin_s, &m.r2_s,
                   &m.colr2_s, &m.lz_s, &m.klqp_s, &m.psum_s, &m.qs_s, &m.dmin_o, &m.r2_o, &m.lz_o, &m.klqp_o, &m.psum_o,
-                  &m.qs_o, &m.r2_sorted})
+                  &m.qs_o})
     b->resize(un);
   for (auto* b : {&m.key, &m.key_sorted, &m.index, &m.perm, &m.wide}) b->resize(un);
   m.wide_flag.resize(un);
@@ -275,6 +324,14 @@ NervCellsDevice::NervCellsDevice(const SparseAffinity& P, const std::vector<doub
   m.box_part.resize(6 * kBoxBlocks);
   m.bad.resize(1);
   m.wide_count_dev.resize(1);
+  m.select_count.resize(math::kRadixBins);
+  m.select_state.resize(1);
+  // a few blocks per multiprocessor, each counting its strided share of the N values
+  int device = 0, multiprocessors = 1;
+  ORRERY_CUDA_CHECK(cudaGetDevice(&device));
+  ORRERY_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  m.select_blocks = static_cast<int>(
+      std::max(1LL, std::min<long long>(4LL * multiprocessors, (m.n + math::kRadixBins - 1) / math::kRadixBins)));
 }
 
 NervCellsDevice::~NervCellsDevice() = default;
@@ -316,9 +373,11 @@ double NervCellsDevice::Impl::run(const double* y, double lambda, double* grad) 
   if (reach_bits.size() < static_cast<size_t>(cells)) reach_bits.resize(static_cast<size_t>(cells));
   cell_kernel<D><<<nb, kThreads>>>(g, yo[0].get(), yo[1].get(), yo[2].get(), n, key.get(), index.get());
   ORRERY_CUDA_LAUNCHED("cell_kernel");
+  // the cell ids are below `cells`: only their low bits need sorting (a few passes, not 64 bits')
+  const int key_end_bit = math::key_bits(static_cast<unsigned long long>(cells - 1));
   scratch.run([&](void* tmp, size_t& bytes) {
     return cub::DeviceRadixSort::SortPairs(tmp, bytes, key.get(), key_sorted.get(), index.get(), perm.get(),
-                                           static_cast<int>(n));
+                                           static_cast<int>(n), 0, key_end_bit);
   });
   starts_kernel<<<blocks_for(cells + 1), kThreads>>>(key_sorted.get(), n, cells, start.get());
   ORRERY_CUDA_LAUNCHED("starts_kernel");
@@ -342,17 +401,11 @@ double NervCellsDevice::Impl::run(const double* y, double lambda, double* grad) 
   g.r2 = r2_s.get();
   const float min_wide = static_cast<float>(math::kWideCells * plan.h) * static_cast<float>(math::kWideCells * plan.h);
   float threshold = min_wide;
-  {
-    const long long limit = math::cells_wide_limit(n);
-    scratch.run([&](void* tmp, size_t& bytes) {
-      return cub::DeviceRadixSort::SortKeysDescending(tmp, bytes, r2_s.get(), r2_sorted.get(), static_cast<int>(n));
-    });
-    if (limit < n) {
-      float at = 0.f;
-      check(cudaMemcpy(&at, r2_sorted.get() + limit, sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy D2H",
-            __FILE__, __LINE__);
-      if (at > threshold) threshold = at;  // more than `limit` exceed min_wide: only the limit widest are wide
-    }
+  const long long limit = math::cells_wide_limit(n);
+  if (limit < n) {
+    // the limit-th largest R^2 (0-based), the value a descending sort put there, by selection
+    const float at = largest(r2_s.get(), limit);
+    if (at > threshold) threshold = at;  // more than `limit` exceed min_wide: only the limit widest are wide
   }
   wide_kernel<<<nb, kThreads>>>(r2_s.get(), perm.get(), n, threshold, colr2_s.get(), wide_flag.get());
   ORRERY_CUDA_LAUNCHED("wide_kernel");

@@ -11,15 +11,18 @@
 //      it (the p^D stencil positions n - p < s <= n), positions in order, and writes them into the
 //      zero-padded grid: no two threads write one node, and each node's sum has a fixed order;
 //   4. convolution: the D + 1 charge grids transformed by one batched cuFFT D2Z plan, multiplied
-//      by the kernels' real spectra (made once per grid shape, scaled by 1/M), the D + 2 products
-//      transformed back by one Z2D plan; the grid's share of Z from the unit charges' spectrum by
-//      Parseval (energy_kernel; its block sums added on the host in order), as on the CPU. (The
-//      H product and its transform are still made: a frozen field needs them, and a fit could
-//      leave them out, as the CPU does);
+//      by the kernels' real spectra (made once per grid shape and spacing, scaled by 1/M), the D + 1
+//      HS products transformed back by one Z2D plan; the grid's share of Z from the unit charges'
+//      spectrum by Parseval (energy_kernel; its block sums added on the host in order), as on the
+//      CPU. The H product and its transform only a frozen field reads (a fit's h rows hold no grid
+//      term): made there alone, as the CPU does without whole_h;
 //   5. gather: one thread per point reads its stencil's nodes (math::gather_potentials) and removes its
 //      self term (math::grid_self_term); far points get their sums over all points exactly (a block
 //      each, a fixed-shape reduction), and every other point adds its sums over the far points
 //      (exact_sums.cuh).
+// Arrays are kept by capacity and plans by shape, so a growing map re-plans only when its padded
+// shape changes. Stages are timed by events on the stream (StageClock): the only waits are for the
+// values the host needs (the box, the order statistics, the far count, the energy).
 // A frozen field (freeze, for placing new points) is steps 1-4 over a fixed map, kept; sums_at
 // gathers at other points (no self term), flagging those outside the grid for exact sums.
 // Grid arrays are double: the sums agree with the CPU's to the transforms' rounding (~1e-13
@@ -31,7 +34,6 @@
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -43,8 +45,10 @@
 #include "orrery/error.hpp"
 #include "orrery/interp_plan.hpp"
 #include "orrery/math/interp.hpp"
+#include "orrery/math/launch.hpp"
 #include "orrery/math/neighbor.hpp"
 #include "orrery/memory_plan.hpp"
+#include "stage_clock.cuh"
 
 namespace orrery::cuda {
 namespace {
@@ -232,14 +236,15 @@ __global__ void kernel_spectra_kernel(const cufftDoubleComplex* __restrict__ s, 
   khs[q] = s[n + q].x * scale;
 }
 
-// Products: H and HS times charge 1, HS times each y_d - c_d.
+// Products: HS times charge 1, HS times each y_d - c_d, and with_h, H times charge 1 (product 0:
+// only a frozen field reads its potential; a fit takes H's share from the energy instead).
 template <int D>
 __global__ void multiply_kernel(const cufftDoubleComplex* __restrict__ s, long n, const double* __restrict__ kh,
-                                const double* __restrict__ khs, cufftDoubleComplex* __restrict__ out) {
+                                const double* __restrict__ khs, bool with_h, cufftDoubleComplex* __restrict__ out) {
   const long long q = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (q >= n) return;
   const cufftDoubleComplex s0 = s[q];
-  out[q] = make_cuDoubleComplex(s0.x * kh[q], s0.y * kh[q]);
+  if (with_h) out[q] = make_cuDoubleComplex(s0.x * kh[q], s0.y * kh[q]);
   out[n + q] = make_cuDoubleComplex(s0.x * khs[q], s0.y * khs[q]);
   for (int d = 0; d < D; ++d) {
     const cufftDoubleComplex sd = s[(1 + d) * n + q];
@@ -326,12 +331,20 @@ __global__ void gather_at_kernel(const double* __restrict__ q, long long count, 
   for (int d = 0; d < D; ++d) out[(2 + d) * count + a] = hsy[d];
 }
 
-double seconds_since(std::chrono::steady_clock::time_point& t) {
-  const auto now = std::chrono::steady_clock::now();
-  const double s = std::chrono::duration<double>(now - t).count();
-  t = now;
-  return s;
+// Grows a buffer to at least n elements, with an eighth more for the next growth; never shrinks,
+// so a map whose grid changes shape every few iterations reuses its arrays.
+template <class T>
+void grow(DeviceBuffer<T>& b, size_t n) {
+  if (b.size() < n) b.resize(n + n / 8);
 }
+
+// The bytes grow() would add to a buffer of `have` elements for n of `size` bytes.
+double growth_bytes(size_t have, size_t n, double size) {
+  return have < n ? size * static_cast<double>(n + n / 8) - size * static_cast<double>(have) : 0.0;
+}
+
+// Stages of the grid's StageClock (DeviceGrid::Timings).
+enum Stage { kGridStage, kScatterStage, kFftStage, kGatherStage, kFarStage, kStages };
 
 }  // namespace
 
@@ -344,8 +357,13 @@ struct DeviceGrid::Impl {
   Shape g;
   std::vector<int> boxes;  // the current shape's boxes per axis (empty: none yet)
   double spacing = 0;
-  cufftHandle forward = 0, inverse = 0;
-  bool plans = false;
+  // cuFFT plans for the current shape (plans): the charges' D + 1 forward transforms, the D + 1
+  // inverse ones a fit reads (products 1.. into potentials 1..), and, made on the first freeze of a
+  // shape, H's own inverse (product 0, potential 0). They share one work area, grown only.
+  cufftHandle forward = 0, inverse = 0, inverse_h = 0;
+  bool plans = false, plan_h = false;
+  bool spectra_made = false;  // kernel_h, kernel_hs and the self tables are the current shape's and h's
+  DeviceBuffer<unsigned char> fft_work;
   std::vector<long long> all_trims;  // 1, 2, 4, ..., N / 128
   DeviceBuffer<long long> trims_dev, start;
   DeviceBuffer<double> bounds_part, col, sorted_col, picks, weights, charges, potentials, kernel_h, kernel_hs, self_h,
@@ -355,7 +373,9 @@ struct DeviceGrid::Impl {
   DeviceBuffer<index_t> far, index, order;
   DeviceBuffer<unsigned> key, sorted_key;
   CubScratch scratch;
-  Timings timings;
+  StageClock clock{kStages};
+  int calls = 0;
+  long long far_points = 0;  // at the last call
   bool frozen = false;  // the potentials are a frozen reference's (freeze), for sums_at
 
   Impl(int dim, double a, const InterpSettings& st, long long n) : D(dim), alpha(a), s(st), N(n) {
@@ -380,7 +400,60 @@ struct DeviceGrid::Impl {
       cufftDestroy(forward);
       cufftDestroy(inverse);
     }
-    plans = false;
+    if (plan_h) cufftDestroy(inverse_h);
+    plans = plan_h = false;
+  }
+
+  // A plan of `batch` transforms of the padded shape n (cuFFT's axis order) without a work area of
+  // its own (the caller sets the shared one, grow_work_area); *work gets the size it needs.
+  cufftHandle make_plan(const int* n, cufftType type, int batch, size_t* work) {
+    cufftHandle plan = 0;
+    ORRERY_CUFFT_CHECK(cufftCreate(&plan));
+    const bool forward_type = type == CUFFT_D2Z;
+    cufftResult r = cufftSetAutoAllocation(plan, 0);
+    if (r == CUFFT_SUCCESS)
+      r = cufftMakePlanMany(plan, D, const_cast<int*>(n), nullptr, 1,
+                            static_cast<int>(forward_type ? g.cells : g.spectrum), nullptr, 1,
+                            static_cast<int>(forward_type ? g.spectrum : g.cells), type, batch, work);
+    if (r != CUFFT_SUCCESS) cufftDestroy(plan);
+    ORRERY_CUFFT_CHECK(r);
+    return plan;
+  }
+
+  // The shared work area grown to `bytes` (refused like the grid when it does not fit).
+  void grow_work_area(size_t bytes) {
+    if (fft_work.size() < bytes) {
+      size_t free_bytes = 0, total = 0;
+      ORRERY_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+      if (growth_bytes(fft_work.size(), bytes, 1.0) > static_cast<double>(free_bytes))
+        input_error("params.interp_box: the interpolation grid's transforms need " +
+                    format_bytes(static_cast<double>(bytes)) + " of work space on the device, more than the " +
+                    format_bytes(static_cast<double>(free_bytes)) +
+                    " free; use a larger params.interp_box or params.repulsion \"exact\"");
+      grow(fft_work, bytes);
+      // a moved area: the plans made before it are pointed at the new one
+      if (plans)
+        for (cufftHandle p : {forward, inverse}) ORRERY_CUFFT_CHECK(cufftSetWorkArea(p, fft_work.get()));
+      if (plan_h) ORRERY_CUFFT_CHECK(cufftSetWorkArea(inverse_h, fft_work.get()));
+    }
+  }
+
+  // H's own inverse transform for the current shape, for frozen fields (made once per shape).
+  void need_h_plan() {
+    if (plan_h) return;
+    int n[3];
+    for (int d = 0; d < D; ++d) n[D - 1 - d] = 2 * g.nodes[d];
+    size_t work = 0;
+    const cufftHandle plan = make_plan(n, CUFFT_Z2D, 1, &work);
+    try {
+      grow_work_area(work);
+      ORRERY_CUFFT_CHECK(cufftSetWorkArea(plan, fft_work.get()));
+    } catch (...) {
+      cufftDestroy(plan);
+      throw;
+    }
+    inverse_h = plan;
+    plan_h = true;
   }
 
   interp::Bounds full_box(const double* y) {
@@ -451,71 +524,39 @@ struct DeviceGrid::Impl {
     return static_cast<long long>(last_pos) + last_flag;
   }
 
-  // The grid's arrays for `need` boxes per axis and node spacing h; reused while neither changes.
+  // The grid for `need` boxes per axis and node spacing h. The arrays are kept by capacity (grown
+  // only, with headroom), the cuFFT plans are remade only when the padded shape changes, and the
+  // kernels' spectra (and self tables) only when the shape or h does: all three are functions of
+  // the shape and h alone, so a reused one is the same bits as a remade one.
   void shape(const std::vector<int>& need, double h) {
     std::vector<int> b(need);
     for (int& n : b) n = interp::friendly_boxes(n, s.nodes);
-    if (b == boxes && h == spacing && plans) return;
-    release_plans();
-    for (auto* buf : {&charges, &potentials, &kernel_h, &kernel_hs}) buf->resize(0);
-    spectra.resize(0);
-    products.resize(0);
-    boxes = b;
-    spacing = h;
+    if (b == boxes && h == spacing && plans && spectra_made) return;
+    const bool same_shape = b == boxes && plans;
     const int p = s.nodes;
-    g.cells = 1;
-    g.num_nodes = 1;
-    g.num_sten = 1;
-    for (int d = 0; d < D; ++d) {
-      g.boxes[d] = boxes[static_cast<size_t>(d)];
-      g.nodes[d] = g.boxes[d] * p;
-      g.node_stride[d] = d == 0 ? 1 : g.node_stride[d - 1] * 2 * g.nodes[d - 1];
-      g.cells *= 2L * g.nodes[d];
-      g.num_nodes *= g.nodes[d];
-      g.sten[d] = g.nodes[d] - p + 1;
-      g.sten_stride[d] = d == 0 ? 1 : g.sten_stride[d - 1] * g.sten[d - 1];
-      g.num_sten *= g.sten[d];
+    if (!same_shape) {
+      release_plans();
+      spectra_made = false;
+      boxes = b;
+      g.cells = 1;
+      g.num_nodes = 1;
+      g.num_sten = 1;
+      for (int d = 0; d < D; ++d) {
+        g.boxes[d] = boxes[static_cast<size_t>(d)];
+        g.nodes[d] = g.boxes[d] * p;
+        g.node_stride[d] = d == 0 ? 1 : g.node_stride[d - 1] * 2 * g.nodes[d - 1];
+        g.cells *= 2L * g.nodes[d];
+        g.num_nodes *= g.nodes[d];
+        g.sten[d] = g.nodes[d] - p + 1;
+        g.sten_stride[d] = d == 0 ? 1 : g.sten_stride[d - 1] * g.sten[d - 1];
+        g.num_sten *= g.sten[d];
+      }
+      g.spectrum = g.cells / (2L * g.nodes[0]) * (g.nodes[0] + 1);
+      make_arrays(h);
     }
-    g.spectrum = g.cells / (2L * g.nodes[0]) * (g.nodes[0] + 1);
-    // cuFFT's axes are row-major (the last fastest): ours reversed.
-    int n[3];
-    for (int d = 0; d < D; ++d) n[D - 1 - d] = 2 * g.nodes[d];
-    // Refused before anything is allocated: the grids, spectra, kernels and cuFFT's work areas.
-    size_t free_bytes = 0, total = 0;
-    ORRERY_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
-    auto refuse = [&](double bytes) {
-      std::string shape_text;
-      for (int d = 0; d < D; ++d) shape_text += (d ? " x " : "") + std::to_string(2 * g.nodes[d]);
-      input_error("params.interp_box: the interpolation grid for this map (" + shape_text + " cells, box width " +
-                  std::to_string(h * p) + ") needs " + format_bytes(bytes) + " of device memory, more than the " +
-                  format_bytes(static_cast<double>(free_bytes)) +
-                  " free; use a larger params.interp_box or params.repulsion \"exact\"");
-    };
-    double bytes = 8.0 * (2 * D + 3) * static_cast<double>(g.cells) +
-                   16.0 * (2 * D + 4) * static_cast<double>(g.spectrum) + 8.0 * static_cast<double>(g.num_sten + 1);
-    if (bytes > static_cast<double>(free_bytes) || (D + 2) * g.cells > std::numeric_limits<int>::max()) refuse(bytes);
-    size_t work_forward = 0, work_inverse = 0;
-    ORRERY_CUFFT_CHECK(cufftEstimateMany(D, n, nullptr, 1, static_cast<int>(g.cells), nullptr, 1,
-                                         static_cast<int>(g.spectrum), CUFFT_D2Z, D + 1, &work_forward));
-    ORRERY_CUFFT_CHECK(cufftEstimateMany(D, n, nullptr, 1, static_cast<int>(g.spectrum), nullptr, 1,
-                                         static_cast<int>(g.cells), CUFFT_Z2D, D + 2, &work_inverse));
-    bytes += static_cast<double>(work_forward + work_inverse);
-    if (bytes > static_cast<double>(free_bytes)) refuse(bytes);
-    ORRERY_CUFFT_CHECK(cufftPlanMany(&forward, D, n, nullptr, 1, static_cast<int>(g.cells), nullptr, 1,
-                                     static_cast<int>(g.spectrum), CUFFT_D2Z, D + 1));
-    const cufftResult r = cufftPlanMany(&inverse, D, n, nullptr, 1, static_cast<int>(g.spectrum), nullptr, 1,
-                                        static_cast<int>(g.cells), CUFFT_Z2D, D + 2);
-    if (r != CUFFT_SUCCESS) cufftDestroy(forward);
-    ORRERY_CUFFT_CHECK(r);
-    plans = true;
-    charges.resize(static_cast<size_t>((D + 1) * g.cells));
-    potentials.resize(static_cast<size_t>((D + 2) * g.cells));
-    spectra.resize(static_cast<size_t>((D + 1) * g.spectrum));
-    products.resize(static_cast<size_t>((D + 2) * g.spectrum));
-    kernel_h.resize(static_cast<size_t>(g.spectrum));
-    kernel_hs.resize(static_cast<size_t>(g.spectrum));
+    spacing = h;
     // the kernels through the charges' own plan: grids 0 and 1 hold H and HS, the rest zeros
-    ORRERY_CUDA_CHECK(cudaMemset(charges.get(), 0, charges.size() * sizeof(double)));
+    ORRERY_CUDA_CHECK(cudaMemset(charges.get(), 0, static_cast<size_t>((D + 1) * g.cells) * sizeof(double)));
     if (D == 2) kernel_grid_kernel<2><<<blocks_for(g.cells), kThreads>>>(g, h, alpha, charges.get());
     else kernel_grid_kernel<3><<<blocks_for(g.cells), kThreads>>>(g, h, alpha, charges.get());
     ORRERY_CUDA_LAUNCHED("kernel_grid_kernel");
@@ -528,12 +569,70 @@ struct DeviceGrid::Impl {
     interp::self_kernel_tables(D, p, h, alpha, th, ths);
     self_h.upload(th.data(), th.size());
     self_hs.upload(ths.data(), ths.size());
+    spectra_made = true;
+  }
+
+  // The current shape's arrays (grown as needed) and plans. Refused before anything is allocated
+  // when what the arrays and the transforms' work area would add exceeds the free memory.
+  void make_arrays(double h) {
+    const int p = s.nodes;
+    // cuFFT's axes are row-major (the last fastest): ours reversed.
+    int n[3];
+    for (int d = 0; d < D; ++d) n[D - 1 - d] = 2 * g.nodes[d];
+    size_t free_bytes = 0, total = 0;
+    ORRERY_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+    auto refuse = [&](double bytes) {
+      std::string shape_text;
+      for (int d = 0; d < D; ++d) shape_text += (d ? " x " : "") + std::to_string(2 * g.nodes[d]);
+      input_error("params.interp_box: the interpolation grid for this map (" + shape_text + " cells, box width " +
+                  std::to_string(h * p) + ") needs " + format_bytes(bytes) + " more of device memory, more than the " +
+                  format_bytes(static_cast<double>(free_bytes)) +
+                  " free; use a larger params.interp_box or params.repulsion \"exact\"");
+    };
+    const auto cells = static_cast<size_t>(g.cells), spectrum = static_cast<size_t>(g.spectrum);
+    double bytes = growth_bytes(charges.size(), (D + 1) * cells, 8) + growth_bytes(potentials.size(), (D + 2) * cells, 8) +
+                   growth_bytes(spectra.size(), (D + 1) * spectrum, 16) +
+                   growth_bytes(products.size(), (D + 2) * spectrum, 16) + growth_bytes(kernel_h.size(), spectrum, 8) +
+                   growth_bytes(kernel_hs.size(), spectrum, 8) +
+                   growth_bytes(start.size(), static_cast<size_t>(g.num_sten + 1), 8);
+    if (bytes > static_cast<double>(free_bytes) || (D + 2) * g.cells > std::numeric_limits<int>::max()) refuse(bytes);
+    size_t work_forward = 0, work_inverse = 0;
+    ORRERY_CUFFT_CHECK(cufftEstimateMany(D, n, nullptr, 1, static_cast<int>(g.cells), nullptr, 1,
+                                         static_cast<int>(g.spectrum), CUFFT_D2Z, D + 1, &work_forward));
+    ORRERY_CUFFT_CHECK(cufftEstimateMany(D, n, nullptr, 1, static_cast<int>(g.spectrum), nullptr, 1,
+                                         static_cast<int>(g.cells), CUFFT_Z2D, D + 1, &work_inverse));
+    bytes += growth_bytes(fft_work.size(), std::max(work_forward, work_inverse), 1);
+    if (bytes > static_cast<double>(free_bytes)) refuse(bytes);
+    grow(charges, (D + 1) * cells);
+    grow(potentials, (D + 2) * cells);
+    grow(spectra, (D + 1) * spectrum);
+    grow(products, (D + 2) * spectrum);
+    grow(kernel_h, spectrum);
+    grow(kernel_hs, spectrum);
+    grow(start, static_cast<size_t>(g.num_sten + 1));
+    const cufftHandle f = make_plan(n, CUFFT_D2Z, D + 1, &work_forward);
+    cufftHandle i = 0;
+    bool made_i = false;
+    try {
+      i = make_plan(n, CUFFT_Z2D, D + 1, &work_inverse);
+      made_i = true;
+      grow_work_area(std::max(work_forward, work_inverse));
+      ORRERY_CUFFT_CHECK(cufftSetWorkArea(f, fft_work.get()));
+      ORRERY_CUFFT_CHECK(cufftSetWorkArea(i, fft_work.get()));
+    } catch (...) {
+      cufftDestroy(f);
+      if (made_i) cufftDestroy(i);
+      throw;
+    }
+    forward = f;
+    inverse = i;
+    plans = true;
   }
 
   // Steps 2-4 over `box`: the grid, the charges of y's points but the far ones, the potentials.
+  // with_h: also H's potential (row 0), which only a frozen field reads.
   template <int D_>
-  void field(const double* y, const interp::Bounds& box, long long far_count,
-             std::chrono::steady_clock::time_point& t) {
+  void field(const double* y, const interp::Bounds& box, long long far_count, bool with_h) {
     const interp::GridPlan plan = interp::plan_grid(box, D_, s);
     shape(plan.need, plan.w / s.nodes);
     g.w = plan.w;
@@ -546,38 +645,34 @@ struct DeviceGrid::Impl {
     point_kernel<D_><<<blocks_for(N), kThreads>>>(y, N, g, far_count ? far_flag.get() : nullptr, key.get(), index.get(),
                                                    weights.get());
     ORRERY_CUDA_LAUNCHED("point_kernel");
-    int end_bit = 1;
-    while ((1L << end_bit) <= g.num_sten) ++end_bit;
+    const int end_bit = math::key_bits(static_cast<unsigned long long>(g.num_sten));  // keys 0 .. num_sten
     scratch.run([&](void* tmp, size_t& bytes) {
       return cub::DeviceRadixSort::SortPairs(tmp, bytes, key.get(), sorted_key.get(), index.get(), order.get(),
                                              static_cast<int>(N), 0, end_bit);
     });
-    start.resize(static_cast<size_t>(g.num_sten + 1));
     key_start_kernel<<<blocks_for(g.num_sten + 1), kThreads>>>(sorted_key.get(), N, g.num_sten, start.get());
     ORRERY_CUDA_LAUNCHED("key_start_kernel");
-    ORRERY_CUDA_CHECK(cudaDeviceSynchronize());
-    timings.grid += seconds_since(t);
+    clock.mark(kGridStage);
     // 3. scatter into the zero-padded grids
-    ORRERY_CUDA_CHECK(cudaMemset(charges.get(), 0, charges.size() * sizeof(double)));
+    ORRERY_CUDA_CHECK(cudaMemset(charges.get(), 0, static_cast<size_t>((D_ + 1) * g.cells) * sizeof(double)));
     scatter_kernel<D_><<<blocks_for(g.num_nodes), kThreads>>>(y, g, start.get(), order.get(), weights.get(),
                                                               charges.get());
     ORRERY_CUDA_LAUNCHED("scatter_kernel");
-    ORRERY_CUDA_CHECK(cudaDeviceSynchronize());
-    timings.scatter += seconds_since(t);
+    clock.mark(kScatterStage);
     // 4. convolutions
+    if (with_h) need_h_plan();
     ORRERY_CUFFT_CHECK(cufftExecD2Z(forward, charges.get(), spectra.get()));
     multiply_kernel<D_><<<blocks_for(g.spectrum), kThreads>>>(spectra.get(), g.spectrum, kernel_h.get(), kernel_hs.get(),
-                                                              products.get());
+                                                              with_h, products.get());
     ORRERY_CUDA_LAUNCHED("multiply_kernel");
-    ORRERY_CUFFT_CHECK(cufftExecZ2D(inverse, products.get(), potentials.get()));
-    ORRERY_CUDA_CHECK(cudaDeviceSynchronize());
-    timings.fft += seconds_since(t);
+    ORRERY_CUFFT_CHECK(cufftExecZ2D(inverse, products.get() + g.spectrum, potentials.get() + g.cells));
+    if (with_h) ORRERY_CUFFT_CHECK(cufftExecZ2D(inverse_h, products.get(), potentials.get()));
+    clock.mark(kFftStage);
   }
 
   template <int D_>
   void run(const double* y, const interp::Bounds& box, long long far_count, double* out, double* z_grid) {
-    auto t = std::chrono::steady_clock::now();
-    field<D_>(y, box, far_count, t);
+    field<D_>(y, box, far_count, false);
     frozen = false;
     energy_kernel<<<kBoundsBlocks, kThreads>>>(spectra.get(), g, kernel_h.get(), bounds_part.get());
     ORRERY_CUDA_LAUNCHED("energy_kernel");
@@ -585,24 +680,22 @@ struct DeviceGrid::Impl {
     bounds_part.download(part.data(), part.size());
     *z_grid = 0;
     for (double e : part) *z_grid += e;
-    timings.fft += seconds_since(t);
+    clock.mark(kFftStage);
     // 5. gather, then the far points exactly
     const long long inside = N - far_count;
     gather_kernel<D_><<<blocks_for(inside), kThreads>>>(y, N, inside, g, sorted_key.get(), order.get(), weights.get(),
                                                         potentials.get(), self_h.get(), self_hs.get(), out);
     ORRERY_CUDA_LAUNCHED("gather_kernel");
-    ORRERY_CUDA_CHECK(cudaDeviceSynchronize());
-    timings.gather += seconds_since(t);
+    clock.mark(kGatherStage);
     if (far_count) {
       far_own_kernel<D_, kThreads><<<static_cast<int>(far_count), kThreads>>>(y, N, alpha, far.get(), out);
       ORRERY_CUDA_LAUNCHED("far_own_kernel");
       far_share_kernel<D_><<<blocks_for(N), kThreads>>>(y, N, alpha, far.get(), far_count, far_flag.get(), out);
       ORRERY_CUDA_LAUNCHED("far_share_kernel");
-      ORRERY_CUDA_CHECK(cudaDeviceSynchronize());
     }
-    timings.far += seconds_since(t);
-    timings.far_points = far_count;
-    ++timings.calls;
+    clock.mark(kFarStage);
+    far_points = far_count;
+    ++calls;
   }
 };
 
@@ -623,11 +716,11 @@ DeviceGrid::~DeviceGrid() {
 
 bool DeviceGrid::sums(const double* y, double* out, bool only_if_cheaper, double* z_grid) {
   Impl& I = *impl_;
-  auto t = std::chrono::steady_clock::now();
+  I.clock.start();
   interp::Bounds box;
   double cells = 0;
   const long long far_count = I.choose(y, box, cells);
-  I.timings.grid += seconds_since(t);
+  I.clock.mark(kGridStage);
   if (only_if_cheaper) {
     const double units = interp::grid_units(cells, I.D) +
                          interp::kPairUnits * 2.0 * static_cast<double>(far_count) * static_cast<double>(I.N);
@@ -640,14 +733,14 @@ bool DeviceGrid::sums(const double* y, double* out, bool only_if_cheaper, double
 
 void DeviceGrid::freeze(const double* reference, double margin) {
   Impl& I = *impl_;
-  auto t = std::chrono::steady_clock::now();
+  I.clock.start();
   interp::Bounds box = I.full_box(reference);
   for (int d = 0; d < I.D; ++d) box.lo[d] -= margin, box.hi[d] += margin;
-  I.timings.grid += seconds_since(t);
-  if (I.D == 2) I.field<2>(reference, box, 0, t);
-  else I.field<3>(reference, box, 0, t);
+  I.clock.mark(kGridStage);
+  if (I.D == 2) I.field<2>(reference, box, 0, true);
+  else I.field<3>(reference, box, 0, true);
   I.frozen = true;
-  ++I.timings.calls;
+  ++I.calls;
 }
 
 void DeviceGrid::sums_at(const double* q, long long count, double* out, unsigned char* inside) const {
@@ -659,6 +752,17 @@ void DeviceGrid::sums_at(const double* q, long long count, double* out, unsigned
   ORRERY_CUDA_LAUNCHED("gather_at_kernel");
 }
 
-DeviceGrid::Timings DeviceGrid::timings() const { return impl_->timings; }
+DeviceGrid::Timings DeviceGrid::timings() const {
+  const std::vector<double>& sec = impl_->clock.seconds();
+  Timings t;
+  t.grid = sec[kGridStage];
+  t.scatter = sec[kScatterStage];
+  t.fft = sec[kFftStage];
+  t.gather = sec[kGatherStage];
+  t.far = sec[kFarStage];
+  t.calls = impl_->calls;
+  t.far_points = impl_->far_points;
+  return t;
+}
 
 }  // namespace orrery::cuda

@@ -38,7 +38,8 @@ class DeviceGrid {
   // to sum exactly. Asynchronous: nothing comes to the host.
   void sums_at(const double* q, long long count, double* out, unsigned char* inside) const;
 
-  // Seconds per stage over every call (each call synchronises once at its end to read them).
+  // Seconds per stage over every call, on the device's clock (events recorded between the stages,
+  // read here: this waits for the last call's end, the calls themselves do not).
   struct Timings {
     double grid = 0, scatter = 0, fft = 0, gather = 0, far = 0;
     int calls = 0;

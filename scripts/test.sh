@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 ORRERY_CMAKE_ARGS="-DORRERY_WERROR=ON ${ORRERY_CMAKE_ARGS:-}" bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
+bash scripts/gpu_check.sh build   # the GPU suite, orrery check, sanitizers, benches; one line without a GPU
 bash scripts/run_configs.sh build/orrery   # every example config, as a newcomer runs it (iterations capped)
 bash scripts/test_pip.sh                    # the Python package as `pip install` gives it
 

@@ -22,7 +22,9 @@
 # A summary table comes last (step, status, seconds, log); the exit status is 1 when a step failed.
 # Without a usable CUDA device it says so in one line and exits 0 (CI runs it that way).
 #
-# Environment: GPU_BENCH (bench argument lists, one per line; empty: no benches), GPU_MEMCHECK_FILTER
+# Environment: GPU_SUITE_SKIP (test families left out, blank-separated; default ParityCasesOnTheCpu,
+# the registry run on the CPU twice: minutes of one CPU thread that ctest runs on every machine),
+# GPU_BENCH (bench argument lists, one per line; empty: no benches), GPU_MEMCHECK_FILTER
 # and GPU_RACE_FILTER (gtest filters for the sanitizers), ORRERY_FASHION_DIR (Fashion-MNIST, for the
 # image benches), GPU_CHECK_DEVICE (the device `orrery check` tests, default cuda:0), and the test
 # hook GPU_CHECK_FORCE=1, which runs every step even without a GPU (a dry run: the GPU steps then
@@ -125,6 +127,10 @@ if [ -x "$tests" ]; then
     sed -nE 's#^([A-Za-z_][A-Za-z0-9_]*)[/.].*#\1#p' | sort -u)
   [ -n "$families" ] || record "suite (listing)" "FAIL no tests listed" 0 "$out/suite-list.log"
   for f in $families; do
+    if [[ " ${GPU_SUITE_SKIP-ParityCasesOnTheCpu} " == *" $f "* ]]; then
+      skip "suite $f" "in GPU_SUITE_SKIP (CPU only: ctest runs it on every machine)" "$out/suite-$f.log"
+      continue
+    fi
     step "suite $f" 120 "$out/suite-$f.log" env ORRERY_GUARD_BUFFERS=1 ORRERY_SYNC_KERNELS=1 \
       "$tests" --gtest_filter="$f.*:$f/*" --gtest_brief=1
   done

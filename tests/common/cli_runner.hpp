@@ -1,9 +1,13 @@
 // Runs the orrery binary from the source directory (configs use paths relative to it) and
-// captures its exit code and its stdout and stderr together.
+// captures its exit code and its stdout and stderr together. The binary and the source directory
+// come from the environment (ORRERY_CLI, ORRERY_SOURCE_DIR) when set, else from the build that
+// compiled the test: a test binary copied to another machine (scripts/gpu_check.sh runs test_cuda
+// from a copy of the build, beside the source tree at another path) is told where they are.
 #pragma once
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace orrery::test {
@@ -12,6 +16,15 @@ struct Outcome {
   int code;
   std::string output;
 };
+
+// The environment variable `name` when set and not empty, else `fallback`.
+inline std::string env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : std::string(fallback);
+}
+
+inline std::string source_dir() { return env_or("ORRERY_SOURCE_DIR", ORRERY_SOURCE_DIR); }
+inline std::string cli_path() { return env_or("ORRERY_CLI", ORRERY_CLI); }
 
 // Any shell command line, with stderr joined to stdout.
 inline Outcome run_command(const std::string& command) {
@@ -26,7 +39,7 @@ inline Outcome run_command(const std::string& command) {
 }
 
 inline Outcome run_orrery(const std::string& args) {
-  return run_command(std::string("cd '") + ORRERY_SOURCE_DIR + "' && '" + ORRERY_CLI + "' " + args);
+  return run_command("cd '" + source_dir() + "' && '" + cli_path() + "' " + args);
 }
 
 }  // namespace orrery::test

@@ -5,12 +5,15 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <string>
 
+#include "cpu/fft.hpp"
 #include "orrery/error.hpp"
 
 namespace orrery {
 
 const std::vector<Tolerance>& tolerances() {
+  static const bool double_fft = std::string(cpu::RealRows::library()) == "fftw3";
   // {name, rel, abs, scaled, nmse, reason}
   static const std::vector<Tolerance> all = {
       {"exact", 0, 0, 0, 0,
@@ -42,18 +45,35 @@ const std::vector<Tolerance>& tolerances() {
        "a step is double arithmetic on sums that agree to 2e-5, and the fixed-point map divides sums that partly "
        "cancel: 1e-4 of the map's extent"},
       {"hssne.trace", 1e-5, 0, 0, 0, "KL per iteration from totals that agree to 2e-5"},
-      {"hssne.grid", 0, 0, 1e-10, 0,
-       "interpolated sums: the same grid, weights and sums in the same order in double on both; only the transforms "
-       "(FFTW against cuFFT), the far points' exact rows (vectorised on the CPU) and fused multiply-adds round "
-       "differently: 1e-10 of the largest entry"},
-      {"place.cost", 1e-8, 1e-7, 0, 0,
-       "a new point's C_i = log h_i + sum_l p_l (log p_l - log H_il) from sums over the reference that agree to "
-       "hssne.grid (1e-10 of the largest h; more of a small h, as a point's far from the map) or to the exact loop's "
-       "order (~1e-15): log h_i turns h_i's error relative to itself into an absolute one"},
-      {"place.steps", 0, 1e-6, 1e-8, 0,
-       "a few steps eta_i grad_i from the same start, the gradients from sums that agree as for place.cost and partly "
-       "cancel (y hs - hsy): 1e-8 of the map's extent, and 1e-6 for a point that starts at its minimum (|grad| < 1e-6, "
-       "whose trial may be taken on one side only); any other point's trial taken on one side only differs by a step"},
+      // The grid's tolerances follow the CPU's FFT library, fixed when the library was built (CMake
+      // ORRERY_FFT; cpu::RealRows::library() names it): FFTW transforms in double, Debian's KISS FFT
+      // in float (host/cpu/fft_kiss.cpp), against cuFFT's double transforms on the device.
+      double_fft ? Tolerance{"hssne.grid", 0, 0, 1e-10, 0,
+                             "interpolated sums: the same grid, weights and sums in the same order in double on both; "
+                             "only the transforms (FFTW against cuFFT), the far points' exact rows (vectorised on the "
+                             "CPU) and fused multiply-adds round differently: 1e-10 of the largest entry"}
+                 : Tolerance{"hssne.grid", 0, 0, 1e-5, 0,
+                             "interpolated sums: the same grid, weights and sums in the same order, but the CPU's "
+                             "transforms in float (KISS FFT) against cuFFT's double ones: float rounding (6e-8) grown "
+                             "by the transforms' log2 length and the convolution's sums is relative to the largest "
+                             "potential on the grid, about 1e-6 of the largest entry; 1e-5 of it"},
+      double_fft ? Tolerance{"place.cost", 1e-8, 1e-7, 0, 0,
+                             "a new point's C_i = log h_i + sum_l p_l (log p_l - log H_il) from sums over the reference "
+                             "that agree to hssne.grid (1e-10 of the largest h; more of a small h, as a point's far "
+                             "from the map) or to the exact loop's order (~1e-15): log h_i turns h_i's error relative "
+                             "to itself into an absolute one"}
+                 : Tolerance{"place.cost", 1e-5, 1e-4, 0, 0,
+                             "as with FFTW, from grid sums that agree to 1e-5 of the largest h (the CPU's transforms "
+                             "in float): log h_i turns that into an absolute error of 1e-5 h_max / h_i, which is under "
+                             "1e-4 for a point within the map's bulk (h_i above a tenth of the largest)"},
+      double_fft ? Tolerance{"place.steps", 0, 1e-6, 1e-8, 0,
+                             "a few steps eta_i grad_i from the same start, the gradients from sums that agree as for "
+                             "place.cost and partly cancel (y hs - hsy): 1e-8 of the map's extent, and 1e-6 for a "
+                             "point that starts at its minimum (|grad| < 1e-6, whose trial may be taken on one side "
+                             "only); any other point's trial taken on one side only differs by a step"}
+                 : Tolerance{"place.steps", 0, 1e-4, 1e-5, 0,
+                             "as with FFTW, from gradients whose grid sums agree to 1e-5 of the largest (the CPU's "
+                             "transforms in float): 1e-5 of the map's extent, and 1e-4 for a point near its minimum"},
       {"place.map", 0, 1e-3, 0, 0,
        "both sides stop a point when its step is under tol = 1e-4 map units, within a few such steps of its minimum; "
        "a trial whose cost lies within rounding of the point's (late, tiny steps) may be taken on one side only, "

@@ -125,12 +125,13 @@ int cmd_evaluate(const std::vector<std::string>& args) {
     if (!p.empty()) outputs.push_back(p);
   io::check_output_paths(outputs, inputs);  // before the work, and again when the files are committed
   const auto t0 = Clock::now();
-  const MatrixD X = io::read_matrix(data), Y = io::read_matrix(embedding);
+  const MatrixD X = read_keyed("--data", [&] { return io::read_matrix(data); });
+  const MatrixD Y = read_keyed("--embedding", [&] { return io::read_matrix(embedding); });
   if (X.rows != Y.rows)
     input_error(data + " has " + std::to_string(X.rows) + " rows but " + embedding + " has " + std::to_string(Y.rows));
   std::vector<int> labels;
   if (!labels_path.empty()) {
-    labels = io::read_categories(labels_path).index;
+    labels = read_keyed("--labels", [&] { return io::read_categories(labels_path); }).index;
     if (static_cast<index_t>(labels.size()) != Y.rows)
       input_error(labels_path + ": " + std::to_string(labels.size()) + " labels for " + std::to_string(Y.rows) +
                   " points in " + embedding);

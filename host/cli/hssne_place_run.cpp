@@ -1,6 +1,7 @@
 #include "cli/hssne_place_run.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,13 @@
 namespace orrery::cli {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// A finite double's binary exponent lies in [-1074, 1023]: a recorded scale exponent beyond is no run's.
+constexpr long long kMaxScaleExponent = 1100;
+
+}  // namespace
 
 PlacementFiles read_placement_files(const std::string& dir, const std::string& method) {
   const fs::path d(dir);
@@ -47,6 +55,16 @@ PlacementFiles read_placement_files(const std::string& dir, const std::string& m
   } catch (const json::exception&) {
     input_error(where + "/report.json: no params.dim");
   }
+  // absent before runs recorded it: those took every input in its own units
+  const json* e = m.report.contains("input") && m.report["input"].is_object() && m.report["input"].contains("scale_exponent")
+                      ? &m.report["input"]["scale_exponent"]
+                      : nullptr;
+  if (e) {
+    if (!e->is_number_integer() || std::abs(e->get<long long>()) > kMaxScaleExponent)
+      input_error(where + "/report.json: input.scale_exponent is " + detail::shown(*e) + ", expected an integer in [-" +
+                  std::to_string(kMaxScaleExponent) + ", " + std::to_string(kMaxScaleExponent) + "]");
+    m.scale_exponent = static_cast<int>(e->get<long long>());
+  }
   for (const char* f : {"model_reference.npy", "model_map.npy"})
     if (!fs::exists(d / f, ec))
       input_error(where + ": no " + f + " (" + method + " runs from input.vectors write it; a run from distances or "
@@ -67,8 +85,9 @@ PlacementFiles read_placement_files(const std::string& dir, const std::string& m
   return m;
 }
 
-NeData placement_points(const NeRunConfig& cfg, index_t reference_cols, const PcaBasis& pca, int threads) {
-  NeData d = load_ne_data(cfg);
+NeData placement_points(const NeRunConfig& cfg, index_t reference_cols, const PcaBasis& pca, int scale_exponent,
+                        int threads) {
+  NeData d = load_ne_data(cfg, scale_exponent);
   const index_t expect = pca.mean.cols > 0 ? pca.mean.cols : reference_cols;
   if (d.X.cols != expect)
     input_error("input.vectors: " + cfg.input.vectors + " has " + std::to_string(d.X.cols) +
@@ -110,6 +129,7 @@ struct PlacementModel {
   PcaBasis pca;  // 0 x 0 when the run projected nothing
   double alpha = 1.0;
   int dim = 2;
+  int scale_exponent = 0;  // PlacementFiles::scale_exponent
 };
 
 PlacementModel load_model(const std::string& dir) {
@@ -124,6 +144,7 @@ PlacementModel load_model(const std::string& dir) {
   m.reference = std::move(f.reference);
   m.map = std::move(f.map);
   m.pca = std::move(f.pca);
+  m.scale_exponent = f.scale_exponent;
   return m;
 }
 
@@ -177,7 +198,7 @@ Prepared prepare(const RunConfig& run) {
   if (run.params.contains("alpha") && p.cfg.hssne.alpha != m.alpha)
     input_error("params.alpha: " + detail::number_text(p.cfg.hssne.alpha) + ", but the map in input.model " + in.model +
                 " was made with alpha " + detail::number_text(m.alpha));
-  p.d = placement_points(p.cfg, m.reference.cols, m.pca, run.threads);
+  p.d = placement_points(p.cfg, m.reference.cols, m.pca, m.scale_exponent, run.threads);
   p.perplexity = run.input.contains("perplexity") ? in.perplexity : kPlacementPerplexity;
   p.k = sparse_neighbours(p.perplexity);
   if (p.k > m.reference.rows)
@@ -255,6 +276,7 @@ json run_placement(const RunConfig& run, bool quiet) {
   report["input"] = fields_to_json(p.cfg.input, ne_input_fields("hssne"));
   report["input"]["points"] = M;
   report["input"]["dims"] = d.X.cols;
+  report["input"]["scale_exponent"] = d.scale_exponent;
   report["input"]["perplexity"] = p.perplexity;
   report["input"]["neighbors"] = p.approximate ? "approximate" : "exact";
   report["result"] = {{"placement", true},

@@ -24,12 +24,14 @@ struct PlacementFiles {
   MatrixD reference, map;
   PcaBasis pca;  // 0 x 0 when the run projected nothing
   int dim = 2;
+  int scale_exponent = 0;  // the report's input.scale_exponent: the model files are in units of 2^e of the input
 };
 PlacementFiles read_placement_files(const std::string& dir, const std::string& method);
 
-// The new points (input.vectors) read and projected as the model's were (pca; the model's points
-// have reference_cols columns), their column count checked.
-NeData placement_points(const NeRunConfig& cfg, index_t reference_cols, const PcaBasis& pca, int threads);
+// The new points (input.vectors) read, scaled and projected as the model's were (2^-scale_exponent,
+// then pca; the model's points have reference_cols columns), their column count checked.
+NeData placement_points(const NeRunConfig& cfg, index_t reference_cols, const PcaBasis& pca, int scale_exponent,
+                        int threads);
 
 // Whether input.neighbors (auto: approximate above kExactNeighborsMaxPoints reference points when
 // M N exceeds ~1e9 pairs) searches approximately; and the search (the new points' k nearest).

@@ -214,9 +214,11 @@ NeRunConfig read_ne_config(const RunConfig& run) {
 
 NeLabels read_ne_labels(const NeInputSpec& in, index_t n, const std::string& source) {
   NeLabels d;
-  d.class_names = in.class_names.path.empty() ? in.class_names.values : io::read_names(in.class_names.path);
+  d.class_names = in.class_names.path.empty()
+                      ? in.class_names.values
+                      : read_keyed("input.class_names", [&] { return io::read_names(in.class_names.path); });
   if (in.labels.empty()) return d;
-  io::Categories cat = io::read_categories(in.labels, in.limit);
+  io::Categories cat = read_keyed("input.labels", [&] { return io::read_categories(in.labels, in.limit); });
   d.labels = std::move(cat.index);
   if (static_cast<index_t>(d.labels.size()) != n)
     input_error(in.labels + ": " + std::to_string(d.labels.size()) + " labels for " + std::to_string(n) + " points in " +
@@ -233,10 +235,11 @@ NeLabels read_ne_labels(const NeInputSpec& in, index_t n, const std::string& sou
   return d;
 }
 
-NeData load_ne_data(const NeRunConfig& cfg) {
+NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent) {
   const NeInputSpec& in = cfg.input;
   NeData d;
   const std::string source = !in.vectors.empty() ? in.vectors : !in.distances.empty() ? in.distances : in.affinity_matrix;
+  const std::string key = !in.vectors.empty() ? "input.vectors" : !in.distances.empty() ? "input.distances" : "input.affinity_matrix";
   // In-memory vectors to project (io/memory_inputs.hpp) are read in place by the duplicate check and
   // the PCA: only their projection is stored, never a copy of the caller's array.
   MatrixViewD raw;
@@ -245,11 +248,11 @@ NeData load_ne_data(const NeRunConfig& cfg) {
     if (in.limit > 0 && in.limit < raw.rows) raw.rows = in.limit;
     d.X.rows = raw.rows, d.X.cols = raw.cols;  // (no values: replaced by the projection below)
   } else if (!in.affinity_matrix.empty()) {
-    const io::SparseTriples t = io::read_mtx(in.affinity_matrix);
+    const io::SparseTriples t = read_keyed(key, [&] { return io::read_mtx(in.affinity_matrix); });
     d.given = affinities_from_entries(t.rows, t.cols, t.row, t.col, t.val, "input.affinity_matrix " + in.affinity_matrix);
     d.X = MatrixD(t.rows, 0);
   } else {
-    d.X = io::read_matrix(source, in.limit);
+    d.X = read_keyed(key, [&] { return io::read_matrix(source, in.limit); });
   }
   if (!in.distances.empty() && in.limit > 0 && d.X.cols > d.X.rows) {  // the first `limit` points: a square block
     MatrixD block(d.X.rows, d.X.rows);
@@ -261,6 +264,18 @@ NeData load_ne_data(const NeRunConfig& cfg) {
     input_error(in.distances + ": expected a square N x N distance matrix, found " + std::to_string(d.X.rows) + " x " +
                 std::to_string(d.X.cols));
   if (!in_place) raw = d.X;
+  if (in.affinity_matrix.empty()) {
+    // Squares of the input overflow or underflow in double beyond a scale of about 2^+-500, and
+    // every step below squares it: data of an extreme scale (beyond 2^+-64) is taken in units of
+    // 2^e (an exact scaling; a copy of an in-place view), which no step's result depends on. A placement takes
+    // its model's units, so that its new points meet the model's points in them.
+    const int e = model_exponent ? *model_exponent : double_safe_exponent(raw, !in.distances.empty());
+    if (e != 0) {
+      d.X = times_power_of_two(raw, -e);
+      raw = d.X;
+      d.scale_exponent = e;
+    }
+  }
   if (in.affinity_matrix.empty()) {
     d.duplicates = find_duplicates(raw, !in.distances.empty());
     if (in.duplicates == DuplicatesMode::refuse && d.duplicates.count > 0)
@@ -277,7 +292,9 @@ NeData load_ne_data(const NeRunConfig& cfg) {
   d.labels = std::move(L.labels);
   d.class_names = std::move(L.class_names);
   d.legend = std::move(L.legend);
-  read_point_names(in.names, d.X.rows, in.limit, "input.names", source);  // checked now, read again by the map page
+  read_keyed("input.names", [&] {  // checked now, read again by the map page
+    return read_point_names(in.names, d.X.rows, in.limit, "input.names", source);
+  });
   const double perplexity = in.perplexity;
   // (a placement's perplexity is checked against the model's points instead)
   if (in.model.empty() && in.affinity_matrix.empty() && perplexity > 0 &&
@@ -332,8 +349,10 @@ NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& availabl
     plan.sparse = in.affinities == AffinityMode::sparse;
   }
   p.dense = !plan.sparse;
-  if (plan.sparse && in.affinity_matrix.empty() && p.method != NeMethod::snerv && in.distances.empty() &&
-      static_cast<index_t>(sparse_neighbours(in.perplexity)) > N - 1)
+  // snerv's perplexity 0 (its default) resolves after the model's fit, to at least 2
+  if (p.method == NeMethod::snerv && in.perplexity <= 0) snerv_perplexity(0.0, N, 1);
+  if (plan.sparse && in.affinity_matrix.empty() && (p.method != NeMethod::snerv || in.perplexity > 0) &&
+      in.distances.empty() && static_cast<index_t>(sparse_neighbours(in.perplexity)) > N - 1)
     input_error("input.perplexity: sparse affinities search k = ceil(3 perplexity) = " +
                 std::to_string(sparse_neighbours(in.perplexity)) + " neighbours of each point, which needs k <= N - 1 = " +
                 std::to_string(N - 1) + " for the " + std::to_string(N) + " points; found perplexity " +
@@ -452,9 +471,10 @@ SnervNeighbors snerv_neighbors(NeighborsMode mode) {
                                               : SnervNeighbors::automatic;
 }
 
-SnervParams snerv_params(const NeRunConfig& cfg, const NePlan& plan) {
+SnervParams snerv_params(const NeRunConfig& cfg, const NePlan& plan, int scale_exponent) {
   SnervParams p;
   p.metric = cfg.input.metric;
+  p.metric.width = std::ldexp(p.metric.width, -scale_exponent);  // exact; 0 (choose) stays 0
   p.nerv = cfg.nerv;
   p.perplexity = cfg.input.perplexity;
   p.sparse = plan.sparse;

@@ -3,6 +3,7 @@
 // "params", parsed once into NeRunConfig, and the reading and checking of their input files.
 #pragma once
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -107,9 +108,18 @@ struct NeData {
   SparseAffinity given;    // hssne: input.affinity_matrix
   PcaBasis pca;            // input.pca > 0: the projection applied to the vectors
   DuplicatePoints duplicates;  // among the vectors or in the distance matrix (none with given affinities)
+  // X holds the input times 2^-scale_exponent (before input.pca): 0 for data of an ordinary scale,
+  // else the exponent that brings data whose squares would overflow or underflow in double (input
+  // scales beyond 2^+-64, orrery::double_safe_exponent) to unit scale. Every step after the reading
+  // (duplicates, PCA, affinities, fit, quality ranks, the model files) works in these units, which
+  // change no map (the methods depend on the input only up to scale); the report records it as
+  // input.scale_exponent, and a placement scales its new points by its model's.
+  int scale_exponent = 0;
   index_t points() const { return X.rows; }
 };
-NeData load_ne_data(const NeRunConfig& cfg);
+// `model_exponent`: a placement's, the scale exponent its model's points were taken in (its new
+// points are scaled by it, not by their own); absent: chosen from the data.
+NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent = std::nullopt);
 
 // What input.affinities and input.neighbors resolve to for N points of `dims` dimensions on a backend
 // with `available` memory (`device`: its engines live on a GPU), and the run's memory plan with it.
@@ -146,8 +156,9 @@ void add_ne_map_svg(io::OutputSet& out, json& outputs, const RunConfig& run, con
                     const std::string& title);
 
 // Supervised NeRV's settings from the run's input, params and plan; input.neighbors in snerv's terms
-// (exact: N x N metric distances; approximate: candidate re-ranking).
+// (exact: N x N metric distances; approximate: candidate re-ranking). `scale_exponent`: the data's
+// (NeData::scale_exponent), into whose units a given input.metric.width is taken.
 SnervNeighbors snerv_neighbors(NeighborsMode mode);
-SnervParams snerv_params(const NeRunConfig& cfg, const NePlan& plan);
+SnervParams snerv_params(const NeRunConfig& cfg, const NePlan& plan, int scale_exponent = 0);
 
 }  // namespace orrery::cli

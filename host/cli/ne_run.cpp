@@ -105,7 +105,7 @@ json cross_validation(const NePrepared& p, const std::string& method, const Matr
       p.d.labels, folds, p.cfg.run.seed,
       [&](const std::vector<int>& train) {
         if (method != "snerv") return Y;
-        const SnervParams prm = snerv_params(p.cfg, p.plan);
+        const SnervParams prm = snerv_params(p.cfg, p.plan, p.d.scale_exponent);
         return fit_snerv(p.d.X, train, prm, p.cfg.run.seed, *p.backend, fit_progress).nerv.coords;
       },
       [&](int fold, double e) {
@@ -183,7 +183,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   MatrixD metric_distances;  // snerv: the map's input space (empty on the candidate path)
   NeighbourSearch search;
   if (method == "snerv") {
-    const SnervResult r = fit_snerv(d.X, d.labels, snerv_params(cfg, plan), run.seed, *backend, progress, control);
+    const SnervResult r = fit_snerv(d.X, d.labels, snerv_params(cfg, plan, d.scale_exponent), run.seed, *backend, progress, control);
     if (!quiet)
       std::fprintf(stderr, "[snerv] class model: K = %lld, s = %.4g, training log-likelihood %.4f; perplexity %.4g\n",
                    static_cast<long long>(r.model.centres.rows), r.model.width, r.model.train_loglik, r.perplexity);
@@ -192,13 +192,15 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
     perplexity = r.perplexity;
     metric_distances = r.metric_distances;
     params = fields_to_json(cfg.nerv, nerv_fields());
+    // the model's widths in the input's units (the run took them as 2^e)
+    const auto width = [&](double w) { return std::ldexp(w, d.scale_exponent); };
     json sel = json::array();
     for (const auto& v : r.model.selection)
-      sel.push_back({{"components", v.components}, {"width", v.width}, {"validation_loglik", v.loglik}});
+      sel.push_back({{"components", v.components}, {"width", width(v.width)}, {"validation_loglik", v.loglik}});
     result = {{"iterations", r.nerv.iterations}, {"evaluations", r.nerv.evaluations},
               {"stop_reason", r.nerv.stop_reason}, {"objective", trace.empty() ? 0.0 : trace.back()},
               {"metric",
-               {{"components", r.model.centres.rows}, {"width", r.model.width}, {"train_loglik", r.model.train_loglik},
+               {{"components", r.model.centres.rows}, {"width", width(r.model.width)}, {"train_loglik", r.model.train_loglik},
                 {"iterations", r.model.iterations}, {"perplexity", r.perplexity}, {"selection", sel},
                 {"neighbors", r.candidates ? "candidates" : "exact"},
                 {"params", fields_to_json(cfg.input.metric, class_mixture_fields())}}}};
@@ -244,6 +246,13 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
                  result["stop_reason"].get<std::string>().c_str(), result["iterations"].get<int>(),
                  format_seconds(t_fit).c_str());
 
+  // NeRV's map lives at the input's length scale (nerv.hpp): in the input's units when the run took
+  // them as 2^e (NeData::scale_exponent). HSSNE's and supervised NeRV's maps have no input units.
+  // The model files keep the run's own units, in which a placement meets them.
+  const MatrixD Y_input_units =
+      method == "nerv" && d.scale_exponent != 0 ? times_power_of_two(Y, d.scale_exponent) : MatrixD();
+  const MatrixD& Y_out = Y_input_units.empty() ? Y : Y_input_units;
+
   const auto t3 = Clock::now();
   QualityRequest req = ne_quality_request(cfg, N, backend->threads());
   const bool metric_input = method == "snerv" && !metric_distances.empty();
@@ -258,7 +267,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
 
   io::OutputSet out;
   json outputs = json::object();
-  add_coordinates(out, outputs, run, "embedding", Y);
+  add_coordinates(out, outputs, run, "embedding", Y_out);
   namespace fs = std::filesystem;
   const fs::path dir(run.output.dir);
   if (!cfg.input.vectors.empty()) {
@@ -277,7 +286,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
       add("model_pca_components.npy", d.pca.components);
     }
   }
-  add_ne_map_svg(out, outputs, run, Y, d,
+  add_ne_map_svg(out, outputs, run, Y_out, d,
                  std::string(method == "hssne" ? "HSSNE" : method == "snerv" ? "Supervised NeRV" : "NeRV") + ": " +
                      std::to_string(N) + " points");
   json report = report_header(run, *backend);
@@ -285,6 +294,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   report["input"] = fields_to_json(cfg.input, ne_input_fields(method));
   report["input"]["points"] = N;
   report["input"]["dims"] = d.X.cols;
+  report["input"]["scale_exponent"] = d.scale_exponent;
   if (cfg.input.affinity_matrix.empty()) report["input"]["duplicate_points"] = d.duplicates.count;
   report["input"]["perplexity"] = perplexity;
   report["input"]["affinities_requested"] = enum_name(cfg.input.affinities);

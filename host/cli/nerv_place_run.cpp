@@ -88,7 +88,7 @@ Prepared prepare(const RunConfig& run) {
                 " was made with perplexity " + detail::number_text(p.perplexity) +
                 " (a new point's bandwidth scales its map distances, so it is calibrated as the map's points were)");
   if (run.params.contains("max_iter")) p.params.max_iter = p.cfg.nerv.max_iter;
-  p.d = placement_points(p.cfg, m.reference.cols, m.pca, run.threads);
+  p.d = placement_points(p.cfg, m.reference.cols, m.pca, m.scale_exponent, run.threads);
   p.k = sparse_neighbours(p.perplexity);
   if (p.k > m.reference.rows)
     input_error("input.model: its perplexity " + detail::number_text(p.perplexity) + " asks for k = ceil(3 perplexity) = " +
@@ -140,6 +140,10 @@ json run_nerv_placement(const RunConfig& run, bool quiet) {
     for (index_t a = 0; a < r.coords.cols; ++a)
       if (!std::isfinite(r.coords(i, a)))
         internal_error("nerv placement: a non-finite place for new point " + std::to_string(i + 1));
+  // the places in the model map's units; a NeRV map is at its input's length scale, so its run wrote
+  // it in the input's units (ne_run.cpp), and so are the places
+  const MatrixD places =
+      method == "nerv" && d.scale_exponent != 0 ? times_power_of_two(r.coords, d.scale_exponent) : r.coords;
 
   const auto t3 = Clock::now();
   json quality;
@@ -148,9 +152,9 @@ json run_nerv_placement(const RunConfig& run, bool quiet) {
 
   io::OutputSet out;
   json outputs = json::object();
-  add_coordinates(out, outputs, run, "embedding", r.coords);
+  add_coordinates(out, outputs, run, "embedding", places);
   const fs::path dir(run.output.dir);
-  add_ne_map_svg(out, outputs, run, r.coords, d,
+  add_ne_map_svg(out, outputs, run, places, d,
                  title(method) + ": " + std::to_string(M) + " points placed into a map of " + std::to_string(N));
   double cost = 0, steps = 0;
   int most = 0;
@@ -163,6 +167,7 @@ json run_nerv_placement(const RunConfig& run, bool quiet) {
   report["input"] = fields_to_json(p.cfg.input, ne_input_fields(method));
   report["input"]["points"] = M;
   report["input"]["dims"] = d.X.cols;
+  report["input"]["scale_exponent"] = d.scale_exponent;
   report["input"]["perplexity"] = p.perplexity;
   report["input"]["neighbors"] = p.approximate ? "approximate" : "exact";
   report["input"]["space"] = "euclidean";

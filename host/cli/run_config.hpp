@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "orrery/config.hpp"
+#include "orrery/error.hpp"
 #include "orrery/types.hpp"
 
 namespace orrery::cli {
@@ -42,6 +43,20 @@ struct RunConfig {
 inline constexpr int kMaxThreads = 4096;
 // A config nests a few levels; deeper JSON is refused while it is parsed.
 inline constexpr int kMaxJsonDepth = 64;
+
+// Runs `read`, which reads the file that the config key (or command-line option) `key` names, so
+// that its input errors name the key as well as the file: "input.class_names: cannot open
+// 'names.txt': ...". A message that starts with the key already is passed on as it is.
+template <class F>
+auto read_keyed(const std::string& key, F&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    if (e.kind() != ErrorKind::input || m.compare(0, key.size(), key) == 0) throw;
+    input_error(key + ": " + m);
+  }
+}
 
 // Parses the JSON and the shared keys; checks that the method exists (names the known ones).
 RunConfig read_run_config(const std::string& path);

@@ -273,7 +273,7 @@ AffinityResult affinities_sparse(const MatrixD& X, double perplexity, int thread
                              threads);
 }
 
-double input_scale(const MatrixD& X, bool distance_matrix) {
+double input_scale(MatrixViewD X, bool distance_matrix) {
   const index_t N = X.rows, d = X.cols;
   // Deviations from the column means (vectors) or the off-diagonal distances themselves, divided
   // by their largest magnitude before squaring, so no square overflows or underflows.
@@ -295,14 +295,20 @@ double input_scale(const MatrixD& X, bool distance_matrix) {
   return scale > 0.0 && std::isfinite(scale) ? scale : 1.0;  // non-finite input is the caller's to report
 }
 
-int float_safe_exponent(const MatrixD& X, bool distance_matrix) {
+int float_safe_exponent(MatrixViewD X, bool distance_matrix) {
   const int e = std::ilogb(input_scale(X, distance_matrix));
   return std::abs(e) > 16 ? e : 0;
 }
 
-MatrixD times_power_of_two(const MatrixD& X, int e) {
-  MatrixD U = X;
-  for (double& v : U.data) v = std::ldexp(v, e);
+int double_safe_exponent(MatrixViewD X, bool distance_matrix) {
+  const int e = std::ilogb(input_scale(X, distance_matrix));
+  return std::abs(e) > kDoubleSafeExponent ? e : 0;
+}
+
+MatrixD times_power_of_two(MatrixViewD X, int e) {
+  MatrixD U(X.rows, X.cols);
+  for (index_t i = 0; i < X.rows; ++i)
+    for (index_t j = 0; j < X.cols; ++j) U(i, j) = std::ldexp(X(i, j), e);
   return U;
 }
 

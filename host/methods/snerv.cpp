@@ -320,13 +320,14 @@ ClassMixture fit_class_mixture_unit(const MatrixD& X, const std::vector<int>& la
       if (f == 1 || C * f <= n_lab / 4) Ks.push_back(C * f);
   for (int K : Ks)
     if (K > n_lab)
-      input_error("params.components: " + std::to_string(K) + " components for " + std::to_string(n_lab) +
+      input_error("input.metric.components: " + std::to_string(K) + " components for " + std::to_string(n_lab) +
                   " labelled points");
   std::vector<ValidationPoint> sel;
   int bestK = Ks[0];
   double best_width = prm.width;
   if (Ks.size() > 1 || prm.width <= 0) {
-    if (prm.folds > n_lab) input_error("params.folds: more folds than labelled points");
+    if (prm.folds > n_lab) input_error("input.metric.folds: " + std::to_string(prm.folds) + " folds for " + std::to_string(n_lab) +
+                                         " labelled points");
     std::vector<index_t> order = L.rows;
     std::mt19937_64 rng(seed ^ 0x5eedf01dULL);
     std::shuffle(order.begin(), order.end(), rng);
@@ -422,8 +423,12 @@ double class_mixture_fisher(const ClassMixture& m, const double* x, const double
 
 double snerv_perplexity(double given, index_t points, index_t components) {
   if (given > 0) return given;
-  return std::clamp(0.5 * static_cast<double>(points) / static_cast<double>(components), 2.0,
-                    std::min(static_cast<double>(points - 1) / 3.0, kSnervMaxDefaultPerplexity));
+  // the clamp's range [2, (N - 1) / 3] is empty below 7 points (k = ceil(3 perplexity) >= 6 neighbours)
+  const double top = std::min(static_cast<double>(points - 1) / 3.0, kSnervMaxDefaultPerplexity);
+  if (!(top >= 2.0))
+    input_error("input.perplexity: 0 (the paper's 0.5 N / K, clamped to [2, (N - 1) / 3]) needs at least 7 points, "
+                "found " + std::to_string(points) + "; give one > 1 (dense affinities: < N - 1; sparse: <= (N - 1) / 3)");
+  return std::clamp(0.5 * static_cast<double>(points) / static_cast<double>(components), 2.0, top);
 }
 
 bool snerv_uses_candidates(SnervNeighbors mode, index_t points, bool sparse) {

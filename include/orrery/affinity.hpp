@@ -77,14 +77,22 @@ AffinityResult affinities_from_distances(const MatrixD& D, double perplexity, in
 // Proportional to the input: input_scale(c X) = |c| input_scale(X) up to rounding, so dividing by
 // it puts data given in any units into the same units (supervised NeRV fits its class model and
 // metric so, whose conjugate gradient's first steps and tolerances are in the data's units).
-double input_scale(const MatrixD& X, bool distance_matrix = false);
+double input_scale(MatrixViewD X, bool distance_matrix = false);
 
 // For a backend that squares coordinates or distances in float (1e30 squared overflows, 1e-30
 // squared underflows to 0 and every pair ties): e = ilogb(input_scale(X)) when |e| > 16, else 0
 // (float is safe, no copy needed), and X 2^-e. Scaling by a power of two is exact, so neighbour
 // ranks and ties are unchanged, squared distances scale by exactly 4^-e, and so does beta the other way.
-int float_safe_exponent(const MatrixD& X, bool distance_matrix = false);
-MatrixD times_power_of_two(const MatrixD& X, int e);  // X 2^e
+int float_safe_exponent(MatrixViewD X, bool distance_matrix = false);
+MatrixD times_power_of_two(MatrixViewD X, int e);  // X 2^e
+
+// The same for double, whose squares overflow near 1e154 and underflow (to subnormals, then 0)
+// near 1e-154: e = ilogb(input_scale(X)) when |e| > kDoubleSafeExponent, else 0. Data of an
+// ordinary scale (2^-64 to 2^65) gives 0 and is left as it is, so its results do not change by a
+// bit; data beyond is worked on as X 2^-e (exact, input scale in [1, 2)), where every method's
+// squared distances, bandwidths and sums are far from both ends of double's range.
+inline constexpr int kDoubleSafeExponent = 64;
+int double_safe_exponent(MatrixViewD X, bool distance_matrix = false);
 
 // Points identical to an earlier one: their number and the first such pair (0-based, first < second;
 // -1 when there is none). For a distance matrix, a zero off-diagonal distance.

@@ -91,6 +91,28 @@ void smoothed_terms(const std::vector<double>& din, const std::vector<double>& d
   *kl_pq = b;
 }
 
+// The spaces in which the smoothed measures square distances. They use the input's bandwidth in
+// both spaces, so they are unchanged by a common scaling of X and Y only: when the input's squares
+// would overflow or underflow in double (double_safe_exponent), both are taken in units of 2^e of
+// the input's scale, exactly. A map 2^400 times the input's scale or more (whose squares could
+// overflow) puts each q_i on its nearest map neighbours at that and at every larger scale alike
+// (beta times a gap between its squared distances exceeds 746, where exp(-x) is 0, unless the gap
+// is below 10^-230 of them), so it is taken at 2^400 of the input's. Data of ordinary
+// scales is not copied (empty matrices: X and Y as given) and gives the same bits as ever.
+struct SmoothedUnits {
+  MatrixD X, Y;
+};
+SmoothedUnits smoothed_units(const MatrixD& X, const MatrixD& Y, bool distance_matrix) {
+  constexpr int kMapExponent = 400;
+  const int e = double_safe_exponent(X, distance_matrix);
+  const int ey = std::ilogb(input_scale(Y)) - e;  // the map's scale in the input's units
+  const int shift = e + std::max(0, ey - kMapExponent);
+  SmoothedUnits u;
+  if (e != 0) u.X = times_power_of_two(X, -e);
+  if (shift != 0) u.Y = times_power_of_two(Y, -shift);
+  return u;
+}
+
 // Standard error of a measure m = a + scale * (sum over the Q queries of a per-point term x), from
 // the sums of x and x^2, for a uniform sample without replacement of Q of N points.
 double standard_error(double scale, double sum, double sum_sq, index_t Q, index_t N) {
@@ -265,6 +287,9 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
   if (req.perplexity > 0) {
     std::vector<double> a_part(static_cast<size_t>(chunks), 0.0), b_part(static_cast<size_t>(chunks), 0.0);
     const int dx = static_cast<int>(X.cols), dy = static_cast<int>(Y.cols);
+    const SmoothedUnits units = smoothed_units(X, Y, req.input_is_distance_matrix);
+    const MatrixD& Xs = units.X.empty() ? X : units.X;
+    const MatrixD& Ys = units.Y.empty() ? Y : units.Y;
 #pragma omp parallel num_threads(threads)
     {
       std::vector<double> din(static_cast<size_t>(N)), dout(static_cast<size_t>(N));
@@ -273,8 +298,8 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
         for (index_t row = ch * kChunk; row < std::min(Q, (ch + 1) * kChunk); ++row) {
           const index_t i = point(row);
           for (index_t l = 0; l < N; ++l) {
-            din[l] = req.input_is_distance_matrix ? X(i, l) * X(i, l) : math::squared_distance(X.row(i), X.row(l), dx);
-            dout[l] = math::squared_distance(Y.row(i), Y.row(l), dy);
+            din[l] = req.input_is_distance_matrix ? Xs(i, l) * Xs(i, l) : math::squared_distance(Xs.row(i), Xs.row(l), dx);
+            dout[l] = math::squared_distance(Ys.row(i), Ys.row(l), dy);
           }
           double a, b;
           smoothed_terms(din, dout, i, req.perplexity, &a, &b);

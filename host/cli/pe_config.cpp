@@ -31,7 +31,7 @@ const std::vector<Field<PeInputSpec>>& pe_input_fields() {
       {"class_names", &PeInputSpec::class_names, "K class names (a list or a file); default class 0, class 1, ..."},
       {"class_coords", &PeInputSpec::class_coords,
        "K x D class coordinates: the start with params.class_init file, the fixed classes with params.fit_classes "
-       "false."},
+       "false. Map units (each class's Gaussian has width 1): each coordinate within [-1e6, 1e6]."},
       {"limit", &PeInputSpec::limit, "Use the first N objects only; 0 = all.", 0, 1e12},
   };
   return fields;
@@ -94,12 +94,19 @@ namespace {
 
 // PE's labels are class indices (a posterior column, or a class of the posterior model), not mere
 // names: one at or beyond `classes` names no class, and would size class arrays and the legend by
-// its value (2147483647 overflowed the class count).
+// its value (2147483647 overflowed the class count); -1 is unknown, and one below names nothing
+// either (the map's colours index by it).
 void check_class_labels(const std::vector<int>& labels, index_t classes, const std::string& path, const std::string& why) {
   for (size_t i = 0; i < labels.size(); ++i)
-    if (labels[i] >= classes)
+    if (labels[i] >= classes || labels[i] < -1)
       input_error(path + ": label " + std::to_string(i + 1) + " is " + std::to_string(labels[i]) + ", " + why);
 }
+
+// The largest |class coordinate| input.class_coords may give. PE's map is in units of the classes'
+// Gaussian width 1 and its GPU engine holds coordinates in float, whose spacing is 0.06 at 1e6 and
+// exceeds the width itself from 1.7e7; far beyond, squared distances overflow (float near 1.8e19,
+// double near 1.3e154) and the objective is not finite.
+constexpr double kMaxClassCoordinate = 1e6;
 
 }  // namespace
 
@@ -107,13 +114,16 @@ PeRunData load_pe_data(const PeRunConfig& cfg) {
   const PeInputSpec& in = cfg.input;
   PeRunData data;
   const auto t0 = std::chrono::steady_clock::now();
-  if (!in.labels.empty()) data.labels = io::read_labels(in.labels, in.limit);
+  if (!in.labels.empty()) data.labels = read_keyed("input.labels", [&] { return io::read_labels(in.labels, in.limit); });
   std::string p_src = in.posteriors;
   if (in.use_posterior_model()) {
     p_src = in.vectors;
-    data.vectors = io::read_matrix(in.vectors, in.limit);
+    data.vectors = read_keyed("input.vectors", [&] { return io::read_matrix(in.vectors, in.limit); });
     const std::string lab_path = in.vector_labels.empty() ? in.labels : in.vector_labels;
-    data.vector_labels = lab_path == in.labels && !data.labels.empty() ? data.labels : io::read_labels(lab_path, in.limit);
+    const std::string lab_key = in.vector_labels.empty() ? "input.labels" : "input.vector_labels";
+    data.vector_labels = lab_path == in.labels && !data.labels.empty()
+                             ? data.labels
+                             : read_keyed(lab_key, [&] { return io::read_labels(lab_path, in.limit); });
     if (static_cast<index_t>(data.vector_labels.size()) != data.vectors.rows)
       input_error(lab_path + ": " + std::to_string(data.vector_labels.size()) + " labels for " +
                   std::to_string(data.vectors.rows) + " vectors in " + in.vectors);
@@ -128,7 +138,7 @@ PeRunData load_pe_data(const PeRunConfig& cfg) {
       input_error(lab_path + ": expected labelled vectors of at least 2 classes (labels 0..K-1), found " +
                   std::to_string(data.classes));
   } else {
-    data.pe.posteriors = io::read_matrix(in.posteriors, in.limit);
+    data.pe.posteriors = read_keyed("input.posteriors", [&] { return io::read_matrix(in.posteriors, in.limit); });
     validate_posteriors(data.pe.posteriors, in.normalize_rows, in.posteriors);
     data.objects = data.pe.posteriors.rows;
     data.classes = data.pe.posteriors.cols;
@@ -139,11 +149,13 @@ PeRunData load_pe_data(const PeRunConfig& cfg) {
                 std::to_string(N) + " rows");
   check_class_labels(data.labels, K, in.labels,
                      "but PE's labels are class indices 0.." + std::to_string(K - 1) + " (-1 unknown)");
-  read_point_names(in.names, N, in.limit, "input.names", p_src);  // checked now, read again by the map page
+  read_keyed("input.names", [&] {  // checked now, read again by the map page
+    return read_point_names(in.names, N, in.limit, "input.names", p_src);
+  });
 
   std::vector<double> priors = in.priors.values;
   const std::string priors_src = in.priors.path.empty() ? std::string("input.priors") : in.priors.path;
-  if (!in.priors.path.empty()) priors = io::read_matrix(in.priors.path).data;
+  if (!in.priors.path.empty()) priors = read_keyed("input.priors", [&] { return io::read_matrix(in.priors.path); }).data;
   if (!priors.empty()) {
     if (static_cast<index_t>(priors.size()) != K)
       input_error(priors_src + ": expected " + std::to_string(K) + " class priors (one per column of " + p_src +
@@ -160,7 +172,8 @@ PeRunData load_pe_data(const PeRunConfig& cfg) {
   data.pe.priors = priors;
 
   data.class_names = in.class_names.values;
-  if (!in.class_names.path.empty()) data.class_names = io::read_names(in.class_names.path);
+  if (!in.class_names.path.empty())
+    data.class_names = read_keyed("input.class_names", [&] { return io::read_names(in.class_names.path); });
   if (!data.class_names.empty() && static_cast<index_t>(data.class_names.size()) != K)
     input_error((in.class_names.path.empty() ? std::string("input.class_names") : in.class_names.path) +
                 ": expected " + std::to_string(K) + " class names, found " + std::to_string(data.class_names.size()));
@@ -168,13 +181,18 @@ PeRunData load_pe_data(const PeRunConfig& cfg) {
     for (index_t k = 0; k < K; ++k) data.class_names.push_back("class " + std::to_string(k));
 
   if (!in.class_coords.empty()) {
-    data.pe.class_coords = io::read_matrix(in.class_coords);
+    data.pe.class_coords = read_keyed("input.class_coords", [&] { return io::read_matrix(in.class_coords); });
     if (data.pe.class_coords.rows != K || data.pe.class_coords.cols != cfg.params.dim)
       input_error(in.class_coords + ": expected " + std::to_string(K) + " x " + std::to_string(cfg.params.dim) +
                   " class coordinates, found " + std::to_string(data.pe.class_coords.rows) + " x " +
                   std::to_string(data.pe.class_coords.cols));
-    for (double v : data.pe.class_coords.data)
-      if (!std::isfinite(v)) input_error(in.class_coords + ": class coordinates must be finite");
+    const MatrixD& phi = data.pe.class_coords;
+    for (index_t k = 0; k < phi.rows; ++k)
+      for (index_t c = 0; c < phi.cols; ++c)
+        if (!(std::abs(phi(k, c)) <= kMaxClassCoordinate))
+          input_error("input.class_coords: " + in.class_coords + ", row " + std::to_string(k + 1) + ", column " +
+                      std::to_string(c + 1) + ": expected a finite map coordinate within [-1e6, 1e6] (map units: each "
+                      "class's Gaussian has width 1), found " + detail::number_text(phi(k, c)));
   }
   data.seconds_read = seconds_since(t0);
   return data;

@@ -119,12 +119,24 @@ Loaded load(const PlsvRunInput& in) {
   return L;
 }
 
-// The run's memory plan, checked against what the backend has (an input error when short).
-MemoryPlan check_plan(const Loaded& L, int topics, const Backend& backend) {
+// The run's memory plan, checked against what the backend has (an input error when short). When
+// the vocabulary's arrays are what does not fit, the message says what set W: a sparse file's
+// largest word id (2e9 in a file of a few words asks for tens of GiB), a header, the model's.
+MemoryPlan check_plan(const PlsvRunInput& in, const Loaded& L, int topics, const Backend& backend) {
   const MemoryInfo mem = backend.memory();
   const bool device = mem.device_bytes > 0;
   const MemoryPlan plan = plan_plsv(L.corpus.num_docs(), L.corpus.num_words, topics, L.corpus.nnz(), device);
-  check_memory_plan(plan, mem, device);
+  try {
+    check_memory_plan(plan, mem, device);
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    if (e.kind() != ErrorKind::input || m.compare(0, 13, "input.corpus:") != 0) throw;
+    const std::string origin = in.input.model.empty()
+                                   ? io::vocabulary_origin(in.spec, L.corpus)
+                                   : "the vocabulary of input.model " + in.input.model + " (" +
+                                         std::to_string(L.corpus.num_words) + " words)";
+    input_error(m + "; W = " + std::to_string(L.corpus.num_words) + " words, set by " + origin);
+  }
   return plan;
 }
 
@@ -146,7 +158,7 @@ PlsvPrepared prepare_plsv(const RunConfig& run) {
   p.L = load(p.in);
   p.backend = make_backend(run.device, run.threads);
   p.topics = p.in.input.model.empty() ? p.in.params.topics : static_cast<int>(p.L.model.topic_coords.rows);
-  p.plan = check_plan(p.L, p.topics, *p.backend);
+  p.plan = check_plan(p.in, p.L, p.topics, *p.backend);
   return p;
 }
 

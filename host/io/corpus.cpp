@@ -631,6 +631,52 @@ CorpusFormat parse_corpus_format(const std::string& name, const std::string& whe
 
 Corpus read_corpus(const CorpusSpec& spec) { return read_any(spec, nullptr); }
 
+std::string vocabulary_origin(const CorpusSpec& spec, const Corpus& c) {
+  const std::string& path = spec.path;
+  const std::string W = std::to_string(c.num_words);
+  const CorpusFormat format = spec.format == CorpusFormat::automatic ? detect_format(path) : spec.format;
+  if (format == CorpusFormat::text)
+    return "the " + W + " words the text keeps (input.text.min_df and max_vocab choose them)";
+  if (!spec.vocab.empty()) return "the word list " + in_quotes(spec.vocab) + " (" + W + " words)";
+  index_t largest = -1;  // the largest word id used, 0-based
+  for (std::int32_t w : c.word) largest = std::max<index_t>(largest, w);
+  // The line of the largest id (or of the declaration) is not kept while reading: the file is read
+  // again to find it, only for this message.
+  const std::string text = memory_sparse(path) ? std::string() : Source(path).read_all();
+  if (format == CorpusFormat::svmlight) {
+    const index_t base = spec.ids_from_zero ? 0 : 1;
+    index_t top = -1, top_line = 0;
+    std::vector<std::string_view> tok;
+    for_each_line(text, [&](index_t line_no, std::string_view line) {
+      split_words(line.substr(0, line.find('#')), tok);
+      for (size_t i = 1; i < tok.size(); ++i) {
+        index_t id = 0;
+        if (tok[i].compare(0, 4, "qid:") != 0 && parse_integer(tok[i].substr(0, tok[i].find(':')), id) && id > top)
+          top = id, top_line = line_no;
+      }
+      return true;
+    });
+    return at_line(path, top_line) + ", word id " + std::to_string(top) + ": W is the largest word id" +
+           (base ? "" : " + 1") + " when no word list (input.vocab) gives it";
+  }
+  // uci: the second header line declares W; mtx: the size line (the first after the banner and comments)
+  index_t declared = 0, seen = 0;
+  for_each_line(text, [&](index_t line_no, std::string_view line) {
+    const std::string t = trim(line);
+    if (t.empty() || (format == CorpusFormat::mtx && (line_no == 1 || t[0] == '%'))) return true;
+    if (++seen == (format == CorpusFormat::uci ? 2 : 1)) {
+      declared = line_no;
+      return false;
+    }
+    return true;
+  });
+  const std::string used = "; the largest word id used is " + std::to_string(largest + 1);
+  if (declared == 0) return in_quotes(path) + ", which declares W = " + W + used;
+  return at_line(path, declared) + (format == CorpusFormat::uci ? ", which declares W = " + W
+                                                                 : ", the size line, which declares " + W + " columns (words)") +
+         used;
+}
+
 Corpus read_corpus_with_vocab(const CorpusSpec& spec, const std::vector<std::string>& vocab) {
   if (vocab.empty()) input_error(in_quotes(spec.path) + ": the vocabulary to map the documents onto is empty");
   if (static_cast<index_t>(vocab.size()) > kMaxWords)

@@ -97,6 +97,12 @@ Corpus read_corpus(const CorpusSpec& spec);
 // Corpus::vocab = vocab; spec.vocab is not read. vocab must be the model's word list.
 Corpus read_corpus_with_vocab(const CorpusSpec& spec, const std::vector<std::string>& vocab);
 
+// What sets the vocabulary size W of a corpus that read_corpus(spec) returned, for a message about
+// something W sizes (a memory plan): an svmlight file's line with the largest word id, a UCI
+// header's or Matrix Market size line's declaration (with the largest id used), the word list, or
+// the text's vocabulary. The file is read again to find the line (this path only).
+std::string vocabulary_origin(const CorpusSpec& spec, const Corpus& c);
+
 // The built-in stop-word list (lower case, sorted).
 const std::vector<std::string>& english_stop_words();
 

@@ -129,15 +129,24 @@ MemoryPlan plan_plsv(index_t docs, index_t words, int topics, index_t nonzeros, 
   const double nz = static_cast<double>(docs) * topics, wz = static_cast<double>(words) * topics,
                nnz = static_cast<double>(nonzeros);
   const std::string remedy = "fewer topics (params.topics) or a smaller vocabulary (input.text.max_vocab)";
-  // Start (PE on the documents' topic posteriors) and the engine: P, R (N Z), theta and S (W Z), u and
-  // the word-major index (nnz).
+  // The vocabulary's arrays are named apart: W is the corpus's largest word id (or what its header
+  // declares), which a sparse file can set far above the words it uses.
+  const std::string fewer_ids = "a corpus of fewer word ids (W is its vocabulary size: an svmlight file's largest word "
+                            "id, or what a header or word list declares) or fewer topics (params.topics)";
+  // Start (PE on the documents' topic posteriors) and the engine: P, R (N Z), u and the word-major
+  // index (nnz); theta and S (W Z).
   p.add({"the start's document-topic posteriors, N Z doubles", "params.topics", remedy, 8.0 * nz, 0.0});
-  if (device)
-    p.add({"the PLSV engine's arrays (N Z, W Z and per nonzero) in float on the GPU", "params.topics", remedy,
-           4.0 * wz + 16.0 * nnz, 4.0 * (2 * nz + 2 * wz) + 24.0 * nnz});
-  else
-    p.add({"the PLSV engine's arrays (N Z, W Z and per nonzero) in double", "params.topics", remedy,
-           8.0 * (2 * nz + 2 * wz) + 24.0 * nnz, 0.0});
+  if (device) {
+    p.add({"the PLSV engine's document arrays (N Z and per nonzero) in float on the GPU", "params.topics", remedy,
+           16.0 * nnz, 8.0 * nz + 24.0 * nnz});
+    p.add({"the PLSV engine's word arrays, theta and its statistics (W Z) in float on the GPU", "input.corpus", fewer_ids,
+           4.0 * wz, 8.0 * wz});
+  } else {
+    p.add({"the PLSV engine's document arrays (N Z and per nonzero) in double", "params.topics", remedy,
+           16.0 * nz + 24.0 * nnz, 0.0});
+    p.add({"the PLSV engine's word arrays, theta and its statistics (W Z) in double", "input.corpus", fewer_ids, 16.0 * wz,
+           0.0});
+  }
   return p;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "orrery/interp.hpp"
+#include "orrery/math/hd.hpp"
 #include "orrery/types.hpp"
 
 namespace orrery {
@@ -26,7 +27,7 @@ struct PeSweep {
 template <class ObjectResult>
 void add_object(PeSweep& s, const ObjectResult& r, double objective) {
   s.objective += objective;
-  s.max_grad_sq = s.max_grad_sq > r.grad_sq ? s.max_grad_sq : r.grad_sq;
+  s.max_grad_sq = math::nan_max(s.max_grad_sq, static_cast<double>(r.grad_sq));  // a NaN norm must reach the stop test
   s.unconverged += r.converged ? 0 : 1;
   s.newton_steps += r.iterations;
   s.max_newton_steps = s.max_newton_steps > r.iterations ? s.max_newton_steps : r.iterations;
@@ -37,7 +38,7 @@ inline PeSweep combine_sweeps(const std::vector<PeSweep>& parts) {
   PeSweep t;
   for (const auto& s : parts) {
     t.objective += s.objective;
-    t.max_grad_sq = t.max_grad_sq > s.max_grad_sq ? t.max_grad_sq : s.max_grad_sq;
+    t.max_grad_sq = math::nan_max(t.max_grad_sq, s.max_grad_sq);
     t.unconverged += s.unconverged;
     t.newton_steps += s.newton_steps;
     t.max_newton_steps = t.max_newton_steps > s.max_newton_steps ? t.max_newton_steps : s.max_newton_steps;

@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "orrery/backend.hpp"
 #include "orrery/math/hd.hpp"
 
 using namespace orrery;
@@ -82,3 +83,21 @@ TEST(NanMax, ANaNAnywhereSurvivesEveryFold) {
 }
 
 }  // namespace
+
+// The CPU reference's PE sweep totals (orrery/backend.hpp) keep a NaN gradient norm too, in any
+// object and any chunk, so the CPU and the device agree on a NaN and the stop test sees it.
+TEST(NanMax, PeSweepTotalsKeepANaNGradientNorm) {
+  struct Object {
+    double grad_sq;
+    bool converged;
+    int iterations;
+  };
+  for (int at = 0; at < 3; ++at) {
+    PeSweep s;
+    for (int n = 0; n < 3; ++n) add_object(s, Object{n == at ? kNaN : 1.0 + n, true, 1}, 0.0);
+    EXPECT_TRUE(std::isnan(s.max_grad_sq)) << "NaN in object " << at;
+    std::vector<PeSweep> parts(3);
+    for (int c = 0; c < 3; ++c) parts[static_cast<size_t>(c)].max_grad_sq = c == at ? kNaN : 2.0 + c;
+    EXPECT_TRUE(std::isnan(combine_sweeps(parts).max_grad_sq)) << "NaN in chunk " << at;
+  }
+}

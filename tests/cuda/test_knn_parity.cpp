@@ -18,6 +18,7 @@
 #include "common/require_cuda.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/knn.hpp"
+#include "large.hpp"
 #include "parity.hpp"
 
 using namespace orrery;
@@ -66,6 +67,37 @@ KnnGraph expect_close(Backend& cpu, Backend& gpu, test::ParityCheck& check, cons
 
 using Run = std::function<void(Backend&, Backend&, test::ParityCheck&)>;
 
+// Some rows of X's graph from the CPU without the O(N^2) search: each row's k + 1 nearest among all
+// points (exact_knn_to, the same order and ties), less the row itself.
+KnnGraph sampled_rows(const MatrixD& X, const std::vector<index_t>& rows, int k) {
+  MatrixD Q(static_cast<index_t>(rows.size()), X.cols);
+  for (size_t q = 0; q < rows.size(); ++q)
+    for (index_t c = 0; c < X.cols; ++c) Q(static_cast<index_t>(q), c) = X(rows[q], c);
+  const KnnGraph all = exact_knn_to(X, Q, k + 1, 0);
+  KnnGraph out = sized_graph(static_cast<index_t>(rows.size()), k);
+  for (size_t q = 0; q < rows.size(); ++q) {
+    int kept = 0;
+    for (int l = 0; l <= k && kept < k; ++l) {
+      const size_t at = q * static_cast<size_t>(k + 1) + static_cast<size_t>(l);
+      if (all.index[at] == rows[q]) continue;
+      out.index[q * static_cast<size_t>(k) + static_cast<size_t>(kept)] = all.index[at];
+      out.dist2[q * static_cast<size_t>(k) + static_cast<size_t>(kept++)] = all.dist2[at];
+    }
+  }
+  return out;
+}
+
+// The device's whole graph under its default tiling, some rows compared with the CPU's: integer
+// coordinates, so the lists and the distances' bits are identical.
+void compare_sampled_rows(index_t n, Backend& gpu, test::ParityCheck& check) {
+  const MatrixD X = points(n, 8, 40, true);
+  const int k = 30;
+  const std::vector<index_t> rows = test::sample_rows(n, 64, 41);
+  const KnnGraph c = sampled_rows(X, rows, k), g = gpu.knn(X, k);
+  check.same("neighbours of the sampled rows", c.index, test::rows_of(g.index, rows, k));
+  check.same("squared distances of the sampled rows (bits)", bits(c.dist2), bits(test::rows_of(g.dist2, rows, k)));
+}
+
 }  // namespace
 
 std::vector<test::ParityCase> test::knn_gemm_parity_cases() {
@@ -110,6 +142,13 @@ std::vector<test::ParityCase> test::knn_gemm_parity_cases() {
     check.same("neighbours, another tiling", a.index, c.index);
     check.same("squared distances (bits), another tiling", bits(a.dist2), bits(c.dist2));
   });
+  // Large: 2^17 + 3 points, one search under the default tiling (marked large: the device side is
+  // the whole O(N^2) search; the CPU searches 64 rows), with a small twin for the CPU-only run.
+  add("default_tiling_N4099_d8_k30_sampled_rows",
+      [](Backend&, Backend& gpu, ParityCheck& check) { compare_sampled_rows(4099, gpu, check); });
+  out.push_back({"knn", "default_tiling_N131075_d8_k30_sampled_rows",
+                 [](Backend&, Backend& gpu, ParityCheck& check) { compare_sampled_rows(test::kLargeN, gpu, check); },
+                 true});
   return out;
 }
 

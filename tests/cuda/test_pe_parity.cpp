@@ -15,6 +15,7 @@
 #include "orrery/backend.hpp"
 #include "orrery/error.hpp"
 #include "orrery/pe.hpp"
+#include "large.hpp"
 #include "parity.hpp"
 
 using namespace orrery;
@@ -44,6 +45,8 @@ std::vector<Case> cases() {
       for (int D : {2, 3}) out.push_back(Case{N, K, D, seed++});
   out.push_back(Case{700, 3000, 3, seed++});
   out.push_back(Case{300, 10000, 2, seed++});
+  // Large: 2^17 + 3 objects (every object's Newton solve is O(K), so the CPU side stays cheap).
+  out.push_back(Case{test::kLargeN, 10, 2, seed++});
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include "orrery/backend.hpp"
 #include "orrery/parity.hpp"
 #include "orrery/plsv.hpp"
+#include "large.hpp"
 #include "parity.hpp"
 
 using namespace orrery;
@@ -73,6 +74,10 @@ std::vector<test::ParityCase> test::plsv_parity_cases() {
     out.push_back({"plsv", "em_" + k.name(),
                    [k](Backend& cpu, Backend& gpu, test::ParityCheck& check) { em_iterations(k, cpu, gpu, check); }});
   }
+  // Large: 2^17 + 3 documents (the engine's work is O(nnz x Z) on both sides).
+  const Case large{test::kLargeN, 200, 8, 2};
+  out.push_back({"plsv", "engine_" + large.name(),
+                 [large](Backend& cpu, Backend& gpu, test::ParityCheck& check) { engine_steps(large, cpu, gpu, check); }});
   return out;
 }
 

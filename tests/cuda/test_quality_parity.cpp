@@ -10,6 +10,7 @@
 #include "common/distances.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/quality.hpp"
+#include "large.hpp"
 #include "parity.hpp"
 
 using namespace orrery;
@@ -77,6 +78,15 @@ std::vector<test::ParityCase> test::quality_parity_cases() {
                    const MatrixD D = test::euclidean_distances(X);
                    same_rows(cpu.rank_rows(D, Y, 20, true, q), gpu.rank_rows(D, Y, 20, true, q), check,
                              "queries, distances: ");
+                 }});
+  // Large: the rank rows of 256 query points against all 2^17 + 3 points (O(queries x N) on both).
+  out.push_back({"quality", "query_subsample_N131075", [](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
+                   const MatrixD X = integer_points(test::kLargeN, 8, 10, 7), Y = integer_points(test::kLargeN, 2, 11, 600);
+                   QualityRequest req;
+                   req.queries = 256;
+                   req.seed = 12;
+                   const std::vector<index_t> q = quality_queries(test::kLargeN, req);
+                   same_rows(cpu.rank_rows(X, Y, 20, false, q), gpu.rank_rows(X, Y, 20, false, q), check, "queries: ");
                  }});
   return out;
 }

@@ -8,6 +8,7 @@
 #include "orrery/backend.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/snerv.hpp"
+#include "large.hpp"
 #include "parity.hpp"
 
 using namespace orrery;
@@ -62,6 +63,19 @@ std::vector<test::ParityCase> test::snerv_parity_cases() {
                      check.agree("re-ranked squared distances", "snerv.distances", rerank_candidates(g, c, 20).dist2,
                                  rerank_candidates(g, d, 20).dist2, 1.0);
                    }});
+  // Large: the listed pairs of 2^17 + 3 points drawn as the model's (O(N k) pairs on both sides),
+  // four pairs per point.
+  out.push_back({"snerv", "pairs_N131075_d12_K8_c4", [](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
+                   const Problem p = labelled_problem(7, 8);
+                   std::mt19937_64 rng(8);
+                   std::normal_distribution<double> z(0.0, 1.0);
+                   MatrixD X(test::kLargeN, 12);
+                   for (index_t n = 0; n < X.rows; ++n)
+                     for (index_t j = 0; j < X.cols; ++j) X(n, j) = z(rng) + (j == n % 4 ? 3.0 : 0.0);
+                   const KnnGraph g = test::line_knn(test::line_points(test::kLargeN), 4);
+                   check.agree("pair distances", "snerv.distances", cpu.learning_metric_pairs(p.model, X, g, 10),
+                               gpu.learning_metric_pairs(p.model, X, g, 10), 1.0);
+                 }});
   return out;
 }
 

@@ -48,6 +48,17 @@ void hssne_totals(const HssneTotals& r, const HssneTotals& d, Collector& c, cons
   c.add(when + " sum P log H", "hssne.totals", r.p_log_h, d.p_log_h);
 }
 
+// A proposal with momentum (from the previous iterate), accepted, then a gradient step (from the
+// velocity and gains): the steps that read the optimiser's state beyond the map.
+void momentum_and_gradient_steps(HssneEngine& ref, HssneEngine& dev, Collector& c, const std::string& when) {
+  hssne_totals(ref.propose(1.0, 0.8, 0.5), dev.propose(1.0, 0.8, 0.5), c, when + "propose with momentum:");
+  ref.accept();
+  dev.accept();
+  c.add(when + "accepted trial with momentum", "hssne.map", ref.coords().data, dev.coords().data);
+  hssne_totals(ref.gradient_step(2.0, 0.5, 50.0), dev.gradient_step(2.0, 0.5, 50.0), c, when + "gradient step:");
+  c.add(when + "after the gradient step", "hssne.map", ref.coords().data, dev.coords().data);
+}
+
 }  // namespace
 
 Comparisons compare_placement_engines(PlacementEngine& ref, PlacementEngine& dev, const PlacementParams& params,
@@ -110,13 +121,26 @@ Comparisons compare_hssne_engines(HssneEngine& ref, HssneEngine& dev, const Matr
   ref.accept();
   dev.accept();
   c.add("accepted trial", "hssne.map", ref.coords().data, dev.coords().data);
-  hssne_totals(ref.propose(1.0, 0.8, 0.5), dev.propose(1.0, 0.8, 0.5), c, "propose with momentum:");
-  ref.accept();
-  dev.accept();
-  c.add("second accepted trial", "hssne.map", ref.coords().data, dev.coords().data);
-  hssne_totals(ref.gradient_step(2.0, 0.5, 50.0), dev.gradient_step(2.0, 0.5, 50.0), c, "gradient step:");
-  c.add("after the gradient step", "hssne.map", ref.coords().data, dev.coords().data);
+  momentum_and_gradient_steps(ref, dev, c, "");
   hssne_sums(ref, dev, c, "after the steps:");
+  return c.out;
+}
+
+Comparisons compare_hssne_restore(HssneEngine& ref, HssneEngine& dev, const HssneState& s) {
+  Collector c;
+  hssne_totals(ref.restore(s), dev.restore(s), c, "restored:");
+  const HssneState r = ref.state(), d = dev.state();
+  c.add("restored map", "exact", s.y.data, d.y.data);
+  c.add("restored previous iterate", "exact", s.prev.data, d.prev.data);
+  c.add("restored velocity", "exact", s.velocity.data, d.velocity.data);
+  c.add("restored gains", "exact", s.gains.data, d.gains.data);
+  c.add("the reference's restored map", "exact", s.y.data, r.y.data);
+  hssne_sums(ref, dev, c, "restored:");
+  momentum_and_gradient_steps(ref, dev, c, "restored, ");
+  // (not the gains: a point whose gradient is within rounding of 0 may flip its gain's update on one
+  // side, which moves it by nothing)
+  const HssneState r2 = ref.state(), d2 = dev.state();
+  c.add("restored, velocity after the step", "hssne.map", r2.velocity.data, d2.velocity.data);
   return c.out;
 }
 

@@ -74,6 +74,11 @@ Comparisons compare_pe_engines(PeEngine& ref, PeEngine& dev, const MatrixD& R, c
 // HSSNE: the sums and totals at Y, then a fixed-point proposal with exaggeration, a damping, the
 // accepted trial, a proposal with momentum, a gradient step, and the sums after.
 Comparisons compare_hssne_engines(HssneEngine& ref, HssneEngine& dev, const MatrixD& Y);
+// HSSNE checkpoint: a saved state (from any engine: the CPU's, to resume on a device) restored into
+// both, read back (exactly what went in), the totals and sums there, then a proposal with momentum
+// (from the restored previous iterate) and a gradient step (from the restored velocity and gains).
+struct HssneState;
+Comparisons compare_hssne_restore(HssneEngine& ref, HssneEngine& dev, const HssneState& s);
 // NeRV: cost and gradient at Y, then one conjugate-gradient round (direction, dots, a trial point
 // with its cost and gradient, acceptance, the next direction).
 Comparisons compare_nerv_engines(NervEngine& ref, NervEngine& dev, const MatrixD& Y);

@@ -5,6 +5,7 @@
 // identical.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -14,29 +15,67 @@
 #include "orrery/hssne.hpp"
 #include "orrery/interp.hpp"
 #include "orrery/knn.hpp"
+#include "orrery/math/neighbor.hpp"
 #include "orrery/parity.hpp"
+#include "inputs.hpp"
+#include "large.hpp"
 #include "parity.hpp"
 
 using namespace orrery;
 
 namespace {
 
-MatrixD gaussian_points(index_t n, index_t d, unsigned seed, double scale) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> z(0.0, scale);
-  MatrixD M(n, d);
-  for (double& v : M.data) v = z(rng);
-  return M;
-}
-
-// Clustered input so that the affinities have structure.
-MatrixD clustered(index_t n, index_t d, unsigned seed) {
-  MatrixD X = gaussian_points(n, d, seed, 1.0);
-  for (index_t i = 0; i < n; ++i) X(i, 0) += 6.0 * static_cast<double>(i % 4);
-  return X;
-}
+using test::clustered;
+using test::gaussian_points;
 
 std::string tail(double alpha) { return "_alpha" + std::to_string(static_cast<int>(std::lround(alpha * 10))); }
+
+// Sparse affinities of n points on a line (tests/cuda/large.hpp): 15 neighbours each, found in O(n k).
+AffinityResult line_affinities(index_t n) { return affinities_from_knn(test::line_knn(test::line_points(n), 15), 5.0); }
+
+// Row i's sums at Y with the engines' per-pair function (math/neighbor.hpp) in double: the repulsion
+// over every other point, the attraction over the row's list.
+template <int D>
+math::HssneRow<double, D> row_sums(const SparseAffinity& P, const MatrixD& Y, double alpha, index_t i) {
+  math::HssneRow<double, D> acc;
+  const double* yi = &Y.data[static_cast<size_t>(i * D)];
+  for (index_t j = 0; j < Y.rows; ++j)
+    if (j != i) math::hssne_accumulate<double, D>(yi, &Y.data[static_cast<size_t>(j * D)], 0.0, alpha, true, acc);
+  for (index_t q = P.row_ptr[static_cast<size_t>(i)]; q < P.row_ptr[static_cast<size_t>(i) + 1]; ++q)
+    math::hssne_accumulate<double, D>(yi, &Y.data[static_cast<size_t>(P.col[static_cast<size_t>(q)] * D)],
+                                      P.val[static_cast<size_t>(q)], alpha, false, acc);
+  return acc;
+}
+
+// The exact pairs' sums of a sample of rows: the device's engine over all n^2 pairs (at n >= 2^17
+// its pair indices pass 2^32 and the pairs run in one chunk), the same rows on the host.
+template <int D>
+void exact_rows(index_t n, double alpha, Backend& device, test::ParityCheck& check) {
+  const AffinityResult aff = line_affinities(n);
+  const MatrixD Y = gaussian_points(n, D, 21, 3.0 * std::sqrt(static_cast<double>(n) / 3000.0));
+  auto engine = device.make_hssne(aff.sparse, alpha, D);
+  engine->start(Y);
+  HssneSums s;
+  engine->current_sums(s);
+  const std::vector<index_t> rows = test::sample_rows(n, 40, 22);
+  std::vector<double> h, hs, a, plh, hsy, ay;
+  for (index_t i : rows) {
+    const math::HssneRow<double, D> r = row_sums<D>(aff.sparse, Y, alpha, i);
+    h.push_back(r.h_sum), hs.push_back(r.hs_sum), a.push_back(r.a_sum), plh.push_back(r.p_log_h);
+    for (int d = 0; d < D; ++d) hsy.push_back(r.hsy[d]), ay.push_back(r.ay[d]);
+  }
+  check.agree("sampled rows: h", "hssne.row_sums", h, test::rows_of(s.h, rows));
+  check.agree("sampled rows: hs", "hssne.row_sums", hs, test::rows_of(s.hs, rows));
+  check.agree("sampled rows: a", "hssne.attraction", a, test::rows_of(s.a, rows));
+  check.agree("sampled rows: p log h", "hssne.attraction", plh, test::rows_of(s.p_log_h, rows));
+  // The y-weighted sums partly cancel: against their weights' row sums times the map's extent.
+  double hs_max = 0, a_max = 0, y_max = 0;
+  for (double v : hs) hs_max = std::max(hs_max, std::abs(v));
+  for (double v : a) a_max = std::max(a_max, std::abs(v));
+  for (double v : Y.data) y_max = std::max(y_max, std::abs(v));
+  check.agree("sampled rows: hsy", "hssne.weighted_sums", hsy, test::rows_of(s.hsy.data, rows, D), hs_max * y_max);
+  check.agree("sampled rows: ay", "hssne.weighted_sums", ay, test::rows_of(s.ay.data, rows, D), a_max * y_max);
+}
 
 }  // namespace
 
@@ -116,6 +155,39 @@ std::vector<test::ParityCase> test::hssne_parity_cases() {
                    check.add(compare_hssne_engines(*cpu.make_hssne(aff.sparse, 1.0, 3, rep),
                                                    *gpu.make_hssne(aff.sparse, 1.0, 3, rep), Y));
                  }});
+  // A checkpoint's state taken from the CPU engine after a few steps (previous iterate, velocity and
+  // gains all away from their starts) and restored into the device's engine: it follows the CPU.
+  for (int dim : {2, 3})
+    out.push_back({"hssne", "state_from_the_cpu_N1337_D" + std::to_string(dim) + "_alpha10",
+                   [dim](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
+                     const AffinityResult aff = affinities_sparse(clustered(1337, 6, 31), 12.0);
+                     auto source = cpu.make_hssne(aff.sparse, 1.0, dim);
+                     source->start(gaussian_points(1337, dim, 32, 3.0));
+                     source->propose(4.0, 1.0, 0.0);
+                     source->accept();
+                     source->gradient_step(4.0, 0.5, 50.0);
+                     source->gradient_step(4.0, 0.5, 50.0);
+                     const HssneState s = source->state();
+                     check.add(compare_hssne_restore(*cpu.make_hssne(aff.sparse, 1.0, dim),
+                                                     *gpu.make_hssne(aff.sparse, 1.0, dim), s));
+                   }});
+  // Large: 2^17 + 3 points on the grid (every point's sums from the interpolation, the grid ~190
+  // nodes across), and a sample of rows of the exact pairs (the device's O(N^2) pass; marked large,
+  // with a small twin that the CPU-only run checks the same code with).
+  out.push_back({"hssne", "grid_N131075_D2_alpha10", [](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
+                   const AffinityResult aff = line_affinities(test::kLargeN);
+                   const MatrixD Y = gaussian_points(test::kLargeN, 2, 23, 6.0);
+                   HssneRepulsion rep;
+                   rep.interpolated = true;
+                   check.add(compare_hssne_engines(*cpu.make_hssne(aff.sparse, 1.0, 2, rep),
+                                                   *gpu.make_hssne(aff.sparse, 1.0, 2, rep), Y));
+                 }});
+  out.push_back({"hssne", "pair_rows_N3001_D3_alpha5", [](Backend&, Backend& gpu, test::ParityCheck& check) {
+                   exact_rows<3>(3001, 0.5, gpu, check);
+                 }});
+  out.push_back({"hssne", "pair_rows_N131075_D2_alpha10",
+                 [](Backend&, Backend& gpu, test::ParityCheck& check) { exact_rows<2>(test::kLargeN, 1.0, gpu, check); },
+                 true});
   return out;
 }
 
@@ -150,57 +222,3 @@ std::vector<test::ParityCase> test::knn_parity_cases() {
 
 INSTANTIATE_PARITY(Hssne, test::hssne_parity_cases());
 INSTANTIATE_PARITY(Knn, test::knn_parity_cases());
-
-// A few iterations of each optimiser over both exaggeration phases follow the CPU step for step,
-// and repeat bit for bit.
-TEST(HssneParityFit, FitsFollowTheCpuAndRepeatBitForBit) {
-  ORRERY_REQUIRE_CUDA();
-  auto cpu = make_backend("cpu", 0), gpu = make_backend("cuda", 0);
-  const index_t n = 900;
-  const AffinityResult aff = affinities_sparse(clustered(n, 8, 5), 15.0);
-  HssneParams prm;
-  prm.max_iter = 8;
-  prm.exaggeration_iter = 4;  // both phases, and the momentum restarted between them
-  prm.tol = 0.0;
-  for (const HssneOptimizer opt : {HssneOptimizer::fixed_point, HssneOptimizer::gradient}) {
-    test::ParityCheck check("hssne/fit " + enum_name(opt));
-    prm.optimizer = opt;
-    const HssneResult c = fit_hssne(aff.sparse, prm, 7, *cpu);
-    const HssneResult g1 = fit_hssne(aff.sparse, prm, 7, *gpu);
-    const HssneResult g2 = fit_hssne(aff.sparse, prm, 7, *gpu);
-    EXPECT_EQ(g1.coords.data, g2.coords.data) << check.where();
-    EXPECT_EQ(g1.objective_trace, g2.objective_trace) << check.where();
-    check.same("evaluations (the same steps: restarts, damping)", std::vector<int>{c.evaluations},
-               std::vector<int>{g1.evaluations});
-    check.same("restarts", std::vector<int>{c.restarts}, std::vector<int>{g1.restarts});
-    check.agree("objective trace", "hssne.trace", c.objective_trace, g1.objective_trace);
-    check.agree("map", "hssne.map", c.coords.data, g1.coords.data);
-  }
-  EXPECT_EQ(device_guard_violations(), "");
-}
-
-// The gradient optimiser on interpolated repulsion over both phases: the same steps as the CPU's
-// grid to its rounding, and the same bits twice.
-TEST(HssneParityFit, GridFitsFollowTheCpuAndRepeatBitForBit) {
-  ORRERY_REQUIRE_CUDA();
-  auto cpu = make_backend("cpu", 0), gpu = make_backend("cuda", 0);
-  const AffinityResult aff = affinities_sparse(clustered(2500, 8, 15), 20.0);
-  HssneParams prm;
-  prm.max_iter = 12;
-  prm.exaggeration_iter = 6;
-  prm.tol = 0.0;
-  prm.repulsion = HssneRepulsionMode::interpolated;
-  prm.optimizer = HssneOptimizer::gradient;
-  for (int dim : {2, 3}) {
-    prm.dim = dim;
-    test::ParityCheck check("hssne/grid fit D" + std::to_string(dim));
-    const HssneResult c = fit_hssne(aff.sparse, prm, 7, *cpu);
-    const HssneResult g1 = fit_hssne(aff.sparse, prm, 7, *gpu);
-    const HssneResult g2 = fit_hssne(aff.sparse, prm, 7, *gpu);
-    EXPECT_EQ(g1.coords.data, g2.coords.data) << check.where();
-    EXPECT_EQ(g1.objective_trace, g2.objective_trace) << check.where();
-    check.agree("objective trace", "hssne.trace", c.objective_trace, g1.objective_trace);
-    check.agree("map", "hssne.map", c.coords.data, g1.coords.data);
-  }
-  EXPECT_EQ(device_guard_violations(), "");
-}

@@ -163,9 +163,12 @@ Checks check_ne(const RunConfig& run, Backend& ref, Backend& dev, int iterations
   if (m == "hssne") {
     const HssneParams& p = cfg.hssne;
     const MatrixD Y = gaussian(N, p.dim, run.seed, p.init_scale);
+    // The engines repel as the run's would (the grid where the config or `auto` gives it), so a
+    // grid config compares the grid's sums engine against engine, not only through the fit's trace.
+    const HssneRepulsion rep = resolve_repulsion(p, N, ref);
     if (plan.sparse)
-      out.push_back({"hssne engine", compare_hssne_engines(*ref.make_hssne(aff.sparse, p.alpha, p.dim),
-                                                           *dev.make_hssne(aff.sparse, p.alpha, p.dim), Y)});
+      out.push_back({"hssne engine", compare_hssne_engines(*ref.make_hssne(aff.sparse, p.alpha, p.dim, rep),
+                                                           *dev.make_hssne(aff.sparse, p.alpha, p.dim, rep), Y)});
     else
       out.push_back({"hssne engine", compare_hssne_engines(*ref.make_hssne(aff.dense, p.alpha, p.dim),
                                                            *dev.make_hssne(aff.dense, p.alpha, p.dim), Y)});

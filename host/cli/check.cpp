@@ -148,7 +148,7 @@ Checks check_ne(const RunConfig& run, Backend& ref, Backend& dev, int iterations
     MatrixD U = d.X;
     for (double& v : U.data) v /= scale;
     ClassMixtureParams unit = cfg.input.metric;
-    unit.width = cfg.input.metric.width / scale;
+    unit.width = std::ldexp(cfg.input.metric.width, -d.scale_exponent) / scale;  // given in input units; X is in 2^e's
     const ClassMixture model = fit_class_mixture(U, d.labels, unit, run.seed, ref.threads());
     metric = ref.learning_metric_distances(model, U, cfg.input.metric.pieces);
     out.push_back({"learning-metric distances",

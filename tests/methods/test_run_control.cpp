@@ -8,6 +8,7 @@
 
 #include "optim/cg.hpp"
 #include "optim/lbfgs.hpp"
+#include "common/stop_control.hpp"
 #include "orrery/run_control.hpp"
 
 using namespace orrery;
@@ -28,26 +29,6 @@ double rosenbrock(const std::vector<double>& x, std::vector<double>& g) {
   return f;
 }
 
-// Stops after iteration `stop_at` (saving the state there), or resumes from `saved`.
-class Control final : public RunControl {
- public:
-  explicit Control(int stop_at) : stop_at_(stop_at) {}
-  const RunState* resume() const override { return resuming_ ? &saved_ : nullptr; }
-  void safe_point(int iteration, const std::function<RunState()>& capture) override {
-    iterations_seen.push_back(iteration);
-    if (resuming_ || iteration != stop_at_) return;
-    saved_ = capture();
-    throw Interrupted("stopped");
-  }
-  void start_resume() { resuming_ = true; }
-  std::vector<int> iterations_seen;
-
- private:
-  int stop_at_;
-  bool resuming_ = false;
-  RunState saved_;
-};
-
 // Stopped after every iteration k in turn (the state differs from one to the next: a line search
 // that backtracked, a restart, a pair dropped), each resume must end where the full run does.
 template <class Minimise>
@@ -56,17 +37,17 @@ void expect_resume_is_exact(const char* name, Minimise minimise) {
   const auto full = minimise(x_full, nullptr);
   ASSERT_GT(full.first, 25) << name << ": needs more iterations than the stops";
   for (int k = 1; k <= 24; ++k) {
-    Control control(k);
+    test::StopControl control(k);
     std::vector<double> x(6, -1.2);
     EXPECT_THROW(minimise(x, &control), Interrupted) << name;
-    EXPECT_EQ(control.iterations_seen.size(), static_cast<size_t>(k)) << name << ": one safe point per iteration";
-    control.start_resume();
+    EXPECT_EQ(control.iterations.size(), static_cast<size_t>(k)) << name << ": one safe point per iteration";
+    control.continue_next();
     std::vector<double> x_resumed(6, 7.0);  // the saved state, not this start, is where it continues
     const auto resumed = minimise(x_resumed, &control);
     EXPECT_EQ(resumed.first, full.first) << name << " stopped at " << k;
     EXPECT_EQ(resumed.second, full.second) << name << " stopped at " << k << ": evaluations, objective, trace";
     EXPECT_EQ(x_resumed, x_full) << name << " stopped at " << k;
-    EXPECT_EQ(control.iterations_seen[static_cast<size_t>(k)], k + 1) << name << ": the resumed run's first safe point";
+    EXPECT_EQ(control.iterations[static_cast<size_t>(k)], k + 1) << name << ": the resumed run's first safe point";
   }
 }
 

@@ -202,7 +202,7 @@ int run_ne_bench(int argc, char** argv) {
                          {"knn5_accuracy", bench::knn5_all_points(fit.coords, labels)}, {"kl", kl(fit.coords)},
                          {"evaluations", fit.evaluations}, {"restarts", fit.restarts}, {"damped_steps", fit.damped_steps}};
         line(N, std::to_string(seed), "orrery " + optimizer, run["orrery"], secs);
-        if (!map_svg.empty()) {  // orrery's map with every point drawn (the README's picture)
+        if (!map_svg.empty()) {  // orrery's map with every point drawn (the picture of README.md and docs/hssne.md)
           report::MapPicture pic;
           pic.objects = fit.coords;
           pic.colour_index = labels;

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The README's NeRV picture: a map beside its mean precision/recall curve.
+"""The NeRV picture of docs/nerv.md: a map beside its mean precision/recall curve.
 
 Usage: /usr/bin/python3 scripts/nerv_figure.py IMAGES.npy LABELS.txt OUT.png RUN_DIR [RUN_DIR ...]
 

@@ -1,5 +1,5 @@
 // Field tables: one table per Params struct (and per method's input keys) drives the JSON reader,
-// the `orrery defaults` listing, the report's config echo and the README reference, so each
+// the `orrery defaults` listing, the report's config echo and the parameter tables of docs/, so each
 // default, range and meaning is written once (next to the struct) and cannot drift between them.
 //
 // A field is a member of one of these types: int, index_t (counts beyond 2^31), double, bool,
@@ -115,7 +115,7 @@ struct Field {
   bool min_exclusive = false;
 };
 
-// What `orrery defaults` and the README print for one field.
+// What `orrery defaults` and the docs' parameter tables print for one field.
 struct FieldInfo {
   std::string key, type, default_text, range_text, doc;
 };

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "bench_common.hpp"
+#include "orrery/clock.hpp"
 #include "orrery/error.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/pca.hpp"
@@ -25,8 +26,6 @@
 namespace orrery {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // The fraction of the exact lists' k-th-distance balls that the approximate lists cover.
 double recall_against(const KnnGraph& exact, const KnnGraph& approx) {
@@ -97,7 +96,7 @@ int run_knn_bench(int argc, char** argv) {
     for (size_t d = 0; run_exact && d < devices.size(); ++d) {
       t = Clock::now();
       KnnGraph g = devices[d].backend->knn(Xp, k);
-      const double s = since(t);
+      const double s = seconds_since(t);
       if (d == 0) exact = std::move(g), exact_s = s;
       const double agreement = d == 0 ? 1.0 : recall_against(exact, g);
       const std::string name = "exact " + devices[d].label;
@@ -113,13 +112,13 @@ int run_knn_bench(int argc, char** argv) {
       t = Clock::now();
       // the serial build's end: the first progress report past the N insertions
       const KnnGraph g = approximate_knn(Xp, k, seed, threads, p, [&](index_t done, index_t) {
-        if (build_s == 0 && done > N) build_s = since(t);
+        if (build_s == 0 && done > N) build_s = seconds_since(t);
       });
-      const double search_s = since(t);
+      const double search_s = seconds_since(t);
       const double recall = run_exact ? recall_against(exact, g) : std::nan("");
       t = Clock::now();
       const KnnRecall est = estimate_knn_recall(Xp, g, sample, seed, threads);
-      const double est_s = since(t);
+      const double est_s = seconds_since(t);
       const std::string name = "hnsw " + std::to_string(p.M) + ":" + std::to_string(p.ef_construction) + ":" +
                                std::to_string(p.ef_search) + (p.parallel_build ? "p" : "");
       std::printf("%6lld %4d %-16s %9.2f %9.2f %9.4f %8.4f %8.2f %9.2f %7.2f\n", static_cast<long long>(N), k,

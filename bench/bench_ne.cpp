@@ -19,6 +19,7 @@
 #include "io/writers.hpp"
 #include "orrery/affinity.hpp"
 #include "orrery/backend.hpp"
+#include "orrery/clock.hpp"
 #include "orrery/knn.hpp"
 #include "cli/ne_config.hpp"
 #include "orrery/pca.hpp"
@@ -177,13 +178,13 @@ int run_ne_bench(int argc, char** argv) {
         input_error("hssne: --neighbors takes auto, exact or approximate, not '" + neighbors + "'");
       const auto t_common = std::chrono::steady_clock::now();
       const AffinityResult P = sparse ? affinities_sparse(X, perplexity, threads) : affinities_dense(X, perplexity, threads);
-      const double common_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_common).count();
+      const double common_s = seconds_since(t_common);
       const auto t_own = std::chrono::steady_clock::now();
       const AffinityResult own =
           approx ? affinities_from_knn(approximate_knn(X, sparse_neighbours(perplexity), seed, threads), perplexity, threads)
                  : AffinityResult();
       const double aff_s =
-          approx ? std::chrono::duration<double>(std::chrono::steady_clock::now() - t_own).count() : common_s;
+          approx ? seconds_since(t_own) : common_s;
       const AffinityResult& mine = approx ? own : P;
       const auto kl = [&](const MatrixD& Y) {
         return sparse ? hssne_objective(P.sparse, Y, 1.0, nullptr, threads) : hssne_objective(P.dense, Y, 1.0, nullptr, threads);
@@ -194,7 +195,7 @@ int run_ne_bench(int argc, char** argv) {
         const auto t_fit = std::chrono::steady_clock::now();
         const HssneResult fit =
             sparse ? fit_hssne(mine.sparse, prm, seed, threads) : fit_hssne(mine.dense, {}, prm, seed, threads);
-        secs = aff_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - t_fit).count();
+        secs = aff_s + seconds_since(t_fit);
         // one evaluation = one pass over all N (N - 1) ordered pairs
         const double pairs = static_cast<double>(N) * (N - 1) * fit.evaluations;
         run["orrery"] = {{"seconds", secs}, {"affinity_seconds", aff_s}, {"pairs_per_second", pairs / secs},

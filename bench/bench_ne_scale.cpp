@@ -16,6 +16,7 @@
 #include "cli/ne_config.hpp"
 #include "orrery/affinity.hpp"
 #include "orrery/backend.hpp"
+#include "orrery/clock.hpp"
 #include "orrery/config.hpp"
 #include "orrery/error.hpp"
 #include "orrery/hssne.hpp"
@@ -26,8 +27,6 @@
 namespace orrery {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // gpu-vs-cpu's KL sums every pair on the host in double, O(N^2): up to this many points.
 constexpr index_t kExactKlMaxPoints = 200000;
@@ -99,7 +98,7 @@ int run_ne_scale_bench(int argc, char** argv) {
     const std::vector<int> labels(data.labels.begin(), data.labels.begin() + N);
     const auto t0 = Clock::now();
     const MatrixD Xp = pca > 0 ? pca_project(X, pca, threads) : X;
-    const double pca_s = since(t0);
+    const double pca_s = seconds_since(t0);
     std::vector<double> first_totals;  // the first device's total_s per tail, the tot/dev1 column's base
     for (const bench::Device& device : devices) {
       Backend& backend = *device.backend;
@@ -115,10 +114,10 @@ int run_ne_scale_bench(int argc, char** argv) {
       } else {
         graph = backend.knn(Xp, k);
       }
-      const double knn_s = since(t1);
+      const double knn_s = seconds_since(t1);
       const AffinityResult aff = affinities_from_knn(graph, perplexity, threads);
       graph = KnnGraph();
-      const double aff_s = since(t1);
+      const double aff_s = seconds_since(t1);
       double alpha_one_fit = std::nan("");
       for (size_t a = 0; a < alphas.size(); ++a) {
         HssneParams prm;
@@ -131,7 +130,7 @@ int run_ne_scale_bench(int argc, char** argv) {
         const HssneParams resolved = resolve_optimizer(prm, N, rep);
         const auto t2 = Clock::now();
         const HssneResult fit = fit_hssne(aff.sparse, prm, 1, backend);
-        const double fit_s = since(t2);
+        const double fit_s = seconds_since(t2);
         if (alphas[a] == 1.0) alpha_one_fit = fit_s;
         const double pairs = static_cast<double>(N) * (N - 1);
         // One plain fixed-point step at the final map (the step, the sums of every point, the totals
@@ -145,7 +144,7 @@ int run_ne_scale_bench(int argc, char** argv) {
           const HssneStageTimes before = engine->stage_times();
           const auto t3 = Clock::now();
           for (int r = 0; r < steps; ++r) engine->propose(1.0, 1.0, 0.0);
-          step_s = since(t3) / steps;
+          step_s = seconds_since(t3) / steps;
           // One evaluation at the final map split into its stages (the grid's or all pairs, then the attraction).
           const HssneStageTimes after = engine->stage_times();
           const double per = 1e3 / (after.evaluations - before.evaluations);
@@ -163,7 +162,7 @@ int run_ne_scale_bench(int argc, char** argv) {
         req.seed = 1;  // the default rule: all points up to kQualitySampleAbove, a seeded sample above
         const auto t4 = Clock::now();
         const double acc = evaluate_quality(fit.coords, fit.coords, labels, req, &backend).at_k[0].knn_accuracy;
-        const double qual_s = since(t4);
+        const double qual_s = seconds_since(t4);
         const double total = pca_s + aff_s + fit_s;
         if (&device == &devices.front()) first_totals.push_back(total);
         const double vs_alpha_one = fit_s / alpha_one_fit, vs_first = total / first_totals[a];
@@ -243,7 +242,7 @@ int run_gpu_vs_cpu_bench(int argc, char** argv) {
   std::printf("gpu-vs-cpu: %s, N %lld, PCA %d, perplexity %g, alpha %g, %d-D, %d iterations, seed %llu; P from exact "
               "neighbours on %s in %.2f s\n",
               source.c_str(), static_cast<long long>(N), pca, perplexity, alpha, dim, iters, seed,
-              searcher->name().c_str(), since(t));
+              searcher->name().c_str(), seconds_since(t));
   std::printf("%-8s %9s %6s %8s %9s %10s %9s %10s %s\n", "device", "fit_s", "iters", "5nn", "KL", "|d 5nn|", "d KL rel",
               "fit ratio", "within targets");
   json records = json::array();
@@ -258,7 +257,7 @@ int run_gpu_vs_cpu_bench(int argc, char** argv) {
     const HssneRepulsion rep = resolve_repulsion(prm, N, *device.backend);
     t = Clock::now();
     const HssneResult fit = fit_hssne(aff.sparse, prm, seed, *device.backend);
-    const double fit_s = since(t);
+    const double fit_s = seconds_since(t);
     const double knn5 = bench::knn5_all_points(fit.coords, labels, threads);
     const double kl = N <= kExactKlMaxPoints ? hssne_objective(aff.sparse, fit.coords, alpha, nullptr, threads) : std::nan("");
     const bool first = &device == &devices.front();

@@ -27,6 +27,7 @@
 #include "io/readers.hpp"
 #include "orrery/affinity.hpp"
 #include "orrery/backend.hpp"
+#include "orrery/clock.hpp"
 #include "orrery/error.hpp"
 #include "orrery/nerv.hpp"
 #include "orrery/pca.hpp"
@@ -36,8 +37,6 @@
 namespace orrery {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 using bench::count_list;
 using bench::opt;
@@ -70,7 +69,7 @@ FashionModel fashion_model(const std::string& dir, index_t N, int d, bool unit_s
   prm.folds = 3;
   const auto t0 = Clock::now();
   f.model = fit_class_mixture(f.X, labels, prm, 1, threads);
-  f.seconds = since(t0);
+  f.seconds = seconds_since(t0);
   return f;
 }
 
@@ -94,11 +93,11 @@ int run_nerv_bench(int argc, char** argv) {
     const MatrixD X = fashion(opt(o, "--data", "/usr/share/datasets/fashion-mnist"), N, &labels);
     const auto t0 = Clock::now();
     const MatrixD Xp = pca > 0 ? pca_project(X, pca, backend->threads()) : X;
-    const double pca_s = since(t0);
+    const double pca_s = seconds_since(t0);
     const auto t1 = Clock::now();
     const AffinityResult aff = mode == "dense" ? affinities_dense(Xp, 30.0, backend->threads())
                                                : affinities_sparse(Xp, 30.0, backend->threads());
-    const double aff_s = since(t1);
+    const double aff_s = seconds_since(t1);
     std::stringstream precisions(opt(o, "--precision", enum_name(NervParams().precision)));
     for (std::string precision; std::getline(precisions, precision, ',');) {
       NervParams prm;
@@ -107,7 +106,7 @@ int run_nerv_bench(int argc, char** argv) {
       const auto t2 = Clock::now();
       const NervResult fit = mode == "dense" ? fit_nerv(aff.conditional, aff.beta, prm, 1, *backend)
                                              : fit_nerv(aff.sparse_conditional, aff.beta, prm, 1, *backend);
-      const double fit_s = since(t2);
+      const double fit_s = seconds_since(t2);
       QualityRequest req;
       req.ks = {5};
       req.curve = false;
@@ -147,7 +146,7 @@ int run_snerv_distance_bench(int argc, char** argv) {
       const double model_s = f.seconds;
       const auto t1 = Clock::now();
       const MatrixD D = backend->learning_metric_distances(m, X, pieces);
-      const double dist_s = since(t1);
+      const double dist_s = seconds_since(t1);
       const double pairs = 0.5 * static_cast<double>(N) * static_cast<double>(N - 1);
       std::printf("%7lld %5lld %4lld %8.2f %10.3f %14.4g\n", static_cast<long long>(N), static_cast<long long>(d),
                   static_cast<long long>(m.centres.rows), model_s, dist_s, pairs / dist_s);
@@ -186,12 +185,12 @@ int run_snerv_paths_bench(int argc, char** argv) {
     const MatrixD D = backend->learning_metric_distances(m, X, pieces);
     const KnnGraph ge = knn_from_distance_matrix(D, k, backend->threads());
     const AffinityResult ae = affinities_from_knn(ge, perplexity, backend->threads());
-    const double exact_s = since(t1);
+    const double exact_s = seconds_since(t1);
     // the candidate path: Euclidean candidates, their metric distances, the re-rank, the affinities
     const auto t2 = Clock::now();
     const KnnGraph gc = metric_knn(m, X, k, c, pieces, false, {}, 1, *backend);
     const AffinityResult ac = affinities_from_knn(gc, perplexity, backend->threads());
-    const double cand_s = since(t2);
+    const double cand_s = seconds_since(t2);
     index_t found = 0;
     for (index_t i = 0; i < N; ++i) {
       const std::set<index_t> s(ge.neighbours(i), ge.neighbours(i) + k);
@@ -261,7 +260,7 @@ int run_snerv_cv_bench(int argc, char** argv) {
     const cli::RunConfig run = cli::read_run_config("/tmp/orrery_bench_snerv_cv.json");
     const json r =
         method == "snerv" && cv_only ? cli::cross_validate_snerv(run, !progress) : cli::run_ne(run, !progress);
-    const double secs = since(t0);
+    const double secs = seconds_since(t0);
     const json& cv = r["cross_validation"];
     std::printf("%-8s %6s %-6s %12.4f %s  (%.1f s)\n", data.c_str(), n.c_str(), method.c_str(),
                 cv["mean_knn5_test_error"].get<double>(), cv["knn5_test_error"].dump().c_str(), secs);

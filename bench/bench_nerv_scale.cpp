@@ -24,6 +24,7 @@
 #include "bench_common.hpp"
 #include "orrery/affinity.hpp"
 #include "orrery/backend.hpp"
+#include "orrery/clock.hpp"
 #include "orrery/error.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/nerv.hpp"
@@ -33,10 +34,8 @@
 namespace orrery {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 // nerv-fit's exact cost of a final map sums every pair on the host, O(N^2): up to this many points.
 constexpr index_t kExactCostMaxPoints = 100000;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 struct Prepared {
   MatrixD X;  // after PCA
@@ -58,17 +57,17 @@ Prepared prepare(const bench::LabelledImages& all, index_t N, int pca, Backend& 
   p.labels.assign(all.labels.begin(), all.labels.begin() + N);
   auto t = Clock::now();
   p.X = pca > 0 ? pca_project(X, pca, backend.threads()) : std::move(X);
-  p.pca_s = since(t);
+  p.pca_s = seconds_since(t);
   const int k = static_cast<int>(std::ceil(3 * 30.0));
   t = Clock::now();
   p.approximate_neighbours = neighbors == "approximate" ||
                              (neighbors == "auto" && N > 5000 && backend.name().rfind("cpu", 0) == 0);
   const KnnGraph g = p.approximate_neighbours ? approximate_knn(p.X, k, 1, backend.threads())
                                               : backend.knn(p.X, k);
-  p.knn_s = since(t);
+  p.knn_s = seconds_since(t);
   t = Clock::now();
   p.aff = affinities_from_knn(g, 30.0, backend.threads());
-  p.aff_s = since(t);
+  p.aff_s = seconds_since(t);
   return p;
 }
 
@@ -143,7 +142,7 @@ int run_nerv_pairs_bench(int argc, char** argv) {
         double Ee = 0.0, exact_s = 0.0;
         if (with_double) {
           Ee = nerv_objective(P, beta, Y, lambda, &ge, backend->threads());
-          exact_s = since(t);
+          exact_s = seconds_since(t);
         }
         // each path as a fit runs it: one evaluation of the backend's engine (made, and its input
         // converted, once per fit: not timed)
@@ -152,7 +151,7 @@ int run_nerv_pairs_bench(int argc, char** argv) {
           e->set_coords(Y);
           const auto t0 = Clock::now();
           const double E = e->evaluate(true);
-          seconds = since(t0);
+          seconds = seconds_since(t0);
           g = e->vector(NervVector::gradient);
           return E;
         };
@@ -203,7 +202,7 @@ int run_nerv_fit_bench(int argc, char** argv) {
   const bench::LabelledImages all =
       source == "fashion" ? bench::fashion_all(bench::opt(o, "--data", "/usr/share/datasets/fashion-mnist"))
                           : bench::gaussian_mixture(*std::max_element(sizes.begin(), sizes.end()), 50, 1);
-  const double read_s = since(t_read);
+  const double read_s = seconds_since(t_read);
   json records = json::array();
   std::printf("%-8s %6s %7s %6s %7s %7s %7s %8s %6s %6s %12s %7s %8s\n", "device", "N", "pairs", "iters", "pca_s", "knn_s", "aff_s",
               "fit_s", "its", "evals", "exact_cost", "5nn", "total_s");
@@ -214,7 +213,7 @@ int run_nerv_fit_bench(int argc, char** argv) {
       // the mixture is 50-D already
       const Prepared p = source == "fashion" ? prepare(all, N, 50, backend, 255.0, neighbors)
                                              : prepare(all, N, 0, backend, 1.0, neighbors);
-      const double prep_s = since(t0);
+      const double prep_s = seconds_since(t0);
       NervParams prm;
       prm.dim = dim;
       prm.lambda = lambda;
@@ -232,17 +231,17 @@ int run_nerv_fit_bench(int argc, char** argv) {
                                       [&](int it, double J) {
                                         if (it % 50 == 0)
                                           std::cerr << "[nerv-fit] " << enum_name(path) << " iter " << it << " cost " << J
-                                                    << " " << since(t) << " s\n";
+                                                    << " " << seconds_since(t) << " s\n";
                                       },
                                       pca_start ? &start : nullptr);
-        const double fit_s = since(t);
+        const double fit_s = seconds_since(t);
         const auto te = Clock::now();
         // the exact cost sums all N^2 pairs on the host: skipped above kExactCostMaxPoints (null)
         const double exact_cost =
             N <= kExactCostMaxPoints
                 ? nerv_objective(p.aff.sparse_conditional, p.aff.beta, r.coords, lambda, nullptr, backend.threads())
                 : std::nan("");
-        const double check_s = since(te);
+        const double check_s = seconds_since(te);
         std::vector<double> ub = p.aff.beta;  // unit bandwidths, as the fit ran
         std::vector<double> sb = ub;
         std::nth_element(sb.begin(), sb.begin() + sb.size() / 2, sb.end());

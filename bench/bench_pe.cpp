@@ -26,6 +26,7 @@
 #include "bench_common.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/build_info.hpp"
+#include "orrery/clock.hpp"
 #include "orrery/config.hpp"
 #include "orrery/error.hpp"
 #include "orrery/pe.hpp"
@@ -33,9 +34,7 @@
 namespace {
 
 using namespace orrery;
-using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 const char* kUsage =
     "usage: orrery_bench pe [--n 1e4,1e5,1e6] [--k 10,100] [--dim 2,3] [--device auto|cpu|cuda|cpu,cuda]\n"

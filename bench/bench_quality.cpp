@@ -24,6 +24,7 @@
 #include "bench_common.hpp"
 #include "io/readers.hpp"
 #include "io/writers.hpp"
+#include "orrery/clock.hpp"
 #include "orrery/config.hpp"
 #include "orrery/error.hpp"
 #include "orrery/pca.hpp"
@@ -31,10 +32,6 @@
 
 namespace orrery {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 // The largest absolute difference between two reports' measures at every K.
 double largest_difference(const QualityReport& a, const QualityReport& b) {
@@ -214,7 +211,7 @@ int run_quality_bench(int argc, char** argv) {
     req.threads = threads;
     const auto t0 = std::chrono::steady_clock::now();
     const QualityReport rep = evaluate_quality(X, Y, {}, req);
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double secs = seconds_since(t0);
     rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     const double rss = ru.ru_maxrss / 1024.0;

@@ -14,7 +14,6 @@
 
 namespace orrery::cli {
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::string format_seconds(double s) {
   char buf[32];

@@ -8,11 +8,10 @@
 #include "cli/run_config.hpp"
 #include "io/writers.hpp"
 #include "orrery/backend.hpp"
+#include "orrery/clock.hpp"
 
 namespace orrery::cli {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0);
 std::string format_seconds(double s);  // "12.3s" or "4m05s"
 
 // Progress of a long stage (a neighbour search, affinity rows) as a callback (done, total): prints

@@ -18,6 +18,7 @@
 
 #include "methods/random.hpp"
 #include "optim/lbfgs.hpp"
+#include "orrery/clock.hpp"
 #include "orrery/error.hpp"
 
 namespace orrery {
@@ -56,10 +57,6 @@ const std::vector<Field<PeParams>>& pe_fields() {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 void rescale_rms(std::vector<double>& phi, int K, int D, double radius) {
   std::vector<double> mean(static_cast<size_t>(D), 0.0);

@@ -12,6 +12,7 @@
 
 #include "methods/random.hpp"
 #include "optim/lbfgs.hpp"
+#include "orrery/clock.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/plsv.hpp"
 #include "orrery/pe.hpp"
@@ -63,8 +64,6 @@ const std::vector<Field<PlsvParams>>& plsv_fields() {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Corpus word frequencies f_w = sum_n c_nw / sum c.
 std::vector<double> word_frequencies(const Corpus& c) {

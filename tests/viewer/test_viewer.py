@@ -2,7 +2,7 @@
 
 Headless Chromium (software WebGL) loads the pages that `orrery run` writes with output.html for
 small generated runs of every method, 2-D and 3-D, and the page's own test fragment reports back
-(host/report/viewer/map_viewer.html, "#test="): no console errors, every point drawn, a hover at a
+(host/report/viewer/page.html, "#test="): no console errors, every point drawn, a hover at a
 known point's screen position shows that point's name, a legend toggle hides exactly its group's
 points. Screenshots are non-blank and change when a group is hidden. `orrery view RUN_DIR` writes
 the same bytes as the run did. Skipped, with the reason, where Chromium is absent.

@@ -82,12 +82,14 @@ function placeTip(A) {
 
 // Nearest visible point within 8 CSS px, in screen space. A linear scan with early rejection costs a few
 // ms at 10^6 points, runs at most once per animation frame, and needs no index rebuilt as 3-D rotates.
+// Where the Canvas 2D fallback draws a subsample, only the drawn points are candidates.
 function nearest(clientX, clientY) {
   const r = canvas.getBoundingClientRect(), qx = clientX - r.left, qy = clientY - r.top, rad = 8;
   const [a0, a1, a2, a3, b0, b1, b2, b3] = affine(), p = state.M.pos, dim = state.M.dim, grp = state.M.grp, vis = state.visRaw;
+  const drawn = state.renderer ? state.renderer.drawn : null, count = drawn ? drawn.length : state.M.n;
   let best = -1, bd = rad * rad + 1e-9;
-  for (let i = 0, j = 0; i < state.M.n; i++, j += dim) {
-    const x = p[j], y = p[j + 1], z = dim === 3 ? p[j + 2] : 0;
+  for (let k = 0; k < count; k++) {
+    const i = drawn ? drawn[k] : k, j = i * dim, x = p[j], y = p[j + 1], z = dim === 3 ? p[j + 2] : 0;
     const dx = a0 * x + a1 * y + a2 * z + a3 - qx;
     if (dx > rad || dx < -rad) continue;
     const dy = b0 * x + b1 * y + b2 * z + b3 - qy, d = dx * dx + dy * dy;
@@ -135,9 +137,11 @@ function visibilityChanged() {
   $('stats').textContent = `${fmt(state.M.n)} points · ${state.M.dim}-D${method}` + (d < state.M.n ? ` · showing ${fmt(d)}` : '');
   schedule();
 }
+// Points drawn: those of the shown groups, counted among the fallback's subsample where it draws one.
 function drawnCount() {
+  const counts = (state.renderer && state.renderer.drawnCounts) || state.M.counts;
   let s = 0;
-  for (let g = 0; g <= state.M.G; g++) if (!state.hidden[g]) s += state.M.counts[g];
+  for (let g = 0; g <= state.M.G; g++) if (!state.hidden[g]) s += counts[g];
   return s;
 }
 function qualityChart(q) {

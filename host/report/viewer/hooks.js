@@ -40,7 +40,9 @@ function writeResult(result) {
   document.title = 'orrery-done';
 }
 async function runTest(spec) {
-  const M = state.M, result = { n: M ? M.n : 0, drawn: M ? drawnCount() : 0 };
+  const M = state.M, r = state.renderer;
+  const result = { n: M ? M.n : 0, drawn: M ? drawnCount() : 0, renderer: r ? r.kind : null };
+  if (!$('note').hidden) result.note = $('note').textContent;
   if (M && spec.hover != null) {
     const i = Number(spec.hover), [x, y] = screenOf(i), tooltip = await hoverAt(x, y);
     result.hover = { index: i, x, y, tooltip, found: state.hoverIdx };

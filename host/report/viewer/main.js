@@ -5,7 +5,7 @@ const state = {
   errors: window.__orreryErrors,
   params: parseFragment(location.hash),
   M: null,                  // the decoded map (data.js), null without data
-  renderer: null,           // draws the points: gl.js
+  renderer: null,           // draws the points: gl.js, or canvas.js without WebGL2
   // screen = O + s * R (p - centre) (view.js); fit is the scale that shows the whole map
   view: { ox: 0, oy: 0, s: 1, fit: 1, R: [1, 0, 0, 0, 1, 0, 0, 0, 1] },
   cw: 1, ch: 1, dpr: 1,     // canvas size in CSS px, exactly its device pixels / dpr
@@ -57,9 +57,10 @@ if (state.M) {
   state.visRaw = new Uint8Array(65536);
   for (const g of String(params.hide || '').split(',')) if (g !== '' && +g >= 0 && +g <= M.G) state.hidden[+g] = 1;
   try {
-    state.renderer = createGLRenderer(canvas);
-    if (!state.renderer) throw new Error('WebGL2 is not available in this browser');
+    state.renderer = createGLRenderer(canvas) || createCanvasRenderer(canvas);
+    if (!state.renderer) throw new Error('neither WebGL2 nor Canvas 2D is available in this browser');
   } catch (e) { console.error('orrery: ' + e.message); showMessage(e.message); state.renderer = null; }
+  if (state.renderer && state.renderer.note) { $('note').textContent = state.renderer.note; $('note').hidden = false; }
   buildLegend();
   buildMarkers();
   if (d.quality) qualityChart(d.quality);

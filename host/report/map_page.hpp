@@ -1,8 +1,8 @@
-// An interactive map as one self-contained HTML file: the viewer page (report/viewer/
-// map_viewer.html: hand-written WebGL2, no library, no network) with the map's data embedded in it
-// as one JSON object. Coordinates travel as little-endian float32 and group indices as uint16, both
-// base64, so a point costs 4/3 (4 D + 2) bytes (13.3 in 2-D) plus its name; the page decodes them
-// into typed arrays without a per-point object.
+// An interactive map as one self-contained HTML file: the viewer page (report/viewer/page.html and
+// the pieces it includes: hand-written WebGL2 with a Canvas 2D fallback, no library, no network),
+// with the map's data embedded in it as one JSON object. Coordinates travel as little-endian
+// float32 and group indices as uint16, both base64, so a point costs 4/3 (4 D + 2) bytes (13.3 in
+// 2-D) plus its name; the page decodes them into typed arrays without a per-point object.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -50,7 +50,7 @@ json map_page_data(const MapPage& page);
 // RFC 4648 base64 of `bytes` (with padding).
 std::string base64(const std::string& bytes);
 
-// The viewer page with its data token (report/viewer/map_viewer.html), compiled in.
+// The viewer page with its data token (report/viewer/page.html with its pieces inlined), compiled in.
 const std::string& map_viewer_template();
 
 }  // namespace orrery::report

@@ -1,7 +1,7 @@
 // HSSNE's CPU engine. Every quantity is a sum over pairs written with the per-pair functions of
 // math/neighbor.hpp; rows are independent (OpenMP over i, each row summed in a fixed order) and the
 // normaliser is summed per row then in row order, so results do not depend on the thread count.
-// Sparse rows run as `omp simd` loops in instruction-set clones (cpu/clones.hpp): the repulsion
+// Sparse rows run as `omp simd` loops in instruction-set clones (prep/clones.hpp): the repulsion
 // over every point from the map by dimension, and, for t-SNE's tail, the attraction over the row's
 // list with a vectorisable log; they are about five times faster than the per-pair loop was. Dense
 // rows run repulsion and attraction in one such pass (ten times faster). Every tail alpha takes
@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "cpu/clones.hpp"
+#include "prep/clones.hpp"
 #include "cpu/engines.hpp"
 #include "cpu/map_rows.hpp"
 #include "orrery/affinity.hpp"
@@ -138,7 +138,7 @@ ORRERY_ALWAYS_INLINE void dense_loop(const double* yt, index_t N, index_t i, con
   }
 }
 
-// The row functions, cloned (cpu/clones.hpp) and dispatched on the tail once per row. With t-SNE's
+// The row functions, cloned (prep/clones.hpp) and dispatched on the tail once per row. With t-SNE's
 // tail a pair is a division (and a log where P is listed), four to a vector with AVX2 instead of
 // two; other tails add an exp and a log1p.
 #define ORRERY_HSSNE_TAIL_DISPATCH(loop, ...)                  \

@@ -7,12 +7,12 @@
 #include <atomic>
 #include <string>
 
-#include "cpu/knn_row.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/error.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/math/distance.hpp"
 #include "orrery/math/select.hpp"
+#include "prep/knn_row.hpp"
 
 namespace orrery {
 
@@ -28,7 +28,7 @@ KnnGraph exact_knn(const MatrixD& X, int k, int threads, const KnnProgress& prog
       // reports from thread 0 only, so the callback needs no lock
       const index_t n = ++done;
       if (progress && omp_get_thread_num() == 0 && n % 64 == 0) progress(n, N);
-      cpu::exact_knn_row(X, i, k, g.dist2.data() + i * k, g.index.data() + i * k);
+      prep::exact_knn_row(X, i, k, g.dist2.data() + i * k, g.index.data() + i * k);
     }
   }
   if (progress) progress(N, N);
@@ -46,7 +46,7 @@ KnnGraph exact_knn_to(const MatrixD& R, const MatrixD& Q, int k, int threads, co
   for (index_t i = 0; i < M; ++i) {
     const index_t n = ++done;  // reported from thread 0 only
     if (progress && omp_get_thread_num() == 0 && n % 64 == 0) progress(n, M);
-    cpu::nearest_rows(R, Q.row(i), -1, k, g.dist2.data() + i * k, g.index.data() + i * k);
+    prep::nearest_rows(R, Q.row(i), -1, k, g.dist2.data() + i * k, g.index.data() + i * k);
   }
   if (progress) progress(M, M);
   return g;

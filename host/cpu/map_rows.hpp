@@ -3,8 +3,8 @@
 #pragma once
 #include <vector>
 
-#include "cpu/clones.hpp"
 #include "orrery/types.hpp"
+#include "prep/clones.hpp"
 
 namespace orrery::cpu {
 

@@ -15,10 +15,10 @@
 #include <cmath>
 #include <limits>
 
-#include "cpu/clones.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/nerv_cells.hpp"
 #include "orrery/nerv.hpp"
+#include "prep/clones.hpp"
 
 namespace orrery::cpu {
 namespace {

@@ -12,7 +12,7 @@
 // O(N): the row scalars, per thread a few row buffers, and the kBlocks accumulators. Rows are summed
 // in j order and blocks in block order, so results do not depend on the thread count. The j loops
 // are `omp simd` loops whose exp (math::exp_nonpositive) vectorises, in the instruction-set clones
-// of cpu/clones.hpp.
+// of prep/clones.hpp.
 //
 // Two arithmetics, one template: double (the reference) and float (params.precision, the default
 // for fits). In float the pair terms, row buffers, coordinates and block accumulators are float;
@@ -42,7 +42,6 @@
 #include <memory>
 #include <type_traits>
 
-#include "cpu/clones.hpp"
 #include "cpu/engines.hpp"
 #include "cpu/map_rows.hpp"
 #include "cpu/nerv_cells.hpp"
@@ -50,6 +49,7 @@
 #include "orrery/error.hpp"
 #include "orrery/math/nerv.hpp"
 #include "orrery/nerv.hpp"
+#include "prep/clones.hpp"
 
 namespace orrery {
 namespace cpu {

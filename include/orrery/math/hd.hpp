@@ -11,7 +11,7 @@
 #define ORRERY_HD inline
 #endif
 // ORRERY_HD that the host compiler must inline too: for loops that a CPU caller compiled for a wider
-// instruction set (host/cpu/clones.hpp) has to contain, not call.
+// instruction set (host/prep/clones.hpp) has to contain, not call.
 #if defined(__CUDACC__)
 #define ORRERY_HD_INLINE __host__ __device__ __forceinline__
 #elif defined(__GNUC__)

@@ -7,11 +7,11 @@
 #include <cmath>
 #include <string>
 
-#include "cpu/clones.hpp"
 #include "orrery/error.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/math/affinity.hpp"
 #include "orrery/math/distance.hpp"
+#include "prep/clones.hpp"
 
 namespace orrery {
 namespace {

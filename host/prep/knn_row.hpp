@@ -7,7 +7,7 @@
 #include "orrery/math/select.hpp"
 #include "orrery/types.hpp"
 
-namespace orrery::cpu {
+namespace orrery::prep {
 
 // The k nearest rows of R to the point q (R.cols values), row `skip` excluded (-1: none), sorted by
 // (squared distance, index) into hd / hi (k entries each). O(rows d).
@@ -24,4 +24,4 @@ inline void exact_knn_row(const MatrixD& X, index_t i, int k, double* hd, index_
   nearest_rows(X, X.row(i), i, k, hd, hi);
 }
 
-}  // namespace orrery::cpu
+}  // namespace orrery::prep

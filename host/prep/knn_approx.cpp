@@ -20,10 +20,10 @@
 // hnswlib.h defines non-inline functions: include it in this one translation unit only.
 #include <hnswlib/hnswlib.h>
 
-#include "cpu/knn_row.hpp"
 #include "orrery/error.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/math/distance.hpp"
+#include "prep/knn_row.hpp"
 
 namespace orrery {
 namespace {
@@ -111,7 +111,7 @@ KnnGraph query_index(Index& index, const MatrixD& R, const MatrixD& Q, int k, in
       index_t* hi = g.index.data() + i * k;
       if (static_cast<int>(found.size()) < k) {
         // fewer than k reached (a part of the graph cut off from the search): this row exactly
-        cpu::nearest_rows(R, Q.row(i), skip, k, hd, hi);
+        prep::nearest_rows(R, Q.row(i), skip, k, hd, hi);
       } else {
         // Without the query's own row among the k + 1 (many copies of it at distance 0), the
         // k + 1-th is dropped.
@@ -179,7 +179,7 @@ KnnRecall estimate_knn_recall(const MatrixD& X, const KnnGraph& g, index_t sampl
 #pragma omp for schedule(dynamic, 4)
     for (index_t s = 0; s < S; ++s) {
       const index_t i = order[static_cast<size_t>(s)];
-      cpu::exact_knn_row(X, i, k, hd.data(), hi.data());
+      prep::exact_knn_row(X, i, k, hd.data(), hi.data());
       const double kth = hd[static_cast<size_t>(k) - 1];  // the exact k-th distance
       const double* listed = g.distances2(i);
       hits[static_cast<size_t>(s)] = std::count_if(listed, listed + k, [&](double v) { return v <= kth; });

@@ -73,7 +73,7 @@ inline double knn5_all_points(const MatrixD& Y, const std::vector<int>& labels, 
   req.curve = false;
   req.queries = 0;
   req.threads = threads;
-  return evaluate_quality(Y, Y, labels, req).at_k[0].knn_accuracy;
+  return evaluate_quality(Y, Y, labels, req, *make_cpu_backend(0)).at_k[0].knn_accuracy;
 }
 
 // Images (rows of pixels) with their class labels.

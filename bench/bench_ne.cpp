@@ -187,14 +187,14 @@ int run_ne_bench(int argc, char** argv) {
           approx ? seconds_since(t_own) : common_s;
       const AffinityResult& mine = approx ? own : P;
       const auto kl = [&](const MatrixD& Y) {
-        return sparse ? hssne_objective(P.sparse, Y, 1.0, nullptr, threads) : hssne_objective(P.dense, Y, 1.0, nullptr, threads);
+        return sparse ? hssne_objective(P.sparse, Y, 1.0, nullptr, *make_cpu_backend(threads)) : hssne_objective(P.dense, Y, 1.0, nullptr, *make_cpu_backend(threads));
       };
       json run = {{"seed", seed}};
       double secs = std::nan("");  // orrery's seconds, the ratios' base (none with --orrery off)
       if (run_orrery) {
         const auto t_fit = std::chrono::steady_clock::now();
         const HssneResult fit =
-            sparse ? fit_hssne(mine.sparse, prm, seed, threads) : fit_hssne(mine.dense, {}, prm, seed, threads);
+            sparse ? fit_hssne(mine.sparse, prm, seed, *make_cpu_backend(threads)) : fit_hssne(mine.dense, {}, prm, seed, *make_cpu_backend(threads));
         secs = aff_s + seconds_since(t_fit);
         // one evaluation = one pass over all N (N - 1) ordered pairs
         const double pairs = static_cast<double>(N) * (N - 1) * fit.evaluations;

@@ -161,7 +161,7 @@ int run_ne_scale_bench(int argc, char** argv) {
         req.curve = false;
         req.seed = 1;  // the default rule: all points up to kQualitySampleAbove, a seeded sample above
         const auto t4 = Clock::now();
-        const double acc = evaluate_quality(fit.coords, fit.coords, labels, req, &backend).at_k[0].knn_accuracy;
+        const double acc = evaluate_quality(fit.coords, fit.coords, labels, req, backend).at_k[0].knn_accuracy;
         const double qual_s = seconds_since(t4);
         const double total = pca_s + aff_s + fit_s;
         if (&device == &devices.front()) first_totals.push_back(total);
@@ -259,7 +259,7 @@ int run_gpu_vs_cpu_bench(int argc, char** argv) {
     const HssneResult fit = fit_hssne(aff.sparse, prm, seed, *device.backend);
     const double fit_s = seconds_since(t);
     const double knn5 = bench::knn5_all_points(fit.coords, labels, threads);
-    const double kl = N <= kExactKlMaxPoints ? hssne_objective(aff.sparse, fit.coords, alpha, nullptr, threads) : std::nan("");
+    const double kl = N <= kExactKlMaxPoints ? hssne_objective(aff.sparse, fit.coords, alpha, nullptr, *make_cpu_backend(threads)) : std::nan("");
     const bool first = &device == &devices.front();
     if (first) knn_first = knn5, kl_first = kl, fit_first = fit_s;
     const double d_knn = std::abs(knn5 - knn_first), d_kl = std::abs(kl - kl_first) / std::abs(kl_first);

@@ -111,7 +111,7 @@ int run_nerv_bench(int argc, char** argv) {
       req.ks = {5};
       req.curve = false;
       req.queries = 0;  // all points: exact, comparable with the peers
-      const double acc = evaluate_quality(fit.coords, fit.coords, labels, req).at_k[0].knn_accuracy;
+      const double acc = evaluate_quality(fit.coords, fit.coords, labels, req, *make_cpu_backend(0)).at_k[0].knn_accuracy;
       const std::string prec = fit.arithmetic;
       std::printf("%6lld %6s %6s %5d %8.2f %8.2f %8.2f %6d %6d %10.4f %8s %6.3f\n", static_cast<long long>(N),
                   mode.c_str(), prec.c_str(), pca, pca_s, aff_s, fit_s, fit.iterations, fit.evaluations,

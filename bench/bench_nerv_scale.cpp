@@ -256,7 +256,7 @@ int run_nerv_fit_bench(int argc, char** argv) {
         req.ks = {5};
         req.curve = false;
         req.seed = 1;  // all points up to kQualitySampleAbove, a seeded sample above
-        const double acc = evaluate_quality(r.coords, r.coords, p.labels, req, &backend).at_k[0].knn_accuracy;
+        const double acc = evaluate_quality(r.coords, r.coords, p.labels, req, backend).at_k[0].knn_accuracy;
         const double total = prep_s + fit_s;
         std::printf("%-8s %6lld %7s %6d %7.2f %7.2f %7.2f %8.2f %6d %6d %12.6g %7.4f %8.2f\n", device.label.c_str(),
                     static_cast<long long>(N), enum_name(path).c_str(), prm.max_iter, p.pca_s, p.knn_s, p.aff_s, fit_s, r.iterations, r.evaluations,

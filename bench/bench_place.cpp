@@ -87,7 +87,7 @@ int run_place_bench(int argc, char** argv) {
   HssneParams prm;
   const HssneRepulsion rep = resolve_repulsion(prm, n_ref, *backend);
   t0 = omp_get_wtime();
-  const PlacementResult placed = place_points(g, perplexity, Y, 1.0, rep, PlacementParams{}, T);
+  const PlacementResult placed = place_points(g, perplexity, Y, 1.0, rep, PlacementParams{}, *make_cpu_backend(T));
   const double place_s = omp_get_wtime() - t0;
   int most = 0;
   for (int s : placed.steps) most = std::max(most, s);

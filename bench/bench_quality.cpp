@@ -53,7 +53,7 @@ void print_subsamples(const MatrixD& X, const MatrixD& Y, const std::vector<int>
   for (index_t q : queries) {
     req.queries = q;
     const auto t0 = std::chrono::steady_clock::now();
-    const QualityReport sub = evaluate_quality(X, Y, labels, req, &backend);
+    const QualityReport sub = evaluate_quality(X, Y, labels, req, backend);
     const double sub_s = seconds_since(t0);
     std::printf("\n%lld queries: %.2f s, %.1fx faster than all points\n", static_cast<long long>(sub.queries), sub_s,
                 full_s / sub_s);
@@ -146,7 +146,7 @@ int run_quality_scale_bench(int argc, char** argv) {
   for (const bench::Device& device : devices) {
     req.queries = 0;
     const auto t0 = std::chrono::steady_clock::now();
-    const QualityReport full = evaluate_quality(X, Y, labels, req, device.backend.get());
+    const QualityReport full = evaluate_quality(X, Y, labels, req, *device.backend);
     const double full_s = seconds_since(t0);
     std::printf("%s: N %lld, input %s (%d dimensions), map PCA-2, seed %llu: all points %.3f s\n",
                 device.backend->name().c_str(), static_cast<long long>(n), source.c_str(), static_cast<int>(X.cols),
@@ -210,7 +210,7 @@ int run_quality_bench(int argc, char** argv) {
     req.curve = false;
     req.threads = threads;
     const auto t0 = std::chrono::steady_clock::now();
-    const QualityReport rep = evaluate_quality(X, Y, {}, req);
+    const QualityReport rep = evaluate_quality(X, Y, {}, req, *make_cpu_backend(0));
     const double secs = seconds_since(t0);
     rusage ru;
     getrusage(RUSAGE_SELF, &ru);

@@ -10,11 +10,9 @@
 
 #include "check.cuh"
 #include "engines.cuh"
-#include "orrery/hssne.hpp"
+#include "orrery/backend.hpp"
+#include "orrery/engines.hpp"
 #include "orrery/knn.hpp"
-#include "orrery/nerv.hpp"
-#include "orrery/nerv_place.hpp"
-#include "orrery/plsv.hpp"
 #include "orrery/quality.hpp"
 
 namespace orrery {

@@ -28,9 +28,9 @@
 #include "engines.cuh"
 #include "nerv_cells.cuh"
 #include "orrery/affinity.hpp"
+#include "orrery/engines.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/nerv.hpp"
-#include "orrery/nerv.hpp"
 #include "pairs.cuh"
 #include "reduce.cuh"
 

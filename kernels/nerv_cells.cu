@@ -20,11 +20,11 @@
 
 #include "check.cuh"
 #include "nerv_cells.cuh"
+#include "orrery/engines.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/launch.hpp"
 #include "orrery/math/nerv_cells.hpp"
 #include "orrery/math/radix_select.hpp"
-#include "orrery/nerv.hpp"
 #include "reduce.cuh"
 
 namespace orrery::cuda {

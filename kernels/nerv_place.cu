@@ -14,11 +14,11 @@
 
 #include "check.cuh"
 #include "engines.cuh"
+#include "orrery/engines.hpp"
 #include "orrery/error.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/math/nerv_place.hpp"
 #include "orrery/memory_plan.hpp"
-#include "orrery/nerv_place.hpp"
 
 namespace orrery::cuda {
 namespace {

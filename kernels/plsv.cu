@@ -16,8 +16,8 @@
 #include "check.cuh"
 #include "engines.cuh"
 #include "orrery/corpus.hpp"
+#include "orrery/engines.hpp"
 #include "orrery/math/plsv.hpp"
-#include "orrery/plsv.hpp"
 #include "reduce.cuh"
 
 namespace orrery::cuda {

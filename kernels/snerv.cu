@@ -10,11 +10,11 @@
 
 #include "check.cuh"
 #include "engines.cuh"
+#include "orrery/engines.hpp"
 #include "orrery/error.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/math/distance.hpp"
 #include "orrery/math/fisher.hpp"
-#include "orrery/snerv.hpp"
 
 namespace orrery::cuda {
 namespace {

@@ -137,7 +137,7 @@ int cmd_evaluate(const std::vector<std::string>& args) {
                   " points in " + embedding);
   }
   const auto backend = make_backend(device, req.threads);
-  const QualityReport rep = evaluate_quality(X, Y, labels, req, backend.get());
+  const QualityReport rep = evaluate_quality(X, Y, labels, req, *backend);
   const double seconds = seconds_since(t0);
 
   if (!quiet) {

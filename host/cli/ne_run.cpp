@@ -261,7 +261,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   const json quality = !cfg.input.affinity_matrix.empty()
                            ? json()
                            : quality_json(evaluate_quality(metric_input ? metric_distances : d.X, Y, d.labels, req,
-                                                           backend.get()));
+                                                           *backend));
   const json cv = cfg.input.cv_folds > 0 ? cross_validation(prep, method, Y, quiet) : json();
   const double t_eval = seconds_since(t3);
 

@@ -147,7 +147,7 @@ json run_nerv_placement(const RunConfig& run, bool quiet) {
 
   const auto t3 = Clock::now();
   json quality;
-  if (M >= 3) quality = quality_json(evaluate_quality(d.X, r.coords, d.labels, ne_quality_request(p.cfg, M, threads), backend.get()));
+  if (M >= 3) quality = quality_json(evaluate_quality(d.X, r.coords, d.labels, ne_quality_request(p.cfg, M, threads), *backend));
   const double t_eval = seconds_since(t3);
 
   io::OutputSet out;

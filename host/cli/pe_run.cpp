@@ -116,7 +116,7 @@ json run_pe(PePrepared prepared, bool quiet, RunControl* control) {
     req.curve = false;
     req.threads = cfg.run.threads;
     req.seed = cfg.run.seed;  // of the query subsample above kQualitySampleAbove objects
-    quality["map_vs_posteriors"] = quality_json(evaluate_quality(data.pe.posteriors, res.object_coords, data.labels, req));
+    quality["map_vs_posteriors"] = quality_json(evaluate_quality(data.pe.posteriors, res.object_coords, data.labels, req, *backend));
   } else {
     quality["map_vs_posteriors"] = "skipped: " + std::to_string(N) + " objects (computed for 21 to " +
                                    std::to_string(kQualityMaxPoints) + "; use orrery evaluate)";

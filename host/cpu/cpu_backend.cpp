@@ -9,12 +9,10 @@
 #include <string>
 
 #include "cpu/engines.hpp"
+#include "orrery/backend.hpp"
+#include "orrery/engines.hpp"
 #include "orrery/error.hpp"
-#include "orrery/hssne.hpp"
 #include "orrery/knn.hpp"
-#include "orrery/nerv.hpp"
-#include "orrery/nerv_place.hpp"
-#include "orrery/plsv.hpp"
 #include "orrery/quality.hpp"
 #include "orrery/snerv.hpp"
 

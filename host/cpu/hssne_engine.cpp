@@ -15,15 +15,15 @@
 #include <utility>
 #include <vector>
 
-#include "prep/clones.hpp"
 #include "cpu/engines.hpp"
 #include "cpu/map_rows.hpp"
 #include "orrery/affinity.hpp"
+#include "orrery/engines.hpp"
 #include "orrery/error.hpp"
-#include "orrery/hssne.hpp"
 #include "orrery/interp.hpp"
 #include "orrery/math/exp.hpp"
 #include "orrery/math/neighbor.hpp"
+#include "prep/clones.hpp"
 
 namespace orrery::cpu {
 namespace {

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "cpu/engines.hpp"
+#include "orrery/engines.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/math/nerv_place.hpp"
-#include "orrery/nerv_place.hpp"
 
 namespace orrery::cpu {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "cpu/engines.hpp"
+#include "orrery/engines.hpp"
 #include "orrery/error.hpp"
-#include "orrery/hssne.hpp"
 #include "orrery/interp.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/math/place.hpp"

@@ -7,9 +7,9 @@
 
 #include "cpu/engines.hpp"
 #include "orrery/corpus.hpp"
+#include "orrery/engines.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/plsv.hpp"
-#include "orrery/plsv.hpp"
 
 namespace orrery::cpu {
 namespace {

@@ -79,12 +79,11 @@ void check_shapes(index_t n, const MatrixD& Y) {
   if (Y.cols != 2 && Y.cols != 3) internal_error("hssne: D must be 2 or 3");
 }
 
-double objective_on_cpu(const MatrixD* P, const SparseAffinity* S, const MatrixD& Y, double alpha, MatrixD* grad,
-                        int threads) {
+double objective_on(const MatrixD* P, const SparseAffinity* S, const MatrixD& Y, double alpha, MatrixD* grad,
+                    Backend& backend) {
   check_shapes(P ? P->rows : S->num_points, Y);
-  auto cpu = make_cpu_backend(threads);
   const int dim = static_cast<int>(Y.cols);
-  auto engine = P ? cpu->make_hssne(*P, alpha, dim) : cpu->make_hssne(*S, alpha, dim);
+  auto engine = P ? backend.make_hssne(*P, alpha, dim) : backend.make_hssne(*S, alpha, dim);
   const HssneTotals t = engine->start(Y);
   if (grad) {
     HssneSums s;
@@ -102,17 +101,17 @@ double objective_on_cpu(const MatrixD* P, const SparseAffinity* S, const MatrixD
 }  // namespace
 
 // J = sum P log P - sum P log H + (sum P) log Z.
-double hssne_objective(const MatrixD& P, const MatrixD& Y, double alpha, MatrixD* grad, int threads) {
-  return objective_on_cpu(&P, nullptr, Y, alpha, grad, threads);
+double hssne_objective(const MatrixD& P, const MatrixD& Y, double alpha, MatrixD* grad, Backend& backend) {
+  return objective_on(&P, nullptr, Y, alpha, grad, backend);
 }
 
-double hssne_objective(const SparseAffinity& P, const MatrixD& Y, double alpha, MatrixD* grad, int threads) {
-  return objective_on_cpu(nullptr, &P, Y, alpha, grad, threads);
+double hssne_objective(const SparseAffinity& P, const MatrixD& Y, double alpha, MatrixD* grad, Backend& backend) {
+  return objective_on(nullptr, &P, Y, alpha, grad, backend);
 }
 
-double hssne_fixed_point_step(const MatrixD& P, double alpha, MatrixD& Y, int threads) {
+double hssne_fixed_point_step(const MatrixD& P, double alpha, MatrixD& Y, Backend& backend) {
   check_shapes(P.rows, Y);
-  auto engine = make_cpu_backend(threads)->make_hssne(P, alpha, static_cast<int>(Y.cols));
+  auto engine = backend.make_hssne(P, alpha, static_cast<int>(Y.cols));
   const HssneTotals t = engine->start(Y);
   engine->propose(1.0, 1.0, 0.0);
   engine->accept();
@@ -283,12 +282,6 @@ HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const Hs
                   progress, control);
 }
 
-HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const HssneParams& prm,
-                      unsigned long long seed, int threads, const std::function<void(int, double)>& progress) {
-  auto cpu = make_backend("cpu", threads);
-  return fit_hssne(P, labels, prm, seed, *cpu, progress);
-}
-
 HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& prm, unsigned long long seed, Backend& backend,
                       const std::function<void(int, double)>& progress, RunControl* control) {
   if (prm.rho > 0) input_error("params.rho: semi-supervised mixing needs dense affinities (input.affinities)");
@@ -296,12 +289,6 @@ HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& prm, unsigned 
   auto engine = backend.make_hssne(P, prm.alpha, prm.dim, repulsion);
   return fit_impl(*engine, entropy_terms(P.val), P.num_points, resolve_optimizer(prm, P.num_points, repulsion), seed,
                   progress, control);
-}
-
-HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& prm, unsigned long long seed, int threads,
-                      const std::function<void(int, double)>& progress) {
-  auto cpu = make_backend("cpu", threads);
-  return fit_hssne(P, prm, seed, *cpu, progress);
 }
 
 }  // namespace orrery

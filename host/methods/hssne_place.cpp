@@ -68,11 +68,4 @@ PlacementResult place_points(const KnnGraph& g, double perplexity, const MatrixD
   return engine->result();
 }
 
-PlacementResult place_points(const KnnGraph& g, double perplexity, const MatrixD& R, double alpha,
-                             const HssneRepulsion& repulsion, const PlacementParams& params, int threads,
-                             const std::function<void(int, index_t)>& progress) {
-  auto cpu = make_cpu_backend(threads);
-  return place_points(g, perplexity, R, alpha, repulsion, params, *cpu, progress);
-}
-
 }  // namespace orrery

@@ -216,14 +216,4 @@ NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, co
   return r;
 }
 
-NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm, unsigned long long seed,
-                    int threads, const std::function<void(int, double)>& progress) {
-  return fit_nerv(P, beta, prm, seed, *make_cpu_backend(threads), progress);
-}
-
-NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& prm,
-                    unsigned long long seed, int threads, const std::function<void(int, double)>& progress) {
-  return fit_nerv(P, beta, prm, seed, *make_cpu_backend(threads), progress);
-}
-
 }  // namespace orrery

@@ -145,7 +145,7 @@ std::vector<index_t> quality_queries(index_t N, const QualityRequest& req) {
 }
 
 QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::vector<int>& labels,
-                               const QualityRequest& req, const Backend* backend) {
+                               const QualityRequest& req, const Backend& backend) {
   validate(X, Y, labels, req);
   if (req.queries < -1) input_error("queries: expected -1 (the default rule), 0 (all points) or a count, found " +
                                     std::to_string(req.queries));
@@ -154,15 +154,13 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
                                 : *std::max_element(req.ks.begin(), req.ks.end());
   if (kmax > N - 1) input_error("kmax: must not exceed N - 1 = " + std::to_string(N - 1));
   const int threads = req.threads > 0 ? req.threads : omp_get_max_threads();
-  std::unique_ptr<Backend> cpu;
-  if (!backend) backend = (cpu = make_cpu_backend(threads)).get();
   const std::vector<index_t> queries = quality_queries(N, req);
   const index_t Q = queries.empty() ? N : static_cast<index_t>(queries.size());
   auto point = [&](index_t row) { return queries.empty() ? row : queries[static_cast<size_t>(row)]; };
   // ranks do not depend on the scale of either space: each at unit scale for a float backend
   const int ex = float_safe_exponent(X, req.input_is_distance_matrix), ey = float_safe_exponent(Y);
   const MatrixD Xu = ex ? times_power_of_two(X, -ex) : MatrixD(), Yu = ey ? times_power_of_two(Y, -ey) : MatrixD();
-  const RankRows rows = backend->rank_rows(ex ? Xu : X, ey ? Yu : Y, kmax, req.input_is_distance_matrix, queries);
+  const RankRows rows = backend.rank_rows(ex ? Xu : X, ey ? Yu : Y, kmax, req.input_is_distance_matrix, queries);
   const std::vector<int> grid = k_grid(req, kmax);
   const size_t G = grid.size();
   const index_t chunks = (Q + kChunk - 1) / kChunk;

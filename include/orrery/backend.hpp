@@ -8,84 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "orrery/engines.hpp"
 #include "orrery/interp.hpp"
-#include "orrery/math/hd.hpp"
 #include "orrery/types.hpp"
 
 namespace orrery {
 
-// Totals of one PE evaluation over all objects.
-struct PeSweep {
-  double objective = 0.0;       // sum_n J_n (data term + eta_r |r_n|^2), without eta_phi
-  double max_grad_sq = 0.0;     // max_n |dJ/dr_n|^2 after the Newton solves
-  index_t unconverged = 0;      // objects with |dJ/dr_n|^2 >= eps_r
-  index_t newton_steps = 0;     // Newton iterations summed over objects
-  int max_newton_steps = 0;     // largest per-object Newton iteration count
-};
-
-// Adds one object's Newton result (objective, |g|^2, convergence, steps) to a sweep's totals.
-template <class ObjectResult>
-void add_object(PeSweep& s, const ObjectResult& r, double objective) {
-  s.objective += objective;
-  s.max_grad_sq = math::nan_max(s.max_grad_sq, static_cast<double>(r.grad_sq));  // a NaN norm must reach the stop test
-  s.unconverged += r.converged ? 0 : 1;
-  s.newton_steps += r.iterations;
-  s.max_newton_steps = s.max_newton_steps > r.iterations ? s.max_newton_steps : r.iterations;
-}
-
-// Totals of chunked partial sweeps, summed in chunk order.
-inline PeSweep combine_sweeps(const std::vector<PeSweep>& parts) {
-  PeSweep t;
-  for (const auto& s : parts) {
-    t.objective += s.objective;
-    t.max_grad_sq = math::nan_max(t.max_grad_sq, s.max_grad_sq);
-    t.unconverged += s.unconverged;
-    t.newton_steps += s.newton_steps;
-    t.max_newton_steps = t.max_newton_steps > s.max_newton_steps ? t.max_newton_steps : s.max_newton_steps;
-  }
-  return t;
-}
-
-struct PeNewtonOptions {
-  double eps_r = 1e-8;  // per-object convergence: |dJ/dr_n|^2 < eps_r
-  int max_iter = 50;    // per-object Newton iteration cap per sweep
-};
-
-// A PE problem resident on one backend: posteriors P (N x K), log priors (K), object
-// coordinates R (N x D).
-class PeEngine {
- public:
-  virtual ~PeEngine() = default;
-  virtual index_t num_objects() const = 0;
-  virtual int num_classes() const = 0;
-  virtual int dim() const = 0;
-
-  // Replace R (N x D, host). Used once at the start (and for out-of-sample placement).
-  virtual void set_objects(const MatrixD& R) = 0;
-  // Copy R back to the host (once, at the end of a fit).
-  virtual MatrixD objects() const = 0;
-
-  // Steps 2-5 of the paper for the given Phi (K x D row-major): Newton on every r_n from its
-  // current value until |dJ/dr_n|^2 < eps_r or the cap. If class_grad is non-null it receives
-  // sum_n (P_nk - q_nk)(phi_k - r_n) at the new R (K x D, without the eta_phi term), computed in
-  // a fixed order so that the same input gives the same bits.
-  virtual PeSweep solve_objects(const std::vector<double>& phi, const PeNewtonOptions& opt,
-                                std::vector<double>* class_grad) = 0;
-
-  // Objective sum_n J_n at the current R and the given Phi, without moving R.
-  virtual double objective(const std::vector<double>& phi) = 0;
-};
-
-class HssneEngine;
-class NervEngine;
-class PlacementEngine;
-class PlsvEngine;
-struct ClassMixture;
-struct NervPlacementParams;
-struct NervPlacementResult;
 struct Corpus;
 struct KnnGraph;
-struct NervOptions;
 struct RankRows;
 struct SparseAffinity;
 
@@ -98,8 +28,8 @@ struct MemoryInfo {
 };
 
 // Where a method's work runs. Every method family reaches its device through this interface only:
-// a factory per family returns an engine that owns the family's big arrays (PeEngine here,
-// HssneEngine, NervEngine, PlsvEngine in their methods' headers), and a few whole primitives
+// a factory per family returns an engine that owns the family's big arrays (PeEngine, HssneEngine,
+// PlacementEngine, NervEngine, PlsvEngine: orrery/engines.hpp), and a few whole primitives
 // return host results (neighbour lists, rank rows, learning-metric distances). CpuBackend
 // (host/cpu) is the reference; CudaBackend (kernels/) runs the same arithmetic on a GPU. A method
 // never asks which one it has.

@@ -10,6 +10,7 @@
 
 #include "orrery/affinity.hpp"
 #include "orrery/config.hpp"
+#include "orrery/engines.hpp"
 #include "orrery/interp.hpp"
 #include "orrery/types.hpp"
 
@@ -114,111 +115,28 @@ struct HssneResult {
   std::string stop_reason;  // "tol", "max_iter"
 };
 
-// Unnormalised per-row sums of one evaluation at Y, from one pass over all pairs (MATH.md §4):
-// everything the objective, the gradient and the fixed-point update need. Z = sum_i h_i.
-struct HssneSums {
-  std::vector<double> h;        // sum_j H_ij              (row i's share of Z; with interpolated
-                                //  repulsion only what is row i's alone, RepulsionSums::z_grid:
-                                //  HssneTotals::z is always the whole Z)
-  std::vector<double> p_log_h;  // sum_j P_ij log H_ij
-  std::vector<double> a;        // A_i = sum_j P_ij S_ij
-  std::vector<double> hs;       // Z B_i = sum_j H_ij S_ij
-  MatrixD ay;                   // sum_j P_ij S_ij y_j      (N x D)
-  MatrixD hsy;                  // sum_j H_ij S_ij y_j      (N x D)
-};
+// The fits drive an HssneEngine (orrery/engines.hpp) from Backend::make_hssne (P dense N x N or
+// sparse CSR, which must outlive the engine; alpha >= 0; dim 2 or 3).
 
-// What an evaluation tells the host: Z = sum_i h_i and sum_i p_log_h_i. J for any exaggeration c
-// follows from these and the constant sums over P.
-struct HssneTotals {
-  double z = 0.0, p_log_h = 0.0;
-};
-
-// An engine's per-point optimiser state (N x D each), for checkpoints: the map, the previous
-// iterate (fixed-point momentum), and the gradient method's velocity and gains.
-struct HssneState {
-  MatrixD y, prev, velocity, gains;
-};
-
-// Seconds an engine has spent in each stage of its evaluations so far (benchmarks split an
-// iteration with them): the repulsion (all pairs, or the grid's plan, scatter, FFT, gather and far
-// points), then the attraction over P with the per-point results and totals. 0 for a stage the
-// engine does not run.
-struct HssneStageTimes {
-  double pairs = 0;                                                // exact repulsion over all pairs
-  double grid_plan = 0, scatter = 0, fft = 0, gather = 0, far = 0;  // interpolated repulsion
-  double attraction = 0;
-  int evaluations = 0;
-};
-
-// An engine's times with its interpolation grid's stages (the CPU grid's timings or the device
-// grid's: the same fields).
-template <class GridTimings>
-HssneStageTimes with_grid_stages(HssneStageTimes t, const GridTimings& g) {
-  t.grid_plan = g.grid, t.scatter = g.scatter, t.fft = g.fft, t.gather = g.gather, t.far = g.far;
-  return t;
-}
-
-// Affinities and the optimiser's state resident on one backend: the current map Y with its
-// per-point sums, the previous iterate, a trial map with its sums, and the gradient method's
-// velocity and gains. The optimisers (host/methods/hssne.cpp) drive it with O(1) values per
-// step; N x D data cross to the host only at start() and coords(). Every step's per-coordinate
-// arithmetic is math/neighbor.hpp's. The CPU engine sums in double with the rows spread over
-// threads; the CUDA engine sums tiles of pairs in float and tiles into double, the totals in a
-// fixed order (same input, same device: same bits).
-class HssneEngine {
- public:
-  virtual ~HssneEngine() = default;
-  virtual std::string name() const = 0;
-  // Y becomes the current map and the previous iterate; velocity 0, gains 1; the sums at Y.
-  virtual HssneTotals start(const MatrixD& Y) = 0;
-  // Fixed point from the current map: trial = Y + step (T_c(Y) - Y) + beta (Y - Y_prev), then the
-  // sums there.
-  virtual HssneTotals propose(double c, double step, double beta) = 0;
-  // trial <- (trial + Y) / 2, then the sums there.
-  virtual HssneTotals damp() = 0;
-  // Y_prev <- Y, Y <- trial, with the trial's sums.
-  virtual void accept() = 0;
-  // Gradient descent from the current map (its sums, exaggeration c): velocity and gains
-  // updated, Y moved by the velocity, then the sums at the new Y.
-  virtual HssneTotals gradient_step(double c, double momentum, double learning_rate) = 0;
-  // Copies to the host: the current map, and its per-point sums.
-  virtual MatrixD coords() const = 0;
-  virtual void current_sums(HssneSums& out) const = 0;
-  // A checkpoint's state going out and coming back; restore() recomputes the sums at its map with
-  // the same arithmetic as every step, so the run continues with the same bits.
-  virtual HssneState state() const = 0;
-  virtual HssneTotals restore(const HssneState& s) = 0;
-  // Time per stage over every evaluation so far.
-  virtual HssneStageTimes stage_times() const = 0;
-};
-
-// Engines come from Backend::make_hssne (P dense N x N or sparse CSR, which must outlive the
-// engine; alpha >= 0; dim 2 or 3).
-
-// KL(P || Q) and its gradient (N x D) at Y for dense P, from one CPU engine evaluation; used by
-// the tests and the benchmarks.
-double hssne_objective(const MatrixD& P, const MatrixD& Y, double alpha, MatrixD* grad, int threads = 0);
+// KL(P || Q) and its gradient (N x D) at Y for dense P, from one evaluation of an engine of
+// `backend` (exact repulsion; a CPU backend gives the double-precision reference); used by the tests
+// and the benchmarks.
+double hssne_objective(const MatrixD& P, const MatrixD& Y, double alpha, MatrixD* grad, Backend& backend);
 
 // The same for sparse P (the repulsive normaliser is still exact over all pairs).
-double hssne_objective(const SparseAffinity& P, const MatrixD& Y, double alpha, MatrixD* grad, int threads = 0);
+double hssne_objective(const SparseAffinity& P, const MatrixD& Y, double alpha, MatrixD* grad, Backend& backend);
 
 // Fits on dense P; labels (-1 unknown) are used only when rho > 0. The backend holds P and the
-// map and runs every step (an engine above); `threads` means the CPU.
-// With a control (orrery/run_control.hpp) a fit can stop at the end of an iteration and continue
+// map and runs every step (HssneEngine). With a control (orrery/run_control.hpp) a fit can stop at the end of an iteration and continue
 // from the saved state with the same bits.
 HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const HssneParams& params,
                       unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {},
                       RunControl* control = nullptr);
-HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const HssneParams& params,
-                      unsigned long long seed, int threads = 0,
-                      const std::function<void(int, double)>& progress = {});
 
 // Fits on sparse P (kNN affinities): the attraction runs over the neighbour lists only, the
 // repulsion over all pairs (exact) or on the interpolation grid (params.repulsion). rho > 0 is an input error (mixing needs dense P).
 HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& params, unsigned long long seed, Backend& backend,
                       const std::function<void(int, double)>& progress = {}, RunControl* control = nullptr);
-HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& params, unsigned long long seed, int threads = 0,
-                      const std::function<void(int, double)>& progress = {});
 
 // Out-of-sample placement: new points mapped into a frozen reference map (as openTSNE's transform,
 // for every tail). New point i has conditional probabilities p_{j|i} over its k nearest reference
@@ -235,61 +153,21 @@ HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& params, unsign
 // same grid on a device) with repulsion interpolated (exactly for a point that leaves the grid; with
 // exact_when_cheaper, as `auto` sets it, not at all where the grid would cost more than ~100 exact
 // steps of every point), else from the exact O(N) loop. The backend runs every step (PlacementEngine).
-struct PlacementParams {
-  int max_iter = 1000;  // the most steps a point tries
-  double tol = 1e-4;    // a point stops when its step is shorter than this (map units)
-};
-struct PlacementResult {
-  MatrixD coords;             // M x D
-  std::vector<double> cost;   // C_i at the end
-  std::vector<int> steps;     // steps tried per point
-  index_t exact_points = 0;   // points whose sums were summed exactly at least once (off the grid)
-  bool interpolated = false;  // whether the frozen grid was made (auto may give way to exact sums)
-};
-// The frozen grid reaches this far (map units) beyond the reference map on every side: a new point
-// starts inside the reference's extent, and one that moves further out is summed exactly.
-inline constexpr double kPlacementGridMargin = 4.0;
-
-// New points being placed into a frozen map, resident on one backend (Backend::make_placement): the
-// reference map, the new points' neighbour lists and probabilities, and per point its place,
-// gradient, step length, cost and steps; with interpolated repulsion the frozen grid. place_points
-// drives it with O(1) values per step; the M x D places cross to the host once, in result(). Every
-// point's arithmetic is math/place.hpp's; a point's sums are its own (the grid's gather, or the exact
-// loop over the reference in a fixed order), so the same input on the same device gives the same bits.
-class PlacementEngine {
- public:
-  virtual ~PlacementEngine() = default;
-  virtual std::string name() const = 0;
-  // Every point at its start (math::place_start) with its first step length, and the sums, cost and
-  // gradient there; every point moving.
-  virtual void start() = 0;
-  // One trial step of every moving point (math::place_trial), the sums there, and the step rule
-  // (math::place_accept with tol); returns how many points still move.
-  virtual index_t step(double tol) = 0;
-  // The places, costs and steps tried, and which points were summed exactly.
-  virtual PlacementResult result() const = 0;
-};
-// Engines come from Backend::make_placement (orrery/backend.hpp), whose factories first check what
-// they are given (internal errors: place_points makes it right): the map 2-D or 3-D, p M x k, every
-// neighbour a row of the reference.
-void check_placement_input(const MatrixD& reference, const KnnGraph& to_reference, const std::vector<double>& p);
 
 // to_reference: the new points' k nearest reference points (exact_knn_to / approximate_knn_to);
 // reference: the reference map (N x D, D 2 or 3); 1 < perplexity < k. The backend holds the new
-// points and runs every step (an engine above); `threads` means the CPU.
+// points and runs every step (PlacementEngine, orrery/engines.hpp).
 PlacementResult place_points(const KnnGraph& to_reference, double perplexity, const MatrixD& reference, double alpha,
                              const HssneRepulsion& repulsion, const PlacementParams& params, Backend& backend,
-                             const std::function<void(int, index_t)>& progress = {});
-PlacementResult place_points(const KnnGraph& to_reference, double perplexity, const MatrixD& reference, double alpha,
-                             const HssneRepulsion& repulsion, const PlacementParams& params, int threads = 0,
                              const std::function<void(int, index_t)>& progress = {});
 // One new point's cost and gradient at y, given its sums over the reference (exposed for tests;
 // math::place_cost).
 double placement_cost(const double* y, int D, const index_t* nb, const double* p, int k, const MatrixD& reference,
                       double alpha, double h, double hs, const double* hsy, double* grad);
 
-// One fixed-point update of MATH.md §4 on dense P (exposed for tests): returns J at the input Y.
-double hssne_fixed_point_step(const MatrixD& P, double alpha, MatrixD& Y, int threads = 0);
+// One fixed-point update of MATH.md §4 on dense P by an engine of `backend` (exposed for tests):
+// returns J at the input Y.
+double hssne_fixed_point_step(const MatrixD& P, double alpha, MatrixD& Y, Backend& backend);
 
 // Semi-supervised affinities: (1 - rho) P + rho U, U uniform over ordered pairs of distinct
 // points sharing a known label.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "orrery/config.hpp"
+#include "orrery/engines.hpp"
 #include "orrery/types.hpp"
 
 namespace orrery {
@@ -16,8 +17,7 @@ namespace orrery {
 class RunControl;
 struct SparseAffinity;
 
-// The arithmetic of the CPU's NeRV evaluations (NervParams::precision).
-enum class NervPrecision { float32, float64 };
+// NervOptions::precision and NervParams::precision (the enum is orrery/engines.hpp's).
 template <>
 struct EnumNames<NervPrecision> {
   static constexpr std::array<const char*, 2> names = {"float", "double"};
@@ -93,9 +93,6 @@ inline bool nerv_pca_start(const NervParams& params, bool approximate) {
 // The start's standard deviation in units of the median bandwidth (NervParams::init_scale).
 double nerv_start_scale(const NervParams& params, index_t points, double perplexity, bool approximate);
 
-// Input probabilities below kNervProbabilityFloor count as the floor inside log p, so KL(q || p)
-// stays finite for pairs whose Gaussian input probability underflowed.
-constexpr double kNervProbabilityFloor = 1e-300;
 
 // E and dE/dY (N x D) for conditional input probabilities P (rows p_{j|i}, zero diagonal) and
 // per-point precisions beta; N >= 2. Exact over all pairs, O(N^2 D) time with one exp per pair (one
@@ -124,11 +121,6 @@ double nerv_objective(const MatrixD& P, const MatrixD& logP, const std::vector<d
 // O(N^2 D + nnz) time, one exp per pair, O(N D + nnz) memory.
 double nerv_objective(const SparseAffinity& P, const std::vector<double>& beta, const MatrixD& Y, double lambda,
                       MatrixD* grad, int threads = 0);
-
-// log of each sparse row's floor p_floor_i above (floored as kNervProbabilityFloor), N values: what
-// every backend's sparse evaluation uses for the pairs outside row i's list. Checks the CSR (an
-// internal error for columns out of range or on the diagonal).
-std::vector<double> nerv_row_log_floors(const SparseAffinity& P);
 
 // How far the truncated cost is from the exact one at a map: `rows` rows drawn with the seed (all
 // when rows >= N) evaluated both ways (the exact rows over all N points, in double), the difference
@@ -178,52 +170,6 @@ NervTruncationCheck nerv_truncation_check(const SparseAffinity& P, const std::ve
                                           double lambda, double cutoff, index_t rows, unsigned long long seed,
                                           int threads = 0);
 
-// What a NeRV engine is made with besides its data (Backend::make_nerv).
-struct NervOptions {
-  double lambda = 0.3;
-  int dim = 2;
-  NervPrecision precision = NervPrecision::float32;  // the CPU's arithmetic; CUDA always float
-  // Sparse P only: the truncated cost over a cell grid (math/nerv_cells.hpp) at this cutoff, in
-  // float on every backend; 0 = every pair.
-  double cutoff = 0.0;
-};
-
-// The N x D vectors a NeRV engine holds for conjugate gradient: the iterate x, the gradient there,
-// the search direction, and a trial point x + t d with its gradient.
-enum class NervVector { x, gradient, direction, trial, trial_gradient };
-inline constexpr int kNervVectors = 5;
-
-// NeRV's objective and the optimiser's state resident on one backend: P (dense rows, or sparse rows
-// with their floors: O(N k) memory on every backend) and the five vectors above. Conjugate gradient
-// (host/methods/nerv.cpp) drives it with O(1) values per step: a cost, a dot product or a step
-// length; N x D data cross at set_coords() and vector() only. The CPU engine evaluates in
-// NervOptions::precision (pair terms in float summed in double per 512-column tile, or double); the
-// CUDA engine in float tiles summed in double. Reductions run in a fixed order on both (same input,
-// same device: same bits).
-class NervEngine {
- public:
-  virtual ~NervEngine() = default;
-  virtual std::string name() const = 0;
-  // "float" or "double": the arithmetic of the pair terms.
-  virtual std::string arithmetic() const = 0;
-  // x <- Y (N x D).
-  virtual void set_coords(const MatrixD& Y) = 0;
-  // A copy of one vector on the host.
-  virtual MatrixD vector(NervVector v) const = 0;
-  // One vector <- V (N x D): a checkpoint's x, gradient and direction coming back.
-  virtual void set_vector(NervVector v, const MatrixD& V) = 0;
-  // E at x, and its gradient into NervVector::gradient when with_gradient.
-  virtual double evaluate(bool with_gradient) = 0;
-  // trial <- x + t direction; E there, its gradient into NervVector::trial_gradient.
-  virtual double evaluate_trial(double t) = 0;
-  // sum over the N D entries of a * b, in a fixed order.
-  virtual double dot(NervVector a, NervVector b) = 0;
-  // direction <- -gradient + beta direction (beta = 0: steepest descent).
-  virtual void update_direction(double beta) = 0;
-  // x, gradient <- trial, trial_gradient.
-  virtual void accept_trial() = 0;
-};
-
 class Backend;
 
 // Fits on the backend's device: the seeded Gaussian start at the input's length scale, then
@@ -238,10 +184,5 @@ NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const Ner
 NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& params,
                     unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {},
                     const MatrixD* start = nullptr, RunControl* control = nullptr);
-// The same on the CPU with `threads` threads.
-NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& params,
-                    unsigned long long seed, int threads = 0, const std::function<void(int, double)>& progress = {});
-NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& params,
-                    unsigned long long seed, int threads = 0, const std::function<void(int, double)>& progress = {});
 
 }  // namespace orrery

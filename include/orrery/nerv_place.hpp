@@ -19,30 +19,13 @@
 #pragma once
 #include <vector>
 
+#include "orrery/engines.hpp"
 #include "orrery/types.hpp"
 
 namespace orrery {
 
 class Backend;
 struct KnnGraph;
-
-struct NervPlacementParams {
-  // Newton steps per point at most (each step one gradient and Hessian, and its line search's costs).
-  int max_iter = 100;
-  // A point stops when its step is shorter than tol x its bandwidth 1 / sqrt(beta_x) (map units).
-  double tol = 1e-7;
-};
-
-struct NervPlacementResult {
-  MatrixD coords;            // M x D
-  std::vector<double> cost;  // C_x at the end
-  std::vector<int> steps;    // Newton steps per point
-};
-
-// The Backend's entry (Backend::place_nerv) checks what it is given with this (internal errors: the
-// map 2-D or 3-D, p M x k, beta M, every neighbour a row of the map, lambda in [0, 1]).
-void check_nerv_placement_input(const MatrixD& reference_map, const KnnGraph& to_reference,
-                                const std::vector<double>& p, const std::vector<double>& beta, double lambda);
 
 // to_reference: the new points' k nearest reference points (exact_knn_to or approximate_knn_to);
 // 1 < perplexity < k; reference_map N x D (D 2 or 3); lambda in [0, 1]. The rows'

@@ -23,6 +23,7 @@
 #include "orrery/backend.hpp"
 #include "orrery/config.hpp"
 #include "orrery/corpus.hpp"
+#include "orrery/engines.hpp"
 #include "orrery/run_control.hpp"
 #include "orrery/types.hpp"
 
@@ -111,36 +112,6 @@ struct PlsvResult {
 inline constexpr double kPlsvCollapseInformation = 0.05;
 
 using PlsvProgress = std::function<void(const PlsvTraceEntry&)>;
-
-// The corpus resident on one backend, with X, Theta, the last E-step's R (N x Z) and S (Z x W).
-class PlsvEngine {
- public:
-  virtual ~PlsvEngine() = default;
-  virtual std::string name() const = 0;
-  virtual void set_docs(const MatrixD& X) = 0;  // N x D
-  virtual MatrixD docs() const = 0;
-  virtual void set_theta(const MatrixD& theta) = 0;  // Z x W
-  virtual MatrixD theta() const = 0;
-  struct EStep {
-    double log_likelihood = 0.0;   // at the resident X, Theta and the given Phi
-    double theta_log_prior = 0.0;  // alpha sum_zw log theta_zw
-    double docs_sq = 0.0;          // sum_n |x_n|^2
-  };
-  // Responsibility sums R_nz and theta statistics S_zw = sum_n c_nw r_nwz at the resident X, Theta
-  // and the given Phi (Z x D), kept on the engine; r_nwz itself is never stored.
-  virtual EStep e_step(const std::vector<double>& phi, double alpha) = 0;
-  // theta_zw = (S_zw + alpha) / (sum_w' S_zw' + alpha W) from the last e_step.
-  virtual void m_step_theta(double alpha) = 0;
-  // Newton on every x_n (R from the last e_step, Phi given): returns sum_n -Q_n (with gamma/2 |x_n|^2);
-  // topic_grad, when non-null, receives -dQ/dPhi at the new X without the beta term (Z x D).
-  virtual PeSweep solve_docs(const std::vector<double>& phi, double gamma, const PeNewtonOptions& opt,
-                             std::vector<double>* topic_grad) = 0;
-  // Moves each document to the best of its coordinate, the centre and the topic positions by its
-  // log posterior under the resident theta and the given Phi (math::plsv_relocate_document);
-  // returns how many moved.
-  virtual index_t relocate_docs(const std::vector<double>& phi, double gamma) = 0;
-  virtual MatrixD topic_counts() const = 0;  // R (N x Z) of the last e_step
-};
 
 // Engines come from Backend::make_plsv (the corpus must outlive the engine; Z >= 2, dim 2 or 3).
 

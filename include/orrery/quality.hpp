@@ -88,11 +88,12 @@ struct RankRows {
 // whenever the distances are identical (e.g. integer-valued data).
 
 // X: N x d vectors (or N x N distances), Y: N x D map, labels: empty or N entries (-1 unknown).
-// The neighbour searches and rank counting run on `backend` (the CPU with request.threads when
-// null; the smoothed precision/recall always on the CPU). Errors (orrery::Error, input) for mismatched N,
-// K outside [1, N - 1], non-finite values.
+// The neighbour searches and rank counting run on `backend` (make_cpu_backend(request.threads) for
+// the CPU); the sums over the rank rows and the smoothed precision/recall on the host with
+// request.threads. Errors (orrery::Error, input) for mismatched N, K outside [1, N - 1], non-finite
+// values.
 QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::vector<int>& labels,
-                               const QualityRequest& request, const Backend* backend = nullptr);
+                               const QualityRequest& request, const Backend& backend);
 
 // The query points evaluate_quality uses for N points: empty when it takes all of them, else a
 // sorted seeded uniform sample without replacement (the same for a seed on every platform).

@@ -12,6 +12,7 @@
 
 #include "orrery/affinity.hpp"
 #include "orrery/config.hpp"
+#include "orrery/engines.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/nerv.hpp"
 #include "orrery/types.hpp"
@@ -53,23 +54,6 @@ struct ClassMixtureParams {
 
 const std::vector<Field<ClassMixtureParams>>& class_mixture_fields();
 
-struct ValidationPoint {
-  int components = 0;
-  double width = 0.0;
-  double loglik = 0.0;  // mean held-out log p(true class | x) over the folds
-};
-
-struct ClassMixture {
-  int num_classes = 0;
-  double width = 0.0;
-  double euclidean = 0.0;  // eta of the metric (ClassMixtureParams::euclidean)
-  MatrixD centres;  // K x d
-  MatrixD beta;     // K x C, rows on the simplex
-  double train_loglik = 0.0;  // mean log p(true class | x) over the labelled points
-  int iterations = 0;         // CG iterations of the final fit
-  std::vector<ValidationPoint> selection;  // every (K, s) validated, in order; empty when both given
-};
-
 // Fits on the rows with labels >= 0 (labels -1 are ignored); C = max label + 1. Errors (input):
 // length mismatch, fewer than two classes, a class without labelled points, non-finite X.
 ClassMixture fit_class_mixture(const MatrixD& X, const std::vector<int>& labels, const ClassMixtureParams& params,
@@ -96,15 +80,6 @@ std::vector<index_t> class_mixture_sample(const MatrixD& X, const std::vector<in
 // `pieces` pieces, on the CPU (rows of pairs in parallel): the reference of
 // Backend::learning_metric_distances (CUDA: a thread per pair, kernels/snerv.cu).
 MatrixD learning_metric_distances(const ClassMixture& model, const MatrixD& X, int pieces, int threads = 0);
-
-// What every backend's distances start from: the projections U (N x K) of the rows on the centres,
-// u_k(x) = m_k . x, half their squared norms h_k = |m_k|^2 / 2 and w = 1 / s^2 (math/fisher.hpp).
-struct MetricProjections {
-  MatrixD U;
-  std::vector<double> h;
-  double w = 0.0;
-};
-MetricProjections metric_projections(const ClassMixture& model, const MatrixD& X, int threads = 0);
 
 // The learning-metric distance of every listed pair (i, graph.index[i k + q]), in the graph's layout
 // (num_points x k), on the CPU: the reference of Backend::learning_metric_pairs. Each pair is

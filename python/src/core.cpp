@@ -170,7 +170,7 @@ std::string evaluate(const DoubleArray& X, const DoubleArray& Y, const std::vect
   std::string text;
   without_gil([&] {
     const std::unique_ptr<Backend> backend = make_backend(device, threads);
-    text = cli::quality_json(evaluate_quality(x, y, labels, req, backend.get())).dump();
+    text = cli::quality_json(evaluate_quality(x, y, labels, req, *backend)).dump();
   });
   return text;
 }

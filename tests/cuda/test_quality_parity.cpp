@@ -47,8 +47,8 @@ std::vector<test::ParityCase> test::quality_parity_cases() {
                    for (int i = 0; i < 1500; ++i) labels[i] = i % 7;
                    QualityRequest req;
                    req.ks = {1, 7, 40};
-                   const QualityReport c = evaluate_quality(X, Y, labels, req, &cpu),
-                                       g = evaluate_quality(X, Y, labels, req, &gpu);
+                   const QualityReport c = evaluate_quality(X, Y, labels, req, cpu),
+                                       g = evaluate_quality(X, Y, labels, req, gpu);
                    std::vector<double> vc, vg;
                    for (size_t q = 0; q < req.ks.size(); ++q)
                      for (const auto* r : {&c, &g}) {

@@ -1,6 +1,7 @@
 // Maps two well separated groups with HSSNE through the installed library and scores the map:
 // prints "trustworthiness T" and exits 0 when the groups stay apart (T > 0.9), 1 otherwise.
 #include <orrery/affinity.hpp>
+#include <orrery/backend.hpp>
 #include <orrery/hssne.hpp>
 #include <orrery/quality.hpp>
 
@@ -20,11 +21,11 @@ int main() {
   orrery::HssneParams params;
   params.max_iter = 300;
   const orrery::AffinityResult a = orrery::affinities_dense(X, 10.0);
-  const orrery::HssneResult r = orrery::fit_hssne(a.dense, labels, params, 7);
+  const orrery::HssneResult r = orrery::fit_hssne(a.dense, labels, params, 7, *orrery::make_cpu_backend(0));
   orrery::QualityRequest req;
   req.ks = {5};
   req.curve = false;
-  const orrery::QualityReport q = orrery::evaluate_quality(X, r.coords, labels, req);
+  const orrery::QualityReport q = orrery::evaluate_quality(X, r.coords, labels, req, *orrery::make_cpu_backend(0));
   std::printf("trustworthiness %.4f, 5-NN accuracy %.4f\n", q.at_k[0].trustworthiness, q.at_k[0].knn_accuracy);
   return q.at_k[0].trustworthiness > 0.9 && q.at_k[0].knn_accuracy > 0.95 ? 0 : 1;
 }

@@ -9,6 +9,7 @@
 #include "methods/random.hpp"
 #include "common/gradient_check.hpp"
 #include "orrery/affinity.hpp"
+#include "orrery/backend.hpp"
 #include "orrery/error.hpp"
 #include "orrery/hssne.hpp"
 #include "orrery/math/neighbor.hpp"
@@ -49,7 +50,7 @@ double homogeneity(const MatrixD& Y, const std::vector<int>& labels) {
   QualityRequest req;
   req.ks = {1};
   req.curve = false;
-  return evaluate_quality(Y, Y, labels, req).homogeneity_1nn;
+  return evaluate_quality(Y, Y, labels, req, *make_cpu_backend(0)).homogeneity_1nn;
 }
 
 }  // namespace
@@ -80,12 +81,12 @@ TEST(Hssne, GradientMatchesFiniteDifferences) {
   for (int D : {2, 3})
     for (double alpha : {0.0, 0.5, 1.0, 2.5}) {
       MatrixD Y = random_coords(30, D, 3 + D), g;
-      hssne_objective(P, Y, alpha, &g, 2);
+      hssne_objective(P, Y, alpha, &g, *make_cpu_backend(2));
       MatrixD at = Y;
       EXPECT_TRUE(test::gradient_matches(
           [&](const std::vector<double>& y) {
             at.data = y;
-            return hssne_objective(P, at, alpha, nullptr);
+            return hssne_objective(P, at, alpha, nullptr, *make_cpu_backend(0));
           },
           Y.data, g.data, {1e-6, 1e-6, 7, "alpha " + std::to_string(alpha) + " D " + std::to_string(D)}));
     }
@@ -104,7 +105,7 @@ TEST(Hssne, SparseObjectiveEqualsDenseWhenListsCoverAllPoints) {
     for (int D : {2, 3}) {
       const MatrixD Y = random_coords(31, D, 5);
       MatrixD gd, gs;
-      const double jd = hssne_objective(dense.dense, Y, alpha, &gd), js = hssne_objective(sparse.sparse, Y, alpha, &gs);
+      const double jd = hssne_objective(dense.dense, Y, alpha, &gd, *make_cpu_backend(0)), js = hssne_objective(sparse.sparse, Y, alpha, &gs, *make_cpu_backend(0));
       EXPECT_NEAR(jd, js, 1e-10) << "alpha " << alpha << " D " << D;
       for (size_t q = 0; q < gd.data.size(); ++q) EXPECT_NEAR(gd.data[q], gs.data[q], 1e-10) << alpha << " " << D;
     }
@@ -124,8 +125,8 @@ TEST(Hssne, FixedPointIsAPreconditionedGradientStep) {
   for (double alpha : {0.0, 1.0, 2.0}) {
     const MatrixD Y0 = random_coords(40, 2, 11);
     MatrixD g, Y = Y0;
-    hssne_objective(P, Y0, alpha, &g);
-    hssne_fixed_point_step(P, alpha, Y);
+    hssne_objective(P, Y0, alpha, &g, *make_cpu_backend(0));
+    hssne_fixed_point_step(P, alpha, Y, *make_cpu_backend(0));
     const auto tau = [&](index_t i, index_t j) {
       return std::pow(Y0(i, 0) - Y0(j, 0), 2) + std::pow(Y0(i, 1) - Y0(j, 1), 2);
     };
@@ -157,12 +158,12 @@ TEST(Hssne, FixedPointDescendsAndSeparatesClasses) {
   HssneParams prm;
   prm.max_iter = 400;
   prm.exaggeration_iter = 100;
-  const HssneResult fit = fit_hssne(P, labels, prm, 1, 2);
+  const HssneResult fit = fit_hssne(P, labels, prm, 1, *make_cpu_backend(2));
   // KL never rises once the exaggeration is over (before, the steps descend KL(cP || Q)).
   for (size_t i = prm.exaggeration_iter + 1; i < fit.objective_trace.size(); ++i)
     EXPECT_LE(fit.objective_trace[i], fit.objective_trace[i - 1]) << "iteration " << i;
   EXPECT_GE(homogeneity(fit.coords, labels), 0.9) << "the paper reports 0.95-0.97 on iris/wine-like data";
-  const HssneResult again = fit_hssne(P, labels, prm, 1, 1);
+  const HssneResult again = fit_hssne(P, labels, prm, 1, *make_cpu_backend(1));
   EXPECT_EQ(again.coords.data, fit.coords.data) << "same seed: same bits, any thread count";
 }
 
@@ -173,7 +174,7 @@ TEST(Hssne, AcceleratedFixedPointNeverRaisesTheObjective) {
   prm.max_iter = 300;
   prm.tol = 0;
   prm.exaggeration = 1;  // one objective throughout
-  const HssneResult fit = fit_hssne(P, labels, prm, 3, 2);
+  const HssneResult fit = fit_hssne(P, labels, prm, 3, *make_cpu_backend(2));
   for (size_t i = 1; i < fit.objective_trace.size(); ++i)
     EXPECT_LE(fit.objective_trace[i], fit.objective_trace[i - 1]) << "iteration " << i;
   EXPECT_GT(fit.restarts, 0) << "the momentum overshoots at some point and the guard restarts it";
@@ -189,13 +190,13 @@ TEST(Hssne, PaperScheduleIsThePlainFixedPointUpdate) {
   prm.tol = 0;
   prm.acceleration = 0;
   prm.exaggeration = 1;
-  const HssneResult fit = fit_hssne(P, labels, prm, 4, 1);
+  const HssneResult fit = fit_hssne(P, labels, prm, 4, *make_cpu_backend(1));
   ASSERT_EQ(fit.damped_steps, 0);
   EXPECT_EQ(fit.restarts, 0);
   MatrixD Y(P.rows, 2);
   Y.data = seeded_gaussian(Y.data.size(), 4, prm.init_scale);
   for (int it = 0; it < prm.max_iter; ++it) {
-    const double j = hssne_fixed_point_step(P, prm.alpha, Y, 1);
+    const double j = hssne_fixed_point_step(P, prm.alpha, Y, *make_cpu_backend(1));
     if (it > 0) {
       EXPECT_EQ(j, fit.objective_trace[static_cast<size_t>(it - 1)]) << "iteration " << it;
     }
@@ -217,8 +218,8 @@ TEST(Hssne, AccelerationAndExaggerationFindALowerObjective) {
   fast.exaggeration_iter = 100;
   plain.acceleration = 0;
   plain.exaggeration = 1;
-  const double j_fast = fit_hssne(P, fast, 5, 2).objective_trace.back();
-  const double j_plain = fit_hssne(P, plain, 5, 2).objective_trace.back();
+  const double j_fast = fit_hssne(P, fast, 5, *make_cpu_backend(2)).objective_trace.back();
+  const double j_plain = fit_hssne(P, plain, 5, *make_cpu_backend(2)).objective_trace.back();
   EXPECT_LT(j_fast, 0.9 * j_plain) << "default " << j_fast << ", plain " << j_plain;
 }
 
@@ -228,7 +229,7 @@ TEST(Hssne, GradientDescentAlternativeAlsoSeparatesClasses) {
   HssneParams prm;
   prm.optimizer = HssneOptimizer::gradient;
   prm.max_iter = 500;
-  const HssneResult fit = fit_hssne(P, labels, prm, 2, 2);
+  const HssneResult fit = fit_hssne(P, labels, prm, 2, *make_cpu_backend(2));
   EXPECT_LT(fit.objective_trace.back(), fit.objective_trace[prm.exaggeration_iter]);
   EXPECT_GE(homogeneity(fit.coords, labels), 0.9);
 }
@@ -274,7 +275,7 @@ TEST(Hssne, PerPairAccumulationMatchesTheCpuRowLoops) {
         plh += D == 2 ? acc2.p_log_h : acc3.p_log_h;
       }
       const double j_pairs = plp - plh + psum * std::log(z);
-      const double j_cpu = hssne_objective(P, Y, alpha, nullptr);
+      const double j_cpu = hssne_objective(P, Y, alpha, nullptr, *make_cpu_backend(0));
       EXPECT_NEAR(j_cpu, j_pairs, 1e-10 * std::abs(j_pairs)) << "alpha " << alpha << " D " << D;
     }
 }
@@ -287,10 +288,10 @@ TEST(Hssne, SparseFitEqualsDenseFitWhenListsCoverAllPoints) {
     for (int d = 0; d < 4; ++d) Xs(i, d) = X(i * 4, d);
   HssneParams prm;
   prm.max_iter = 50;
-  const HssneResult d = fit_hssne(affinities_dense(Xs, 10.0).dense, {}, prm, 3);
-  const HssneResult s = fit_hssne(affinities_sparse(Xs, 10.0).sparse, prm, 3);
+  const HssneResult d = fit_hssne(affinities_dense(Xs, 10.0).dense, {}, prm, 3, *make_cpu_backend(0));
+  const HssneResult s = fit_hssne(affinities_sparse(Xs, 10.0).sparse, prm, 3, *make_cpu_backend(0));
   ASSERT_EQ(d.iterations, s.iterations);
   for (size_t q = 0; q < d.coords.data.size(); ++q) EXPECT_NEAR(d.coords.data[q], s.coords.data[q], 1e-9);
   prm.rho = 0.2;
-  EXPECT_THROW(fit_hssne(affinities_sparse(Xs, 10.0).sparse, prm, 3), Error);
+  EXPECT_THROW(fit_hssne(affinities_sparse(Xs, 10.0).sparse, prm, 3, *make_cpu_backend(0)), Error);
 }

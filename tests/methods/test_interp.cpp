@@ -395,18 +395,18 @@ TEST(InterpolatedRepulsion, FitDescendsSeparatesAndIsDeterministic) {
     prm.tol = 0;
     prm.repulsion = HssneRepulsionMode::interpolated;
     prm.optimizer = HssneOptimizer::fixed_point;  // auto would take the gradient method with the grid
-    const HssneResult fit = fit_hssne(P, prm, 1, 2);
+    const HssneResult fit = fit_hssne(P, prm, 1, *make_cpu_backend(2));
     for (size_t i = static_cast<size_t>(prm.exaggeration_iter) + 1; i < fit.objective_trace.size(); ++i)
       EXPECT_LE(fit.objective_trace[i], fit.objective_trace[i - 1]) << "D " << D << " iteration " << i;
     QualityRequest req;
     req.ks = {5};
     req.curve = false;
-    EXPECT_GE(evaluate_quality(fit.coords, fit.coords, labels, req).at_k[0].knn_accuracy, 0.95) << "D " << D;
+    EXPECT_GE(evaluate_quality(fit.coords, fit.coords, labels, req, *make_cpu_backend(0)).at_k[0].knn_accuracy, 0.95) << "D " << D;
     prm.repulsion = HssneRepulsionMode::exact;
-    const double exact_kl = fit_hssne(P, prm, 1, 2).objective_trace.back();
+    const double exact_kl = fit_hssne(P, prm, 1, *make_cpu_backend(2)).objective_trace.back();
     EXPECT_NEAR(fit.objective_trace.back(), exact_kl, 0.02 * exact_kl) << "D " << D;
     prm.repulsion = HssneRepulsionMode::interpolated;
-    EXPECT_EQ(fit_hssne(P, prm, 1, 1).coords.data, fit.coords.data) << "D " << D;
+    EXPECT_EQ(fit_hssne(P, prm, 1, *make_cpu_backend(1)).coords.data, fit.coords.data) << "D " << D;
   }
 }
 

@@ -199,9 +199,9 @@ TEST(Nerv, FloatAndDoubleFitsAgreeOverAFewIterations) {
   NervParams prm;
   prm.max_iter = 5;
   prm.precision = NervPrecision::float64;
-  const NervResult rd = fit_nerv(a.conditional, a.beta, prm, 4, 2);
+  const NervResult rd = fit_nerv(a.conditional, a.beta, prm, 4, *make_cpu_backend(2));
   prm.precision = NervPrecision::float32;
-  const NervResult rf = fit_nerv(a.conditional, a.beta, prm, 4, 2);
+  const NervResult rf = fit_nerv(a.conditional, a.beta, prm, 4, *make_cpu_backend(2));
   ASSERT_EQ(rd.objective_trace.size(), rf.objective_trace.size());
   EXPECT_NEAR(rf.objective_trace.back(), rd.objective_trace.back(), 1e-5 * std::abs(rd.objective_trace.back()));
   expect_same(rf.coords, rd.coords, 1e-4, "coordinates after 5 iterations");
@@ -325,14 +325,14 @@ TEST(Nerv, ConjugateGradientFitLowersCostAndKeepsClasses) {
   const AffinityResult a = affinities_dense(X, 10.0);
   NervParams prm;
   prm.max_iter = 200;
-  const NervResult fit = fit_nerv(a.conditional, a.beta, prm, 3, 2);
+  const NervResult fit = fit_nerv(a.conditional, a.beta, prm, 3, *make_cpu_backend(2));
   ASSERT_GE(fit.objective_trace.size(), 2u);
   for (size_t i = 1; i < fit.objective_trace.size(); ++i) EXPECT_LE(fit.objective_trace[i], fit.objective_trace[i - 1]);
   QualityRequest req;
   req.ks = {1};
   req.curve = false;
-  EXPECT_GE(evaluate_quality(fit.coords, fit.coords, labels, req).homogeneity_1nn, 0.9);
-  const NervResult again = fit_nerv(a.conditional, a.beta, prm, 3, 1);
+  EXPECT_GE(evaluate_quality(fit.coords, fit.coords, labels, req, *make_cpu_backend(0)).homogeneity_1nn, 0.9);
+  const NervResult again = fit_nerv(a.conditional, a.beta, prm, 3, *make_cpu_backend(1));
   EXPECT_EQ(again.coords.data, fit.coords.data) << "same seed, any thread count: same bits";
 }
 
@@ -342,14 +342,14 @@ TEST(Nerv, SparseConjugateGradientFitLowersCostAndKeepsClasses) {
   const AffinityResult a = affinities_sparse(X, 10.0);
   NervParams prm;
   prm.max_iter = 200;
-  const NervResult fit = fit_nerv(a.sparse_conditional, a.beta, prm, 3, 2);
+  const NervResult fit = fit_nerv(a.sparse_conditional, a.beta, prm, 3, *make_cpu_backend(2));
   ASSERT_GE(fit.objective_trace.size(), 2u);
   for (size_t i = 1; i < fit.objective_trace.size(); ++i) EXPECT_LE(fit.objective_trace[i], fit.objective_trace[i - 1]);
   QualityRequest req;
   req.ks = {1};
   req.curve = false;
-  EXPECT_GE(evaluate_quality(fit.coords, fit.coords, labels, req).homogeneity_1nn, 0.9);
-  const NervResult again = fit_nerv(a.sparse_conditional, a.beta, prm, 3, 1);
+  EXPECT_GE(evaluate_quality(fit.coords, fit.coords, labels, req, *make_cpu_backend(0)).homogeneity_1nn, 0.9);
+  const NervResult again = fit_nerv(a.sparse_conditional, a.beta, prm, 3, *make_cpu_backend(1));
   EXPECT_EQ(again.coords.data, fit.coords.data) << "same seed, any thread count: same bits";
 }
 
@@ -387,7 +387,7 @@ TEST(Nerv, EngineConjugateGradientIsConjugateGradientOnHostVectors) {
   NervParams prm;
   prm.max_iter = 25;
   prm.precision = NervPrecision::float64;
-  const NervResult fit = fit_nerv(a.conditional, a.beta, prm, 5, 2);
+  const NervResult fit = fit_nerv(a.conditional, a.beta, prm, 5, *make_cpu_backend(2));
 
   std::vector<double> sorted = a.beta;
   std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());

@@ -194,15 +194,15 @@ TEST(NervCells, ApproximateFitLowersCostKeepsClassesAndRepeats) {
   NervParams prm;
   prm.pairs = NervPairs::approximate;
   prm.max_iter = 60;
-  const NervResult r = fit_nerv(a.sparse_conditional, a.beta, prm, 3, 2);
+  const NervResult r = fit_nerv(a.sparse_conditional, a.beta, prm, 3, *make_cpu_backend(2));
   EXPECT_TRUE(r.approximate);
   ASSERT_GE(r.objective_trace.size(), 2u);
   EXPECT_LT(r.objective_trace.back(), 0.5 * r.objective_trace.front());
   QualityRequest req;
   req.ks = {1};
   req.curve = false;
-  EXPECT_GE(evaluate_quality(r.coords, r.coords, labels, req).homogeneity_1nn, 0.95);
-  const NervResult again = fit_nerv(a.sparse_conditional, a.beta, prm, 3, 1);
+  EXPECT_GE(evaluate_quality(r.coords, r.coords, labels, req, *make_cpu_backend(0)).homogeneity_1nn, 0.95);
+  const NervResult again = fit_nerv(a.sparse_conditional, a.beta, prm, 3, *make_cpu_backend(1));
   EXPECT_EQ(r.coords.data, again.coords.data);
   // auto takes the exact path below kNervApproximateFrom points, and dense affinities refuse approximate
   prm.pairs = NervPairs::automatic;

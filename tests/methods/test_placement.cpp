@@ -6,6 +6,7 @@
 #include <random>
 
 #include "orrery/affinity.hpp"
+#include "orrery/backend.hpp"
 #include "orrery/hssne.hpp"
 #include "orrery/interp.hpp"
 #include "orrery/knn.hpp"
@@ -131,13 +132,13 @@ TEST(Placement, NewPointsLandNearTheirNeighbours) {
   const MatrixD X = classes(600, 1, labels), Xn = classes(80, 9, new_labels);
   HssneParams prm;
   prm.max_iter = 300;
-  const MatrixD Y = fit_hssne(affinities_sparse(X, 20.0).sparse, prm, 1, 2).coords;
+  const MatrixD Y = fit_hssne(affinities_sparse(X, 20.0).sparse, prm, 1, *make_cpu_backend(2)).coords;
   const KnnGraph g = exact_knn_to(X, Xn, 60, 2);
   HssneRepulsion exact, interp;
   interp.interpolated = true;
-  const PlacementResult a = place_points(g, 20.0, Y, 1.0, exact, PlacementParams{}, 2);
-  const PlacementResult b = place_points(g, 20.0, Y, 1.0, interp, PlacementParams{}, 2);
-  const PlacementResult c = place_points(g, 20.0, Y, 1.0, interp, PlacementParams{}, 1);
+  const PlacementResult a = place_points(g, 20.0, Y, 1.0, exact, PlacementParams{}, *make_cpu_backend(2));
+  const PlacementResult b = place_points(g, 20.0, Y, 1.0, interp, PlacementParams{}, *make_cpu_backend(2));
+  const PlacementResult c = place_points(g, 20.0, Y, 1.0, interp, PlacementParams{}, *make_cpu_backend(1));
   EXPECT_EQ(b.coords.data, c.coords.data);
   EXPECT_TRUE(b.interpolated);
   // the map's scale: the mean distance of a reference point to its class centre
@@ -159,7 +160,7 @@ TEST(Placement, NewPointsLandNearTheirNeighbours) {
   EXPECT_GE(right, 78) << "of 80 new points, nearest reference point of the same class";
   EXPECT_LT(moved / spread, 1e-2) << "grid and exact placements agree";
   // the cost at the start (the median of the neighbours) is not lower than at the end
-  const PlacementResult start = place_points(g, 20.0, Y, 1.0, exact, PlacementParams{0, 1e-4}, 2);
+  const PlacementResult start = place_points(g, 20.0, Y, 1.0, exact, PlacementParams{0, 1e-4}, *make_cpu_backend(2));
   for (index_t i = 0; i < Xn.rows; ++i) EXPECT_LE(a.cost[static_cast<size_t>(i)], start.cost[static_cast<size_t>(i)]);
 }
 
@@ -171,12 +172,12 @@ TEST(Placement, ThreeDimensionalMapsAndTheGridGivingWay) {
   HssneParams prm;
   prm.dim = 3;
   prm.max_iter = 300;
-  const MatrixD Y = fit_hssne(affinities_sparse(X, 20.0).sparse, prm, 1, 2).coords;
+  const MatrixD Y = fit_hssne(affinities_sparse(X, 20.0).sparse, prm, 1, *make_cpu_backend(2)).coords;
   const KnnGraph g = exact_knn_to(X, Xn, 15, 2);
   HssneRepulsion exact, automatic;
   automatic.interpolated = automatic.exact_when_cheaper = true;
-  const PlacementResult a = place_points(g, 5.0, Y, 1.0, exact, PlacementParams{}, 2);
-  const PlacementResult b = place_points(g, 5.0, Y, 1.0, automatic, PlacementParams{}, 2);
+  const PlacementResult a = place_points(g, 5.0, Y, 1.0, exact, PlacementParams{}, *make_cpu_backend(2));
+  const PlacementResult b = place_points(g, 5.0, Y, 1.0, automatic, PlacementParams{}, *make_cpu_backend(2));
   EXPECT_EQ(a.coords.data, b.coords.data);
   EXPECT_EQ(b.exact_points, 40);
   EXPECT_FALSE(b.interpolated);

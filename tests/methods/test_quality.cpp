@@ -8,6 +8,7 @@
 #include <random>
 
 #include "common/distances.hpp"
+#include "orrery/backend.hpp"
 #include "orrery/error.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/quality.hpp"
@@ -72,7 +73,7 @@ void expect_matches_brute(const MatrixD& X, const MatrixD& Y, std::vector<int> k
   QualityRequest req;
   req.ks = ks;
   req.threads = 3;
-  const QualityReport rep = evaluate_quality(X, Y, {}, req);
+  const QualityReport rep = evaluate_quality(X, Y, {}, req, *make_cpu_backend(0));
   for (size_t q = 0; q < ks.size(); ++q) {
       const Brute b = brute(X, Y, ks[q]);
     const QualityAtK& a = rep.at_k[q];
@@ -108,7 +109,7 @@ TEST(Quality, CoRankingMatrixMatchesDefinition) {
   QualityRequest req;
   req.ks = {4};
   req.kmax = 12;
-  const QualityReport rep = evaluate_quality(X, Y, {}, req);
+  const QualityReport rep = evaluate_quality(X, Y, {}, req, *make_cpu_backend(0));
   const auto rho = brute_ranks(X), r = brute_ranks(Y);
   std::vector<std::int64_t> Q(12 * 12, 0);
   for (int i = 0; i < 40; ++i)
@@ -130,7 +131,7 @@ TEST(Quality, TrustworthinessEqualsScikitLearn) {
   }
   QualityRequest req;
   req.ks = {1, 5, 10, 29};
-  const QualityReport rep = evaluate_quality(X, Y, {}, req);
+  const QualityReport rep = evaluate_quality(X, Y, {}, req, *make_cpu_backend(0));
   const double t[] = {0.6425287356321839, 0.6492948717948718, 0.6708614232209738, 0.6021551724137931};
   const double c[] = {0.7721264367816092, 0.7478205128205129, 0.7346067415730337, 0.5608117816091954};
   for (int q = 0; q < 4; ++q) {
@@ -148,7 +149,7 @@ TEST(Quality, PerfectMapScoresPerfectly) {
   QualityRequest req;
   req.ks = {1, 10, 40, 79};
   req.perplexity = 10;
-  const QualityReport rep = evaluate_quality(X, Y, labels, req);
+  const QualityReport rep = evaluate_quality(X, Y, labels, req, *make_cpu_backend(0));
   for (const auto& q : rep.at_k) {
     EXPECT_DOUBLE_EQ(q.trustworthiness, 1.0) << q.k;
     EXPECT_DOUBLE_EQ(q.continuity, 1.0) << q.k;
@@ -157,7 +158,7 @@ TEST(Quality, PerfectMapScoresPerfectly) {
     EXPECT_NEAR(q.lcmc, 1.0 - q.k / 79.0, 1e-12) << "U(K) of a perfect map is 1 - K/(N-1)";
   }
   // identical maps (not scaled) have zero smoothed divergences
-  const QualityReport same = evaluate_quality(X, X, labels, req);
+  const QualityReport same = evaluate_quality(X, X, labels, req, *make_cpu_backend(0));
   EXPECT_NEAR(same.smoothed_precision, 0.0, 1e-12);
   EXPECT_NEAR(same.smoothed_recall, 0.0, 1e-12);
   EXPECT_LT(rep.smoothed_precision, -1e-3) << "a 3x scaled map is less precise at the input bandwidth";
@@ -168,7 +169,7 @@ TEST(Quality, SmoothedPrecisionRecallMatchDefinition) {
   QualityRequest req;
   req.ks = {5};
   req.perplexity = 7;
-  const QualityReport rep = evaluate_quality(X, Y, {}, req);
+  const QualityReport rep = evaluate_quality(X, Y, {}, req, *make_cpu_backend(0));
   double a = 0, b = 0;
   for (int i = 0; i < 30; ++i) {
     // bandwidth by a brute-force bisection on the entropy, independent of the library's
@@ -215,7 +216,7 @@ TEST(Quality, KnnAccuracyAndHomogeneity) {
   labels[9] = 1;  // one mislabelled point at the edge of its group: only it is misclassified
   QualityRequest req;
   req.ks = {1, 5};
-  const QualityReport rep = evaluate_quality(Y, Y, labels, req);
+  const QualityReport rep = evaluate_quality(Y, Y, labels, req, *make_cpu_backend(0));
   EXPECT_DOUBLE_EQ(rep.homogeneity_1nn, 0.95);
   EXPECT_DOUBLE_EQ(rep.at_k[1].knn_accuracy, 0.95);
   // vote ties go to the label whose member is nearest
@@ -242,7 +243,7 @@ TEST(Quality, ThreadCountDoesNotChangeResults) {
   a.perplexity = b.perplexity = 15;
   a.threads = 1;
   b.threads = 4;
-  const auto ra = evaluate_quality(X, Y, {}, a), rb = evaluate_quality(X, Y, {}, b);
+  const auto ra = evaluate_quality(X, Y, {}, a, *make_cpu_backend(0)), rb = evaluate_quality(X, Y, {}, b, *make_cpu_backend(0));
   for (size_t q = 0; q < 2; ++q) {
     EXPECT_EQ(ra.at_k[q].trustworthiness, rb.at_k[q].trustworthiness);
     EXPECT_EQ(ra.at_k[q].mrre_visual, rb.at_k[q].mrre_visual);
@@ -254,10 +255,10 @@ TEST(Quality, ThreadCountDoesNotChangeResults) {
 TEST(Quality, BadInputIsAnInputError) {
   const MatrixD X = random_matrix(10, 3, 13), Y = random_matrix(9, 2, 14);
   QualityRequest req;
-  EXPECT_THROW(evaluate_quality(X, Y, {}, req), Error);  // mismatched N
+  EXPECT_THROW(evaluate_quality(X, Y, {}, req, *make_cpu_backend(0)), Error);  // mismatched N
   req.ks = {10};
   try {
-    evaluate_quality(X, random_matrix(10, 2, 15), {}, req);
+    evaluate_quality(X, random_matrix(10, 2, 15), {}, req, *make_cpu_backend(0));
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::input);
@@ -266,7 +267,7 @@ TEST(Quality, BadInputIsAnInputError) {
   MatrixD bad = random_matrix(10, 2, 16);
   bad(4, 1) = std::nan("");
   req.ks = {3};
-  EXPECT_THROW(evaluate_quality(X, bad, {}, req), Error);
+  EXPECT_THROW(evaluate_quality(X, bad, {}, req, *make_cpu_backend(0)), Error);
 }
 
 TEST(Quality, DistanceMatrixInputEqualsVectorInput) {
@@ -278,7 +279,7 @@ TEST(Quality, DistanceMatrixInputEqualsVectorInput) {
   QualityRequest a, b;
   a.ks = b.ks = {4, 20};
   b.input_is_distance_matrix = true;
-  const auto ra = evaluate_quality(X, Y, {}, a), rb = evaluate_quality(D, Y, {}, b);
+  const auto ra = evaluate_quality(X, Y, {}, a, *make_cpu_backend(0)), rb = evaluate_quality(D, Y, {}, b, *make_cpu_backend(0));
   for (size_t q = 0; q < 2; ++q) {
     EXPECT_EQ(ra.at_k[q].continuity, rb.at_k[q].continuity);
     EXPECT_EQ(ra.at_k[q].trustworthiness, rb.at_k[q].trustworthiness);

@@ -57,7 +57,7 @@ TEST(QualitySample, EstimatesAreTheFullFormulasOverTheQueryRows) {
   const QualityRequest req = sampled(90, 17);
   const std::vector<index_t> q = quality_queries(kN, req);
   ASSERT_EQ(q.size(), 90u);
-  const QualityReport rep = evaluate_quality(d.X, d.Y, d.labels, req);
+  const QualityReport rep = evaluate_quality(d.X, d.Y, d.labels, req, *make_cpu_backend(0));
   EXPECT_EQ(rep.num_points, kN);
   EXPECT_EQ(rep.queries, 90);
   EXPECT_EQ(rep.seed, 17u);
@@ -135,9 +135,9 @@ TEST(QualitySample, DeterministicForASeedAndTheThreadCount) {
   EXPECT_GE(a.front(), 0);
   EXPECT_LT(a.back(), kN);
 
-  const QualityReport r1 = evaluate_quality(d.X, d.Y, d.labels, sampled(100, 3, 1)),
-                      r2 = evaluate_quality(d.X, d.Y, d.labels, sampled(100, 3, 2)),
-                      r3 = evaluate_quality(d.X, d.Y, d.labels, sampled(100, 4, 2));
+  const QualityReport r1 = evaluate_quality(d.X, d.Y, d.labels, sampled(100, 3, 1), *make_cpu_backend(0)),
+                      r2 = evaluate_quality(d.X, d.Y, d.labels, sampled(100, 3, 2), *make_cpu_backend(0)),
+                      r3 = evaluate_quality(d.X, d.Y, d.labels, sampled(100, 4, 2), *make_cpu_backend(0));
   for (size_t k = 0; k < r1.at_k.size(); ++k) {
     EXPECT_EQ(r1.at_k[k].trustworthiness, r2.at_k[k].trustworthiness);
     EXPECT_EQ(r1.at_k[k].continuity, r2.at_k[k].continuity);
@@ -171,10 +171,10 @@ TEST(QualitySample, SizeRuleIsARequestParameter) {
   const Data d = clusters();
   req.queries = -1;
   req.ks = {5};
-  const QualityReport all = evaluate_quality(d.X, d.Y, d.labels, [&] { auto r = req; r.queries = 0; return r; }());
+  const QualityReport all = evaluate_quality(d.X, d.Y, d.labels, [&] { auto r = req; r.queries = 0; return r; }(), *make_cpu_backend(0));
   EXPECT_EQ(all.queries, kN);
   EXPECT_TRUE(all.at_k_se.empty());
-  EXPECT_EQ(evaluate_quality(d.X, d.Y, d.labels, req).queries, 70);
+  EXPECT_EQ(evaluate_quality(d.X, d.Y, d.labels, req, *make_cpu_backend(0)).queries, 70);
 }
 
 // Over many seeds the estimates centre on the full value (unbiased) and spread as the reported
@@ -183,14 +183,14 @@ TEST(QualitySample, EstimatesCentreOnTheFullValueWithTheReportedSpread) {
   const Data d = clusters();
   QualityRequest req = sampled(0, 0);
   req.ks = {10};
-  const QualityAtK full = evaluate_quality(d.X, d.Y, d.labels, req).at_k[0];
+  const QualityAtK full = evaluate_quality(d.X, d.Y, d.labels, req, *make_cpu_backend(0)).at_k[0];
   constexpr int kSeeds = 60;
   double se_mean = 0;
   std::vector<double> t, lc;
   for (int s = 0; s < kSeeds; ++s) {
     req.queries = 80;
     req.seed = 1000 + s;
-    const QualityReport r = evaluate_quality(d.X, d.Y, d.labels, req);
+    const QualityReport r = evaluate_quality(d.X, d.Y, d.labels, req, *make_cpu_backend(0));
     t.push_back(r.at_k[0].trustworthiness);
     lc.push_back(r.at_k[0].lcmc);
     se_mean += r.at_k_se[0].trustworthiness / kSeeds;
@@ -213,5 +213,5 @@ TEST(QualitySample, EstimatesCentreOnTheFullValueWithTheReportedSpread) {
 TEST(QualitySample, BadQueryCountIsAnInputError) {
   const Data d = clusters();
   QualityRequest req = sampled(-2, 0);
-  EXPECT_THROW(evaluate_quality(d.X, d.Y, d.labels, req), Error);
+  EXPECT_THROW(evaluate_quality(d.X, d.Y, d.labels, req, *make_cpu_backend(0)), Error);
 }

@@ -58,7 +58,7 @@ double trustworthiness10(const MatrixD& X, const MatrixD& Y) {
   QualityRequest req;
   req.ks = {10};
   req.curve = false;
-  return evaluate_quality(X, Y, {}, req).at_k[0].trustworthiness;
+  return evaluate_quality(X, Y, {}, req, *make_cpu_backend(0)).at_k[0].trustworthiness;
 }
 
 struct NervCase {
@@ -71,7 +71,7 @@ NervResult nerv_map(const MatrixD& X, const NervCase& c) {
   prm.max_iter = 40;
   prm.precision = c.precision;
   const AffinityResult a = c.sparse ? affinities_sparse(X, 10.0, 2) : affinities_dense(X, 10.0, 2);
-  return c.sparse ? fit_nerv(a.sparse_conditional, a.beta, prm, 5, 2) : fit_nerv(a.conditional, a.beta, prm, 5, 2);
+  return c.sparse ? fit_nerv(a.sparse_conditional, a.beta, prm, 5, *make_cpu_backend(2)) : fit_nerv(a.conditional, a.beta, prm, 5, *make_cpu_backend(2));
 }
 
 }  // namespace
@@ -161,8 +161,8 @@ TEST(ScaleFree, HssneMapIsTheSameAtEveryScale) {
   prm.exaggeration_iter = 20;
   for (const bool sparse : {false, true}) {
     auto map = [&](const MatrixD& P) {
-      return sparse ? fit_hssne(affinities_sparse(P, 10.0, 2).sparse, prm, 9, 2).coords
-                    : fit_hssne(affinities_dense(P, 10.0, 2).dense, {}, prm, 9, 2).coords;
+      return sparse ? fit_hssne(affinities_sparse(P, 10.0, 2).sparse, prm, 9, *make_cpu_backend(2)).coords
+                    : fit_hssne(affinities_dense(P, 10.0, 2).dense, {}, prm, 9, *make_cpu_backend(2)).coords;
     };
     const MatrixD base = map(X);
     for (double c : kFactors)
@@ -186,9 +186,9 @@ TEST(ScaleFree, QualityMeasuresDependOnlyOnTheShapes) {
   req.ks = {5, 10};
   req.curve = false;
   req.perplexity = 10.0;
-  const QualityReport base = evaluate_quality(X, Y, y, req);
+  const QualityReport base = evaluate_quality(X, Y, y, req, *make_cpu_backend(0));
   for (double c : kFactors) {
-    const QualityReport r = evaluate_quality(times(X, c), times(Y, c), y, req);
+    const QualityReport r = evaluate_quality(times(X, c), times(Y, c), y, req, *make_cpu_backend(0));
     for (size_t k = 0; k < base.at_k.size(); ++k) {
       EXPECT_EQ(r.at_k[k].trustworthiness, base.at_k[k].trustworthiness) << "factor " << c;
       EXPECT_EQ(r.at_k[k].continuity, base.at_k[k].continuity) << "factor " << c;

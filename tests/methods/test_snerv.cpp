@@ -217,5 +217,5 @@ TEST(Snerv, FitIsTheModelMetricAffinitiesAndNervPipeline) {
   QualityRequest req;
   req.ks = {5};
   req.curve = false;
-  EXPECT_GT(evaluate_quality(r.nerv.coords, r.nerv.coords, y, req).at_k[0].knn_accuracy, 0.9);
+  EXPECT_GT(evaluate_quality(r.nerv.coords, r.nerv.coords, y, req, *make_cpu_backend(0)).at_k[0].knn_accuracy, 0.9);
 }

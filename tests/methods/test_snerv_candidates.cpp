@@ -199,8 +199,8 @@ TEST(SnervCandidates, CandidatePathMatchesTheExactPath) {
   QualityRequest req;
   req.ks = {5};
   req.curve = false;
-  const double acc_e = evaluate_quality(e.nerv.coords, e.nerv.coords, y, req).at_k[0].knn_accuracy;
-  const double acc_c = evaluate_quality(c.nerv.coords, c.nerv.coords, y, req).at_k[0].knn_accuracy;
+  const double acc_e = evaluate_quality(e.nerv.coords, e.nerv.coords, y, req, *make_cpu_backend(0)).at_k[0].knn_accuracy;
+  const double acc_c = evaluate_quality(c.nerv.coords, c.nerv.coords, y, req, *make_cpu_backend(0)).at_k[0].knn_accuracy;
   EXPECT_GT(acc_e, 0.85);
   EXPECT_NEAR(acc_c, acc_e, 0.05);
   // the same seed gives the same map

@@ -1,15 +1,29 @@
 #!/usr/bin/env bash
-# The include layers of DESIGN.md, checked from the sources (a test runs this on the tree):
+# The layers of DESIGN.md, checked from the sources (a test runs this on the tree):
 #   include/orrery/math   includes only itself (and the standard library): the shared arithmetic
 #   include/orrery        public headers: no host/ internals and no kernel headers
 #   host/methods          the papers' algorithms: no cpu/ or kernel headers, and no device tests
 #                         (is_cuda, device_index, *_cuda calls): devices are reached through Backend
-#   host/cli              config -> methods: the same
-#   host/cpu              the CPU backend: no method internals (methods/, cli/)
-#   kernels               the CUDA backend: no host internals (cpu/, methods/, cli/, io/, optim/, report/)
-# Usage: bash scripts/check_layers.sh [ROOT]   (ROOT defaults to the repository). Prints each
-# violation as FILE:LINE: RULE and exits 1 when there is any.
+#   host/run, host/cli    the pipeline and the commands: the same
+#   host/prep             host primitives every backend uses: no backend, method or pipeline headers
+#   host/cpu              the CPU backend: no method internals (methods/, run/, cli/)
+#   kernels               the CUDA backend: no host internals (cpu/, methods/, run/, cli/, io/, optim/,
+#                         report/)
+# and, with --objects BUILD_DIR, from the compiled objects: no object of host/methods, host/run or
+# host/cli (BUILD_DIR/CMakeFiles/orrery_core.dir/host/<layer>/*.o) has an undefined reference to an
+# orrery::cpu:: symbol or to make_cpu_backend (nm -C --undefined-only), so a method reaches the CPU
+# only through a Backend it is given, however the call is spelled. host/cli/check.cpp is the one
+# exception: `orrery check` makes the CPU reference to compare a device with.
+# Usage: bash scripts/check_layers.sh [--objects BUILD_DIR] [ROOT]   (ROOT defaults to the
+# repository). Prints each violation as FILE:LINE: RULE (OBJECT: SYMBOL: RULE for objects) and
+# exits 1 when there is any, 2 when BUILD_DIR holds no method objects.
 set -uo pipefail
+objects=""
+if [ "${1:-}" = "--objects" ]; then
+  [ $# -ge 2 ] || { echo "usage: check_layers.sh [--objects BUILD_DIR] [ROOT]" >&2; exit 2; }
+  objects=$(cd "$2" 2>/dev/null && pwd) || { echo "check_layers: no build directory '$2'" >&2; exit 2; }
+  shift 2
+fi
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root" || exit 2
 status=0
@@ -36,18 +50,43 @@ EXCEPT='#[[:space:]]*include[[:space:]]*"orrery/math/'
 violations include/orrery/math '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' \
   "include/orrery/math includes only orrery/math/ headers" "${src[@]}"
 EXCEPT=""
-violations include/orrery '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(cpu|methods|cli|io|optim|report|kernels)/|^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*\.cuh"' \
+violations include/orrery '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(cpu|prep|methods|run|cli|io|optim|report|kernels)/|^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*\.cuh"' \
   "public headers include no host internals or kernel headers" "${src[@]}"
-for layer in host/methods host/cli; do
+for layer in host/methods host/run host/cli; do
   violations "$layer" '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(cpu/|kernels/)|^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*\.cuh"' \
     "$layer includes no cpu/ or kernel headers (devices are reached through Backend)" "${src[@]}"
   violations "$layer" '\bis_cuda\b|\bdevice_index\b|[A-Za-z0-9]_cuda[[:space:]]*\(' \
     "$layer does not ask which device it runs on" "${src[@]}"
 done
-violations host/cpu '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(methods|cli)/' \
-  "host/cpu includes no method or CLI internals" "${src[@]}"
-violations kernels '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(cpu|methods|cli|io|optim|report)/' \
+violations host/prep '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(cpu|methods|run|cli|kernels)/|^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*\.cuh"' \
+  "host/prep includes no backend, method, pipeline or CLI headers" "${src[@]}"
+violations host/cpu '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(methods|run|cli)/' \
+  "host/cpu includes no method, pipeline or CLI internals" "${src[@]}"
+violations kernels '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(cpu|methods|run|cli|io|optim|report)/' \
   "kernels include no host internals" "${src[@]}"
+
+# The symbols: what the method, pipeline and CLI objects leave for the linker to find.
+if [ -n "$objects" ]; then
+  dir="$objects/CMakeFiles/orrery_core.dir/host"
+  found=0
+  for layer in methods run cli; do
+    for obj in "$dir/$layer"/*.o; do
+      [ -e "$obj" ] || continue
+      found=$((found + 1))
+      [ "$layer/$(basename "$obj")" = "cli/check.cpp.o" ] && continue  # orrery check: the CPU reference
+      while IFS= read -r sym; do
+        [ -n "$sym" ] || continue
+        echo "${obj#"$objects"/}: $sym: host/$layer reaches the CPU only through a Backend it is given"
+        status=1
+      done < <(nm -C --undefined-only "$obj" | sed -E 's/^[[:space:]]*U[[:space:]]+//' |
+               grep -E '(^|[^[:alnum:]_:])orrery::cpu::|(^|[^[:alnum:]_])make_cpu_backend\(')
+    done
+  done
+  if [ $found -eq 0 ]; then
+    echo "check_layers: no objects under $dir/{methods,run,cli}: build orrery_core first" >&2
+    exit 2
+  fi
+fi
 
 if [ $status -eq 0 ]; then echo "layers: ok"; fi
 exit $status

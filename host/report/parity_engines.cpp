@@ -30,17 +30,22 @@ double largest(const std::vector<double>& v) {
   return m;
 }
 
-void hssne_sums(HssneEngine& ref, HssneEngine& dev, Collector& c, const std::string& when) {
+// `moved`: the maps are each engine's own after steps, which agree only to hssne.map, so the sums
+// are held to hssne.moved_sums; otherwise both engines hold the same map.
+void hssne_sums(HssneEngine& ref, HssneEngine& dev, Collector& c, const std::string& when, bool moved = false) {
   HssneSums r, d;
   ref.current_sums(r);
   dev.current_sums(d);
-  c.add(when + " sums h", "hssne.row_sums", r.h, d.h);
-  c.add(when + " sums hs", "hssne.row_sums", r.hs, d.hs);
-  c.add(when + " sums a", "hssne.attraction", r.a, d.a);
-  c.add(when + " sums p_log_h", "hssne.attraction", r.p_log_h, d.p_log_h);
+  const std::string sums = moved ? "hssne.moved_sums" : "hssne.row_sums";
+  const std::string attraction = moved ? "hssne.moved_sums" : "hssne.attraction";
+  const std::string weighted = moved ? "hssne.moved_sums" : "hssne.weighted_sums";
+  c.add(when + " sums h", sums, r.h, d.h);
+  c.add(when + " sums hs", sums, r.hs, d.hs);
+  c.add(when + " sums a", attraction, r.a, d.a);
+  c.add(when + " sums p_log_h", attraction, r.p_log_h, d.p_log_h);
   // The y-weighted sums partly cancel: measured against their weights' row sums.
-  c.add(when + " sums hsy", "hssne.weighted_sums", r.hsy.data, d.hsy.data, largest(r.hs));
-  c.add(when + " sums ay", "hssne.weighted_sums", r.ay.data, d.ay.data, largest(r.a));
+  c.add(when + " sums hsy", weighted, r.hsy.data, d.hsy.data, largest(r.hs));
+  c.add(when + " sums ay", weighted, r.ay.data, d.ay.data, largest(r.a));
 }
 
 void hssne_totals(const HssneTotals& r, const HssneTotals& d, Collector& c, const std::string& when) {
@@ -122,7 +127,7 @@ Comparisons compare_hssne_engines(HssneEngine& ref, HssneEngine& dev, const Matr
   dev.accept();
   c.add("accepted trial", "hssne.map", ref.coords().data, dev.coords().data);
   momentum_and_gradient_steps(ref, dev, c, "");
-  hssne_sums(ref, dev, c, "after the steps:");
+  hssne_sums(ref, dev, c, "after the steps:", true);
   return c.out;
 }
 

@@ -20,12 +20,17 @@ using namespace orrery;
 
 namespace {
 
-// Places: a converged Newton iterate moves by less than tol (1e-7) bandwidths per step, and round-off
-// in the sums moves the minimum itself by far less; 1e-6 bandwidths leaves room for one step's
-// difference.
-constexpr double kPlaceTol = 1e-6;
-// Costs at two places 1e-6 bandwidths apart near a minimum differ in the second order.
+// Places: a converged Newton iterate moves by less than tol (1e-7) bandwidths per step, but on a
+// shallow minimum the steps shrink slowly, so paths whose sums differ by round-off stop a few steps
+// apart (measured on an H200: 20 and 22 steps, 1.2e-6 bandwidths apart); 1e-5 bandwidths.
+constexpr double kPlaceTol = 1e-5;
+// Costs at two places 1e-5 bandwidths apart near a minimum differ in the second order.
 constexpr double kCostTol = 1e-9;
+// A point that reaches the step cap on either device has not converged: it creeps along a flat valley
+// where round-off steers the path (measured: 0.02 bandwidths apart, costs 2.5e-9 relative apart
+// after 100 steps). Only its cost is compared, and such points must stay rare.
+constexpr double kUnconvergedCostTol = 1e-7;
+constexpr double kUnconvergedShare = 0.02;
 
 struct Problem {
   MatrixD R;  // the map, N x D
@@ -65,14 +70,17 @@ TEST(NervPlaceParity, DeviceFollowsTheCpuAndRepeatsItsOwnBits) {
       const NervPlacementResult b = gpu->place_nerv(s.R, s.g, s.rows.p, s.rows.beta, lambda, prm);
       const NervPlacementResult c = gpu->place_nerv(s.R, s.g, s.rows.p, s.rows.beta, lambda, prm);
       ASSERT_EQ(b.coords.rows, a.coords.rows) << name;
-      int bad = 0;
+      int bad = 0, unconverged = 0;
       for (index_t i = 0; i < a.coords.rows; ++i) {
         const auto si = static_cast<size_t>(i);
         double d2 = 0;
         for (int d = 0; d < D; ++d) d2 += (a.coords(i, d) - b.coords(i, d)) * (a.coords(i, d) - b.coords(i, d));
         const double bw = std::sqrt(d2 * s.rows.beta[si]);  // in the point's bandwidths
-        const bool ok = std::isfinite(b.cost[si]) && bw <= kPlaceTol &&
-                        std::abs(a.cost[si] - b.cost[si]) <= kCostTol * (1 + std::abs(a.cost[si]));
+        const double cost_gap = std::abs(a.cost[si] - b.cost[si]) / (1 + std::abs(a.cost[si]));
+        const bool capped = a.steps[si] >= prm.max_iter || b.steps[si] >= prm.max_iter;
+        unconverged += capped;
+        const bool ok = std::isfinite(b.cost[si]) &&
+                        (capped ? cost_gap <= kUnconvergedCostTol : bw <= kPlaceTol && cost_gap <= kCostTol);
         if (!ok && bad++ < 5)
           ADD_FAILURE() << "nerv place " << name << " seed " << 31 + D << ", point " << i << ": cpu ("
                         << a.coords(i, 0) << ", " << a.coords(i, 1) << ") cost " << a.cost[si] << " steps "
@@ -80,6 +88,8 @@ TEST(NervPlaceParity, DeviceFollowsTheCpuAndRepeatsItsOwnBits) {
                         << b.cost[si] << " steps " << b.steps[si] << ", apart " << bw << " bandwidths";
       }
       EXPECT_EQ(bad, 0) << name;
+      EXPECT_LE(unconverged, kUnconvergedShare * static_cast<double>(a.coords.rows))
+          << name << ": points at the step cap of " << prm.max_iter;
       EXPECT_EQ(b.coords.data, c.coords.data) << name << ": device places, run twice";
       EXPECT_EQ(b.cost, c.cost) << name << ": device costs, run twice";
       EXPECT_EQ(b.steps, c.steps) << name << ": device steps, run twice";

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "common/require_cuda.hpp"
@@ -46,14 +47,22 @@ void engine_steps(const Case& k, Backend& cpu, Backend& gpu, test::ParityCheck& 
   check.add(compare_plsv_engines(*ec, *eg, X, theta, phi, 0.01, 0.1 * k.Z));
 }
 
-// A few whole EM iterations, and the device's repeatability.
+// A few whole EM iterations from the same start, and the device's repeatability. The start is the
+// seeded random one, made on the host: the default start ("documents") is a 200-iteration PE fit on
+// the backend, whose float and double L-BFGS paths part by more than a few EM iterations' rounding
+// (measured on an H200: 2e-2 relative in the first log posterior), and the PE fit has its own
+// parity checks (PeCudaFit).
 void em_iterations(const Case& k, Backend& cpu, Backend& gpu, test::ParityCheck& check) {
   const auto planted = sample_plsv_corpus(k.N, k.W, k.Z, k.D, 35, 200 + k.Z);
   PlsvParams prm;
   prm.topics = k.Z;
   prm.dim = k.D;
+  prm.init = PlsvInit::random;
   prm.max_iter = 5;
-  prm.tol = 0;
+  // Every iteration runs on both: tol 0 would stop one side at the first decrease of the log
+  // posterior, which float rounding of a near-flat step can give on the device (measured on an H200)
+  // and not on the CPU; the trace, not the stopping decision, is compared here.
+  prm.tol = -std::numeric_limits<double>::infinity();
   prm.relocate_every = 0;
   const PlsvResult rc = fit_plsv(cpu, planted.corpus, prm, 3), rg = fit_plsv(gpu, planted.corpus, prm, 3);
   std::vector<double> lc, lg;

@@ -21,7 +21,7 @@
 #include "orrery/backend.hpp"
 #include "orrery/clock.hpp"
 #include "orrery/knn.hpp"
-#include "cli/ne_config.hpp"
+#include "run/ne_config.hpp"
 #include "orrery/pca.hpp"
 #include "orrery/config.hpp"
 #include "orrery/error.hpp"
@@ -173,7 +173,7 @@ int run_ne_bench(int argc, char** argv) {
       // The common P every map is scored by: exact neighbours (untimed). orrery's own P (timed as its
       // first stage) is the same unless its neighbour search is approximate (--neighbors, as the
       // run's input.neighbors: auto is approximate above kExactNeighborsMaxPoints).
-      const bool approx = sparse && (neighbors == "approximate" || (neighbors == "auto" && N > cli::kExactNeighborsMaxPoints));
+      const bool approx = sparse && (neighbors == "approximate" || (neighbors == "auto" && N > kExactNeighborsMaxPoints));
       if (neighbors != "auto" && neighbors != "exact" && neighbors != "approximate")
         input_error("hssne: --neighbors takes auto, exact or approximate, not '" + neighbors + "'");
       const auto t_common = std::chrono::steady_clock::now();

@@ -13,7 +13,7 @@
 #include <iostream>
 
 #include "bench_common.hpp"
-#include "cli/ne_config.hpp"
+#include "run/ne_config.hpp"
 #include "orrery/affinity.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/clock.hpp"
@@ -105,12 +105,12 @@ int run_ne_scale_bench(int argc, char** argv) {
       const auto t1 = Clock::now();
       const int k = sparse_neighbours(perplexity);
       const bool approx = neighbors == "approximate" || (neighbors == "auto" && backend.name().rfind("cpu", 0) == 0 &&
-                                                         N > cli::kExactNeighborsMaxPoints);
+                                                         N > kExactNeighborsMaxPoints);
       double recall = 1;
       KnnGraph graph;
       if (approx) {
         graph = approximate_knn(Xp, k, 1, backend.threads());
-        recall = estimate_knn_recall(Xp, graph, cli::kNeighborRecallSample, 1, backend.threads()).recall;
+        recall = estimate_knn_recall(Xp, graph, kNeighborRecallSample, 1, backend.threads()).recall;
       } else {
         graph = backend.knn(Xp, k);
       }

@@ -22,8 +22,8 @@
 #include <stdexcept>
 
 #include "bench_common.hpp"
-#include "cli/ne_run.hpp"
-#include "cli/run_config.hpp"
+#include "run/ne_run.hpp"
+#include "run/run_config.hpp"
 #include "io/readers.hpp"
 #include "orrery/affinity.hpp"
 #include "orrery/backend.hpp"
@@ -257,9 +257,9 @@ int run_snerv_cv_bench(int argc, char** argv) {
                       {"seed", 1}};
     std::ofstream("/tmp/orrery_bench_snerv_cv.json") << cfg.dump();
     const auto t0 = Clock::now();
-    const cli::RunConfig run = cli::read_run_config("/tmp/orrery_bench_snerv_cv.json");
+    const pipeline::RunConfig run = pipeline::read_run_config("/tmp/orrery_bench_snerv_cv.json");
     const json r =
-        method == "snerv" && cv_only ? cli::cross_validate_snerv(run, !progress) : cli::run_ne(run, !progress);
+        method == "snerv" && cv_only ? pipeline::cross_validate_snerv(run, !progress) : pipeline::run_ne(run, !progress);
     const double secs = seconds_since(t0);
     const json& cv = r["cross_validation"];
     std::printf("%-8s %6s %-6s %12.4f %s  (%.1f s)\n", data.c_str(), n.c_str(), method.c_str(),

@@ -5,8 +5,8 @@
 // coords.csv (3 x 2), docs.txt (a text corpus) and vocab.txt.
 #include <unistd.h>
 
-#include "cli/methods.hpp"
-#include "cli/run_config.hpp"
+#include "run/methods.hpp"
+#include "run/run_config.hpp"
 #include "fuzz_input.hpp"
 
 namespace {
@@ -36,8 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path =
       fuzz::write_file("config.json", std::string_view(reinterpret_cast<const char*>(data), size));
   fuzz::expect_input_errors_only("validate", [&] {
-    const cli::RunConfig cfg = cli::read_run_config(path);
-    cli::find_method(cfg.method)->validate(cfg);
+    const pipeline::RunConfig cfg = pipeline::read_run_config(path);
+    pipeline::find_method(cfg.method)->validate(cfg);
   });
   return 0;
 }

@@ -12,12 +12,13 @@
 #include <fstream>
 #include <map>
 
-#include "cli/run_common.hpp"
+#include "run/run_common.hpp"
 #include "io/writers.hpp"
 #include "orrery/build_info.hpp"
 #include "orrery/error.hpp"
 
 namespace orrery::cli {
+using namespace pipeline;
 namespace {
 
 namespace fs = std::filesystem;

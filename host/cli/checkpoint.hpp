@@ -6,14 +6,14 @@
 #pragma once
 #include <string>
 
-#include "cli/run_config.hpp"
-#include "cli/run_common.hpp"
+#include "run/run_config.hpp"
+#include "run/run_common.hpp"
 #include "orrery/run_control.hpp"
 
 namespace orrery::cli {
 
 // OUTPUT_DIR/checkpoint.orrery.
-std::string checkpoint_path(const RunConfig& run);
+std::string checkpoint_path(const pipeline::RunConfig& run);
 
 // From now on SIGINT and SIGTERM ask the run to stop at its next safe point; a second one ends the
 // process at once (the signal's default action).
@@ -24,7 +24,7 @@ class CheckpointControl final : public RunControl {
   // resume: read the checkpoint, refusing (an input error, nothing written) when there is none,
   // when it is damaged, or when the configuration (output.checkpoint_seconds aside), an input
   // file or the orrery build differs from those that made it; the message names what changed.
-  CheckpointControl(const RunConfig& run, bool resume, bool quiet);
+  CheckpointControl(const pipeline::RunConfig& run, bool resume, bool quiet);
 
   const RunState* resume() const override { return resumed_ ? &state_ : nullptr; }
   void safe_point(int iteration, const std::function<RunState()>& capture) override;
@@ -39,7 +39,7 @@ class CheckpointControl final : public RunControl {
   const json& fingerprint();
 
   std::string path_, config_file_;
-  RunConfig run_;
+  pipeline::RunConfig run_;
   json fingerprint_;
   double interval_;   // seconds between checkpoints; 0: only when stopped
   long long stop_at_ = -1;

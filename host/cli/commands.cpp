@@ -11,14 +11,15 @@
 #include "cli/check.hpp"
 #include "cli/checkpoint.hpp"
 #include "cli/evaluate.hpp"
-#include "cli/methods.hpp"
-#include "cli/run_common.hpp"
+#include "run/methods.hpp"
+#include "run/run_common.hpp"
 #include "cli/view.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/build_info.hpp"
 #include "orrery/error.hpp"
 
 namespace orrery::cli {
+using namespace pipeline;
 namespace {
 
 const char* kUsage =

@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/evaluate.hpp"
-#include "cli/methods.hpp"
-#include "cli/run_config.hpp"
+#include "run/quality_json.hpp"
+#include "run/methods.hpp"
+#include "run/run_config.hpp"
 #include "io/memory_inputs.hpp"
 #include "io/readers.hpp"
 #include "orrery/backend.hpp"
@@ -125,13 +125,13 @@ void without_gil(F&& f, const SignalControl* control = nullptr) {
 }
 
 py::tuple run(const std::string& config, const Inputs&, bool quiet) {
-  cli::RunConfig rc;
+  pipeline::RunConfig rc;
   try {
-    rc = cli::parse_run_config(config, "<python>");
+    rc = pipeline::parse_run_config(config, "<python>");
   } catch (const Error& e) {
     throw py::value_error(e.what());
   }
-  const cli::MethodEntry* method = cli::find_method(rc.method);
+  const pipeline::MethodEntry* method = pipeline::find_method(rc.method);
   std::map<std::string, std::string> files;
   rc.capture = &files;
   SignalControl control;
@@ -145,7 +145,7 @@ py::tuple run(const std::string& config, const Inputs&, bool quiet) {
 // Every parameter table: name -> [(key, type, default as text, range, doc)].
 py::dict tables() {
   py::dict out;
-  for (const auto& m : cli::methods())
+  for (const auto& m : pipeline::methods())
     for (const auto& t : m.tables) {
       py::list rows;
       for (const FieldInfo& f : t.describe())
@@ -170,7 +170,7 @@ std::string evaluate(const DoubleArray& X, const DoubleArray& Y, const std::vect
   std::string text;
   without_gil([&] {
     const std::unique_ptr<Backend> backend = make_backend(device, threads);
-    text = cli::quality_json(evaluate_quality(x, y, labels, req, *backend)).dump();
+    text = pipeline::quality_json(evaluate_quality(x, y, labels, req, *backend)).dump();
   });
   return text;
 }

@@ -14,10 +14,10 @@
 #include <sstream>
 #include <string>
 
-#include "cli/ne_config.hpp"
-#include "cli/pe_config.hpp"
-#include "cli/plsv_run.hpp"
-#include "cli/run_common.hpp"
+#include "run/ne_config.hpp"
+#include "run/pe_config.hpp"
+#include "run/plsv_run.hpp"
+#include "run/run_common.hpp"
 #include "common/cli_runner.hpp"
 #include "common/temp_dir.hpp"
 #include "orrery/config.hpp"
@@ -114,15 +114,16 @@ void expect_bounded(const std::vector<Field<P>>& fields, const std::string& tabl
 
 TEST(Hardening, EveryNumericFieldIsBoundedAndCheckedBeforeItIsNarrowed) {
   expect_bounded(pe_fields(), "pe");
-  expect_bounded(cli::pe_input_fields(), "pe_input");
+  expect_bounded(pipeline::pe_input_fields(), "pe_input");
   expect_bounded(posterior_model_fields(), "posterior_model");
   expect_bounded(hssne_fields(), "hssne");
   expect_bounded(nerv_fields(), "nerv");
-  for (const char* m : {"hssne", "nerv", "snerv"}) expect_bounded(cli::ne_input_fields(m), std::string(m) + "_input");
+  for (const NeMethod m : {NeMethod::hssne, NeMethod::nerv, NeMethod::snerv})
+    expect_bounded(ne_input_fields(m), std::string(ne_method_name(m)) + "_input");
   expect_bounded(class_mixture_fields(), "metric");
   expect_bounded(plsv_fields(), "plsv");
-  expect_bounded(cli::plsv_input_fields(), "plsv_input");
-  expect_bounded(cli::text_fields(), "text");
+  expect_bounded(pipeline::plsv_input_fields(), "plsv_input");
+  expect_bounded(pipeline::text_fields(), "text");
 }
 
 TEST(Hardening, EveryCommandLineAndConfigNumberOutsideItsRangeIsRefused) {
@@ -244,7 +245,7 @@ TEST(Hardening, NonFiniteResultsAreNeverWritten) {
   for (const char* bad : {"nan", "inf"}) EXPECT_EQ(svg.find(bad), std::string::npos) << bad;
 
   // What every run's outputs pass through before anything is written.
-  cli::RunConfig run;
+  pipeline::RunConfig run;
   run.method = "hssne";
   run.output.dir = out;
   MatrixD Y(3, 2);
@@ -252,7 +253,7 @@ TEST(Hardening, NonFiniteResultsAreNeverWritten) {
   io::OutputSet set;
   json outputs;
   try {
-    cli::add_coordinates(set, outputs, run, "embedding", Y);
+    pipeline::add_coordinates(set, outputs, run, "embedding", Y);
     ADD_FAILURE() << "NaN coordinates accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::input);
@@ -266,7 +267,7 @@ TEST(Hardening, NonFiniteResultsAreNeverWritten) {
     io::OutputSet files;
     files.add(t.path("out/embedding.npy"), "x");
     try {
-      cli::commit_run(files, report, run);
+      pipeline::commit_run(files, report, run);
       ADD_FAILURE() << "a non-finite " << key << " was written";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::input);

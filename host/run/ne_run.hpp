@@ -3,10 +3,10 @@
 #pragma once
 #include <string>
 
-#include "cli/run_config.hpp"
+#include "run/run_config.hpp"
 #include "orrery/run_control.hpp"
 
-namespace orrery::cli {
+namespace orrery::pipeline {
 
 std::string validate_ne(const RunConfig& run);
 json run_ne(const RunConfig& run, bool quiet, RunControl* control = nullptr);
@@ -16,4 +16,4 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control = nullptr);
 // folds do not score) and without outputs.
 json cross_validate_snerv(const RunConfig& run, bool quiet);
 
-}  // namespace orrery::cli
+}  // namespace orrery::pipeline

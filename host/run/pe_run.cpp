@@ -1,7 +1,7 @@
-#include "cli/pe_run.hpp"
+#include "run/pe_run.hpp"
 
-#include "cli/evaluate.hpp"
-#include "cli/run_common.hpp"
+#include "run/quality_json.hpp"
+#include "run/run_common.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -14,7 +14,7 @@
 #include "orrery/quality.hpp"
 #include "report/svg_map.hpp"
 
-namespace orrery::cli {
+namespace orrery::pipeline {
 namespace {
 
 constexpr index_t kQualityMaxPoints = 20000;
@@ -199,4 +199,4 @@ json run_pe(PePrepared prepared, bool quiet, RunControl* control) {
   return report;
 }
 
-}  // namespace orrery::cli
+}  // namespace orrery::pipeline

@@ -1,14 +1,14 @@
-#include "cli/nerv_place_run.hpp"
+#include "run/nerv_place_run.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 
-#include "cli/evaluate.hpp"
-#include "cli/hssne_place_run.hpp"
-#include "cli/ne_config.hpp"
-#include "cli/run_common.hpp"
+#include "run/quality_json.hpp"
+#include "run/hssne_place_run.hpp"
+#include "run/ne_config.hpp"
+#include "run/run_common.hpp"
 #include "io/writers.hpp"
 #include "orrery/error.hpp"
 #include "orrery/knn.hpp"
@@ -16,7 +16,7 @@
 #include "orrery/nerv_place.hpp"
 #include "orrery/quality.hpp"
 
-namespace orrery::cli {
+namespace orrery::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
@@ -63,7 +63,7 @@ Prepared prepare(const RunConfig& run) {
     if (!placement_param(key))
       input_error("params." + key + ": does not apply to a placement into input.model (it reads params.dim, "
                   "params.lambda and params.max_iter; the map is the model's)");
-  if (method == "snerv" && run.input.contains("metric"))
+  if (p.cfg.method == NeMethod::snerv && run.input.contains("metric"))
     input_error("input.metric: does not apply to a placement into input.model (new points are placed by their "
                 "Euclidean neighbours among the model's points)");
   p.model = read_placement_files(in.model, method);
@@ -98,12 +98,10 @@ Prepared prepare(const RunConfig& run) {
   return p;
 }
 
-std::string title(const std::string& method) { return method == "snerv" ? "Supervised NeRV" : "NeRV"; }
-
 }  // namespace
 
 bool is_nerv_placement(const RunConfig& run) {
-  return (run.method == "nerv" || run.method == "snerv") && run.input.contains("model");
+  return read_ne_config(run).method != NeMethod::hssne && run.input.contains("model");
 }
 
 std::string validate_nerv_placement(const RunConfig& run) {
@@ -143,7 +141,7 @@ json run_nerv_placement(const RunConfig& run, bool quiet) {
   // the places in the model map's units; a NeRV map is at its input's length scale, so its run wrote
   // it in the input's units (ne_run.cpp), and so are the places
   const MatrixD places =
-      method == "nerv" && d.scale_exponent != 0 ? times_power_of_two(r.coords, d.scale_exponent) : r.coords;
+      p.cfg.method == NeMethod::nerv && d.scale_exponent != 0 ? times_power_of_two(r.coords, d.scale_exponent) : r.coords;
 
   const auto t3 = Clock::now();
   json quality;
@@ -155,7 +153,7 @@ json run_nerv_placement(const RunConfig& run, bool quiet) {
   add_coordinates(out, outputs, run, "embedding", places);
   const fs::path dir(run.output.dir);
   add_ne_map_svg(out, outputs, run, places, d,
-                 title(method) + ": " + std::to_string(M) + " points placed into a map of " + std::to_string(N));
+                 std::string(ne_method_title(p.cfg.method)) + ": " + std::to_string(M) + " points placed into a map of " + std::to_string(N));
   double cost = 0, steps = 0;
   int most = 0;
   for (index_t i = 0; i < M; ++i) {
@@ -164,7 +162,7 @@ json run_nerv_placement(const RunConfig& run, bool quiet) {
   }
   json report = report_header(run, *backend);
   report["params"] = {{"lambda", p.lambda}, {"dim", m.dim}, {"max_iter", p.params.max_iter}, {"tol", p.params.tol}};
-  report["input"] = fields_to_json(p.cfg.input, ne_input_fields(method));
+  report["input"] = fields_to_json(p.cfg.input, ne_input_fields(p.cfg.method));
   report["input"]["points"] = M;
   report["input"]["dims"] = d.X.cols;
   report["input"]["scale_exponent"] = d.scale_exponent;
@@ -178,7 +176,7 @@ json run_nerv_placement(const RunConfig& run, bool quiet) {
                                     "reference points, with NeRV's sparse-row floor outside its neighbours"},
                       {"mean_steps", M > 0 ? steps / static_cast<double>(M) : 0.0},
                       {"most_steps", most}};
-  if (method == "snerv")
+  if (p.cfg.method == NeMethod::snerv)
     report["result"]["space_note"] = "new points' neighbours are Euclidean (after the model's PCA); the map's points "
                                      "were placed by the learning metric";
   report["quality"] = quality;
@@ -194,4 +192,4 @@ json run_nerv_placement(const RunConfig& run, bool quiet) {
   return report;
 }
 
-}  // namespace orrery::cli
+}  // namespace orrery::pipeline

@@ -1,10 +1,10 @@
-#include "cli/methods.hpp"
+#include "run/methods.hpp"
 
-#include "cli/ne_config.hpp"
-#include "cli/ne_run.hpp"
-#include "cli/pe_config.hpp"
-#include "cli/pe_run.hpp"
-#include "cli/plsv_run.hpp"
+#include "run/ne_config.hpp"
+#include "run/ne_run.hpp"
+#include "run/pe_config.hpp"
+#include "run/pe_run.hpp"
+#include "run/plsv_run.hpp"
 #include "orrery/hssne.hpp"
 #include "orrery/memory_plan.hpp"
 #include "orrery/nerv.hpp"
@@ -13,7 +13,7 @@
 #include "orrery/posterior_model.hpp"
 #include "orrery/snerv.hpp"
 
-namespace orrery::cli {
+namespace orrery::pipeline {
 
 const std::vector<MethodEntry>& methods() {
   static const std::vector<MethodEntry> all = {
@@ -29,28 +29,36 @@ const std::vector<MethodEntry>& methods() {
                 " host" + (p.plan.device_peak() > 0 ? " + " + format_bytes(p.plan.device_peak()) + " GPU" : "");
        },
        [](const RunConfig& run, bool quiet, RunControl* control) { return run_pe(prepare_pe(run), quiet, control); },
-       {"objects.*", "classes.*", "map.svg", "map.html", "report.json"}},
+       {"objects.*", "classes.*", "map.svg", "map.html", "report.json"},
+       check_pe_run, pe_page,
+       "posteriors with extreme ratios, or params eta_r, eta_phi or init_scale far from their defaults"},
       {"hssne", "Heavy-tailed symmetric SNE (alpha: 0 Gaussian, 1 t-SNE) with the fixed-point optimiser",
        {{"hssne", [] { return describe_fields(hssne_fields()); }},
-        {"hssne_input", [] { return describe_fields(ne_input_fields("hssne"), ne_input_defaults("hssne")); }}},
+        {"hssne_input", [] { return describe_fields(ne_input_fields(NeMethod::hssne), ne_input_defaults(NeMethod::hssne)); }}},
        validate_ne, run_ne,
        {"embedding.*", "map.svg", "map.html", "report.json", "model_reference.npy", "model_map.npy", "model_pca_mean.npy",
-        "model_pca_components.npy"}},
+        "model_pca_components.npy"},
+       check_ne_run, ne_page,
+       "input values or affinities of extreme magnitude, or params init_scale, learning_rate or exaggeration far from "
+       "their defaults"},
       {"nerv", "Neighbour retrieval visualisation: precision/recall trade-off lambda, conjugate gradient",
        {{"nerv", [] { return describe_fields(nerv_fields()); }},
-        {"nerv_input", [] { return describe_fields(ne_input_fields("nerv"), ne_input_defaults("nerv")); }}},
-       validate_ne, run_ne, {"embedding.*", "map.svg", "map.html", "report.json"}},
+        {"nerv_input", [] { return describe_fields(ne_input_fields(NeMethod::nerv), ne_input_defaults(NeMethod::nerv)); }}},
+       validate_ne, run_ne, {"embedding.*", "map.svg", "map.html", "report.json"}, check_ne_run, ne_page,
+       "input values of extreme magnitude, or params init_scale far from its default"},
       {"snerv", "Supervised NeRV: NeRV on learning-metric distances from a class-posterior model of the labels",
        {{"nerv", [] { return describe_fields(nerv_fields()); }},
-        {"snerv_input", [] { return describe_fields(ne_input_fields("snerv"), ne_input_defaults("snerv")); }},
+        {"snerv_input", [] { return describe_fields(ne_input_fields(NeMethod::snerv), ne_input_defaults(NeMethod::snerv)); }},
         {"metric", [] { return describe_fields(class_mixture_fields()); }}},
-       validate_ne, run_ne, {"embedding.*", "map.svg", "map.html", "report.json"}},
+       validate_ne, run_ne, {"embedding.*", "map.svg", "map.html", "report.json"}, check_ne_run, ne_page,
+       "input values of extreme magnitude, or params init_scale far from its default"},
       {"plsv", "Probabilistic latent semantic visualisation: documents and topics of a corpus in one map (MAP-EM)",
        {{"plsv", [] { return describe_fields(plsv_fields()); }},
         {"plsv_input", [] { return describe_fields(plsv_input_fields()); }},
         {"text", [] { return describe_fields(text_fields()); }}},
        validate_plsv, run_plsv,
-       {"documents.*", "topics.*", "theta.npy", "vocab.txt", "doc_index.npy", "map.svg", "map.html", "report.json"}},
+       {"documents.*", "topics.*", "theta.npy", "vocab.txt", "doc_index.npy", "map.svg", "map.html", "report.json"},
+       check_plsv_run, plsv_page, "params alpha, beta_per_document, gamma_per_topic or init_scale far from their defaults"},
   };
   return all;
 }
@@ -61,4 +69,4 @@ const MethodEntry* find_method(const std::string& name) {
   return nullptr;
 }
 
-}  // namespace orrery::cli
+}  // namespace orrery::pipeline

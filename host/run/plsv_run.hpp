@@ -4,11 +4,11 @@
 #pragma once
 #include <string>
 
-#include "cli/run_config.hpp"
+#include "run/run_config.hpp"
 #include "io/corpus.hpp"
 #include "orrery/plsv.hpp"
 
-namespace orrery::cli {
+namespace orrery::pipeline {
 
 // The "input" keys of a PLSV run: the corpus (io/corpus.hpp) and, for fold-in, a saved model.
 struct PlsvInputSpec {
@@ -33,4 +33,4 @@ PlsvRunSetup read_plsv_setup(const RunConfig& run);
 std::string validate_plsv(const RunConfig& run);
 json run_plsv(const RunConfig& run, bool quiet, RunControl* control = nullptr);
 
-}  // namespace orrery::cli
+}  // namespace orrery::pipeline

@@ -1,15 +1,15 @@
-#include "cli/pe_config.hpp"
+#include "run/pe_config.hpp"
 
 #include <chrono>
 #include <cmath>
 #include <fstream>
 #include <algorithm>
 
-#include "cli/run_common.hpp"
+#include "run/run_common.hpp"
 #include "io/readers.hpp"
 #include "orrery/error.hpp"
 
-namespace orrery::cli {
+namespace orrery::pipeline {
 
 const std::vector<Field<PeInputSpec>>& pe_input_fields() {
   static const std::vector<Field<PeInputSpec>> fields = {
@@ -219,4 +219,4 @@ void fit_posterior_model_step(const PeRunConfig& cfg, PeRunData& data) {
   data.seconds_posterior_model = seconds_since(t1);
 }
 
-}  // namespace orrery::cli
+}  // namespace orrery::pipeline

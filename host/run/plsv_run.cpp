@@ -1,11 +1,11 @@
-#include "cli/plsv_run.hpp"
+#include "run/plsv_run.hpp"
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 
-#include "cli/run_common.hpp"
+#include "run/run_common.hpp"
 #include "io/corpus.hpp"
 #include "io/readers.hpp"
 #include "io/writers.hpp"
@@ -15,7 +15,7 @@
 #include "orrery/quality.hpp"
 #include "report/svg_map.hpp"
 
-namespace orrery::cli {
+namespace orrery::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
@@ -325,4 +325,4 @@ json run_plsv(const RunConfig& run, bool quiet, RunControl* control) {
   return report;
 }
 
-}  // namespace orrery::cli
+}  // namespace orrery::pipeline

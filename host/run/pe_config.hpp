@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/run_config.hpp"
+#include "run/run_config.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/config.hpp"
 #include "orrery/memory_plan.hpp"
@@ -15,7 +15,7 @@
 #include "orrery/posterior_model.hpp"
 #include "orrery/types.hpp"
 
-namespace orrery::cli {
+namespace orrery::pipeline {
 
 // The "input" keys of a PE run (pe_input_fields()).
 struct PeInputSpec {
@@ -77,4 +77,4 @@ PePrepared prepare_pe(const RunConfig& run);
 // when normalize_rows). `source` names the file in messages.
 void validate_posteriors(MatrixD& P, bool normalize_rows, const std::string& source);
 
-}  // namespace orrery::cli
+}  // namespace orrery::pipeline

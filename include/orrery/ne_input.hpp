@@ -1,14 +1,16 @@
-// The neighbour-embedding methods' part of a run (hssne, nerv, snerv): their "input" keys (one
-// struct, a field table per method listing the keys that method takes, with its defaults), their
-// "params", parsed once into NeRunConfig, and the reading and checking of their input files.
+// The neighbour-embedding methods' input stage (hssne, nerv, snerv): their "input" keys (one
+// struct, a field table per method listing the keys that method takes, with its defaults), the plan
+// that resolves input.affinities and input.neighbors for N points on a backend, the neighbour search
+// and the affinities. Reading the input files is the run layer's (run/ne_config.hpp): this stage
+// takes the data as arrays.
 #pragma once
 #include <array>
-#include <optional>
+#include <functional>
 #include <string>
 #include <vector>
 
-#include "cli/run_config.hpp"
 #include "orrery/affinity.hpp"
+#include "orrery/backend.hpp"
 #include "orrery/config.hpp"
 #include "orrery/hssne.hpp"
 #include "orrery/knn.hpp"
@@ -16,10 +18,9 @@
 #include "orrery/nerv.hpp"
 #include "orrery/pca.hpp"
 #include "orrery/quality.hpp"
-#include "io/writers.hpp"
 #include "orrery/snerv.hpp"
 
-namespace orrery::cli {
+namespace orrery {
 
 // input.affinities.
 enum class AffinityMode { automatic, dense, sparse };
@@ -28,24 +29,18 @@ enum class DuplicatesMode { accept, refuse };
 // input.neighbors: the sparse affinities' neighbour search.
 enum class NeighborsMode { automatic, exact, approximate };
 
-}  // namespace orrery::cli
-
-namespace orrery {
 template <>
-struct EnumNames<cli::AffinityMode> {
+struct EnumNames<AffinityMode> {
   static constexpr std::array<const char*, 3> names = {"auto", "dense", "sparse"};
 };
 template <>
-struct EnumNames<cli::DuplicatesMode> {
+struct EnumNames<DuplicatesMode> {
   static constexpr std::array<const char*, 2> names = {"accept", "refuse"};
 };
 template <>
-struct EnumNames<cli::NeighborsMode> {
+struct EnumNames<NeighborsMode> {
   static constexpr std::array<const char*, 3> names = {"auto", "exact", "approximate"};
 };
-}  // namespace orrery
-
-namespace orrery::cli {
 
 // input.affinities = "auto" takes dense affinities up to this many points (when their memory plan
 // fits in half of what is available), sparse above; supervised NeRV takes sparse.
@@ -73,31 +68,25 @@ struct NeInputSpec {
   int cv_folds = 0;
 };
 
-// The method's input table ("hssne", "nerv" or "snerv") and its defaults.
-const std::vector<Field<NeInputSpec>>& ne_input_fields(const std::string& method);
-const NeInputSpec& ne_input_defaults(const std::string& method);
+// The method's input table and its defaults (snerv's perplexity default is 0: the paper's rule).
+const std::vector<Field<NeInputSpec>>& ne_input_fields(NeMethod method);
+const NeInputSpec& ne_input_defaults(NeMethod method);
+const char* ne_method_name(NeMethod method);   // "hssne", "nerv", "snerv"
+const char* ne_method_title(NeMethod method);  // "HSSNE", "NeRV", "Supervised NeRV": maps' titles
 
-struct NeRunConfig {
-  RunConfig run;
+// What the input stage and the fit of a neighbour-embedding run need to know, read and checked.
+struct NeSpec {
+  NeMethod method = NeMethod::hssne;
   NeInputSpec input;
   HssneParams hssne;  // method hssne
   NervParams nerv;    // methods nerv and snerv
-  // output.quality_sample: query points of the report's quality measures (QualityRequest::queries;
-  // -1 when absent = the default rule, 0 = all points).
-  index_t quality_sample = -1;
+  unsigned long long seed = 0;
 };
 
-// Reads and checks every key of the method's input and params (no file is read).
-NeRunConfig read_ne_config(const RunConfig& run);
+// perplexity's bound for N points read from `source`: input.perplexity < N - 1 (a perplexity of
+// 0, snerv's "choose", passes). The one place that says so for every neighbour method.
+void check_perplexity_bound(double perplexity, index_t N, const std::string& source);
 
-// The labels of input.labels (io::read_categories, first input.limit) for n points, their class
-// names and the legend (class c's name in the map); empty without labels. `source` names the points'
-// file in messages.
-struct NeLabels {
-  std::vector<int> labels;
-  std::vector<std::string> class_names, legend;
-};
-NeLabels read_ne_labels(const NeInputSpec& in, index_t n, const std::string& source);
 
 // The input files, read and checked.
 struct NeData {
@@ -117,10 +106,6 @@ struct NeData {
   int scale_exponent = 0;
   index_t points() const { return X.rows; }
 };
-// `model_exponent`: a placement's, the scale exponent its model's points were taken in (its new
-// points are scaled by it, not by their own); absent: chosen from the data.
-NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent = std::nullopt);
-
 // What input.affinities and input.neighbors resolve to for N points of `dims` dimensions on a backend
 // with `available` memory (`device`: its engines live on a GPU), and the run's memory plan with it.
 struct NePlan {
@@ -130,7 +115,7 @@ struct NePlan {
   bool metric_candidates = false;  // snerv: the metric's candidate re-ranking (SnervNeighbors::candidates)
   MemoryPlan memory;
 };
-NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& available, bool device, index_t dims = 0);
+NePlan plan_ne_run(const NeSpec& spec, index_t N, const MemoryInfo& available, bool device, index_t dims = 0);
 
 // What the sparse affinities' neighbour search did, for the run report.
 struct NeighbourSearch {
@@ -140,25 +125,19 @@ struct NeighbourSearch {
   double seconds = 0.0;        // the search, with the recall estimate
 };
 
-// The affinities of hssne and nerv: given, from a distance matrix, sparse (neighbours at unit scale
-// on the backend's device, or approximate on the host; rows on the host) or dense from vectors.
-// Long searches and row passes print progress with `tag` unless quiet; `search` (optional) gets
+// The affinities of hssne and nerv: given (`given`, input.affinity_matrix), from a distance matrix,
+// sparse (neighbours at unit scale on the backend's device, or approximate on the host; rows on the
+// host) or dense from vectors. `progress(what)` (may be empty) gives the progress callback of a long
+// stage ("exact neighbours", "approximate neighbours", "affinity rows"); `search` (optional) gets
 // what the neighbour search did.
-AffinityResult ne_affinities(const NeRunConfig& cfg, const NeData& d, const NePlan& plan, Backend& backend,
-                             bool quiet = true, NeighbourSearch* search = nullptr);
-
-// The quality measures a neighbour-embedding run adds to its report, for a map of N points: k in
-// {1, 5, 10, 20} (at most N - 1), no curve, output.quality_sample query points, the run's seed.
-QualityRequest ne_quality_request(const NeRunConfig& cfg, index_t N, int threads);
-
-// Adds output.dir/map.svg (when output.svg) drawing Y coloured by the data's labels, and records it.
-void add_ne_map_svg(io::OutputSet& out, json& outputs, const RunConfig& run, const MatrixD& Y, const NeData& d,
-                    const std::string& title);
+using NeStageProgress = std::function<std::function<void(index_t, index_t)>(const char* what)>;
+AffinityResult ne_affinities(const NeSpec& spec, const NeData& d, const NePlan& plan, Backend& backend,
+                             const NeStageProgress& progress = {}, NeighbourSearch* search = nullptr);
 
 // Supervised NeRV's settings from the run's input, params and plan; input.neighbors in snerv's terms
 // (exact: N x N metric distances; approximate: candidate re-ranking). `scale_exponent`: the data's
 // (NeData::scale_exponent), into whose units a given input.metric.width is taken.
 SnervNeighbors snerv_neighbors(NeighborsMode mode);
-SnervParams snerv_params(const NeRunConfig& cfg, const NePlan& plan, int scale_exponent = 0);
+SnervParams snerv_params(const NeSpec& spec, const NePlan& plan, int scale_exponent = 0);
 
-}  // namespace orrery::cli
+}  // namespace orrery

@@ -1,5 +1,5 @@
 // A run: one JSON file {"method", "input", "params", "output", "device", "threads", "seed"}.
-// This layer reads the keys every method shares; each method (cli/methods.cpp) then reads its
+// This layer reads the keys every method shares; each method (run/methods.cpp) then reads its
 // own "input", "params" and extra "output" keys. Unknown keys and bad values are errors naming
 // the key, raised before any work starts.
 #pragma once
@@ -11,13 +11,13 @@
 #include "orrery/error.hpp"
 #include "orrery/types.hpp"
 
-namespace orrery::cli {
+namespace orrery::pipeline {
 
 struct OutputSpec {
   std::string dir;             // required
   std::string format = "npy";  // npy | csv | both
   bool svg = true;
-  bool html = false;  // map.html: the interactive map (cli/view.hpp)
+  bool html = false;  // map.html: the interactive map (run/map_page.hpp)
   double checkpoint_seconds = 60.0;  // between checkpoints of a long run (cli/checkpoint.hpp); 0: on stop only
 };
 
@@ -84,4 +84,4 @@ index_t count_value(const json& v, const std::string& name, index_t lo, index_t 
 index_t get_count(const json& j, const std::string& key, const std::string& where, index_t fallback, index_t lo = 0,
                   index_t hi = 1000000000000);
 
-}  // namespace orrery::cli
+}  // namespace orrery::pipeline

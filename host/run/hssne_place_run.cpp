@@ -1,4 +1,4 @@
-#include "cli/hssne_place_run.hpp"
+#include "run/hssne_place_run.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,10 +7,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "cli/evaluate.hpp"
-#include "cli/nerv_place_run.hpp"
-#include "cli/ne_config.hpp"
-#include "cli/run_common.hpp"
+#include "run/quality_json.hpp"
+#include "run/nerv_place_run.hpp"
+#include "run/ne_config.hpp"
+#include "run/run_common.hpp"
 #include "io/readers.hpp"
 #include "io/writers.hpp"
 #include "orrery/error.hpp"
@@ -19,7 +19,7 @@
 #include "orrery/memory_plan.hpp"
 #include "orrery/quality.hpp"
 
-namespace orrery::cli {
+namespace orrery::pipeline {
 
 namespace fs = std::filesystem;
 
@@ -213,7 +213,7 @@ Prepared prepare(const RunConfig& run) {
 }  // namespace
 
 bool is_placement(const RunConfig& run) {
-  return (run.method == "hssne" || is_nerv_placement(run)) && run.input.contains("model");
+  return run.input.contains("model");  // the neighbour methods' entries (run/methods.cpp) call it
 }
 
 std::string validate_placement(const RunConfig& run) {
@@ -273,7 +273,7 @@ json run_placement(const RunConfig& run, bool quiet) {
   json report = report_header(run, *backend);
   report["params"] = {{"alpha", m.alpha}, {"dim", m.dim}, {"max_iter", prm.max_iter}, {"tol", prm.tol},
                       {"repulsion", enum_name(p.cfg.hssne.repulsion)}};
-  report["input"] = fields_to_json(p.cfg.input, ne_input_fields("hssne"));
+  report["input"] = fields_to_json(p.cfg.input, ne_input_fields(NeMethod::hssne));
   report["input"]["points"] = M;
   report["input"]["dims"] = d.X.cols;
   report["input"]["scale_exponent"] = d.scale_exponent;
@@ -298,4 +298,4 @@ json run_placement(const RunConfig& run, bool quiet) {
   return report;
 }
 
-}  // namespace orrery::cli
+}  // namespace orrery::pipeline

@@ -1,15 +1,17 @@
 // The methods a run configuration can name. Adding a method = one entry in methods.cpp plus its
-// own cli/<method>_run.cpp; the shared keys (output, device, threads, seed) are read for it.
+// own run/<method>_run.cpp; the shared keys (output, device, threads, seed) are read for it.
 #pragma once
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "cli/run_config.hpp"
+#include "run/device_check.hpp"
+#include "run/map_page.hpp"
+#include "run/run_config.hpp"
 #include "orrery/config.hpp"
 #include "orrery/run_control.hpp"
 
-namespace orrery::cli {
+namespace orrery::pipeline {
 
 struct ParamTable {
   std::string name;  // as given to `orrery defaults NAME`
@@ -28,9 +30,15 @@ struct MethodEntry {
   // The files a run may write in output.dir (run_common.hpp: run_outputs), checked against the
   // inputs before anything is read or fitted.
   std::vector<std::string> outputs;
+  // `orrery check`: the method's primitives and a few iterations on `dev` against `ref`.
+  std::function<Checks(const RunConfig&, Backend& ref, Backend& dev, int iterations)> check;
+  // The map page's method-specific part (run/map_page.hpp).
+  void (*page)(report::MapPage&, const RunConfig&, const json& report, const OutputPath&, std::vector<std::string>*);
+  // What makes a fit of the method run off to Inf or NaN, as far as the user can change it.
+  const char* divergence_causes;
 };
 
 const std::vector<MethodEntry>& methods();
 const MethodEntry* find_method(const std::string& name);
 
-}  // namespace orrery::cli
+}  // namespace orrery::pipeline

@@ -5,14 +5,15 @@
 #include <utility>
 #include <vector>
 
-#include "cli/run_config.hpp"
+#include "run/run_config.hpp"
 #include "io/writers.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/clock.hpp"
 
-namespace orrery::cli {
+namespace orrery::pipeline {
 
 std::string format_seconds(double s);  // "12.3s" or "4m05s"
+std::string thousands(index_t n);       // "1,234,567"
 
 // Progress of a long stage (a neighbour search, affinity rows) as a callback (done, total): prints
 // "[tag] what: 45%, 12.3s, about 15.0s left" to stderr, at most every 5 s and only after the stage
@@ -65,4 +66,4 @@ void check_finite_result(const RunConfig& run, const std::string& what, const Ma
 // run has a capture, hands the files to it by name and writes nothing).
 void commit_run(io::OutputSet& out, const json& report, const RunConfig& run);
 
-}  // namespace orrery::cli
+}  // namespace orrery::pipeline

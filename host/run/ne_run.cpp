@@ -1,4 +1,4 @@
-#include "cli/ne_run.hpp"
+#include "run/ne_run.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,10 +8,10 @@
 #include <memory>
 #include <stdexcept>
 
-#include "cli/evaluate.hpp"
-#include "cli/hssne_place_run.hpp"
-#include "cli/ne_config.hpp"
-#include "cli/run_common.hpp"
+#include "run/quality_json.hpp"
+#include "run/hssne_place_run.hpp"
+#include "run/ne_config.hpp"
+#include "run/run_common.hpp"
 #include "io/writers.hpp"
 #include "orrery/affinity.hpp"
 #include "orrery/error.hpp"
@@ -24,7 +24,7 @@
 #include "orrery/snerv.hpp"
 #include "report/svg_map.hpp"
 
-namespace orrery::cli {
+namespace orrery::pipeline {
 namespace {
 
 std::string affinity_text(const NePlan& plan) {
@@ -104,7 +104,7 @@ json cross_validation(const NePrepared& p, const std::string& method, const Matr
   const CrossValidation r = cross_validate_knn(
       p.d.labels, folds, p.cfg.run.seed,
       [&](const std::vector<int>& train) {
-        if (method != "snerv") return Y;
+        if (p.cfg.method != NeMethod::snerv) return Y;
         const SnervParams prm = snerv_params(p.cfg, p.plan, p.d.scale_exponent);
         return fit_snerv(p.d.X, train, prm, p.cfg.run.seed, *p.backend, fit_progress).nerv.coords;
       },
@@ -127,7 +127,7 @@ std::string validate_ne(const RunConfig& run) {
 
 json cross_validate_snerv(const RunConfig& run, bool quiet) {
   const NePrepared p = prepare_ne(run);
-  if (run.method != "snerv" || p.cfg.input.cv_folds <= 0)
+  if (p.cfg.method != NeMethod::snerv || p.cfg.input.cv_folds <= 0)
     throw std::invalid_argument("cross_validate_snerv: a snerv run with input.cv_folds");
   const auto t0 = Clock::now();
   int fold = 0;
@@ -157,7 +157,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
                  describe(cfg, d).c_str(), affinity_text(plan).c_str(), backend->name().c_str(),
                  format_bytes(plan.memory.host_peak()).c_str(),
                  device ? (" + " + format_bytes(plan.memory.device_peak()) + " GPU").c_str() : "");
-  if (!quiet && method == "hssne" && cfg.hssne.exaggeration != 1.0 && cfg.hssne.exaggeration_iter >= cfg.hssne.max_iter)
+  if (!quiet && cfg.method == NeMethod::hssne && cfg.hssne.exaggeration != 1.0 && cfg.hssne.exaggeration_iter >= cfg.hssne.max_iter)
     std::fprintf(stderr,
                  "[hssne] WARNING: params.exaggeration_iter (%d) >= params.max_iter (%d): every iteration runs with "
                  "P exaggerated, so the map does not minimise KL(P || Q); lower exaggeration_iter or set "
@@ -182,7 +182,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   double perplexity = cfg.input.perplexity;
   MatrixD metric_distances;  // snerv: the map's input space (empty on the candidate path)
   NeighbourSearch search;
-  if (method == "snerv") {
+  if (cfg.method == NeMethod::snerv) {
     const SnervResult r = fit_snerv(d.X, d.labels, snerv_params(cfg, plan, d.scale_exponent), run.seed, *backend, progress, control);
     if (!quiet)
       std::fprintf(stderr, "[snerv] class model: K = %lld, s = %.4g, training log-likelihood %.4f; perplexity %.4g\n",
@@ -210,9 +210,16 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
       result["metric"]["candidate_search"] = r.approximate_candidates ? "approximate" : "exact";
     }
   } else {
-    const AffinityResult a = ne_affinities(cfg, d, plan, *backend, quiet, &search);
+    const AffinityResult a = ne_affinities(
+        cfg, d, plan, *backend,
+        [&](const char* what) { return std::function<void(index_t, index_t)>(StageProgress{method, what, quiet}); },
+        &search);
+    if (!quiet && plan.sparse && cfg.input.affinity_matrix.empty() && cfg.input.distances.empty())
+      std::fprintf(stderr, "[%s] %s neighbours (k = %d): %s%s\n", method.c_str(), search.approximate ? "approximate" : "exact",
+                   sparse_neighbours(cfg.input.perplexity), format_seconds(search.seconds).c_str(),
+                   search.approximate ? (", estimated recall " + detail::number_text(search.recall)).c_str() : "");
     t_aff = seconds_since(t1);
-    if (method == "hssne") {
+    if (cfg.method == NeMethod::hssne) {
       const HssneResult r = plan.sparse ? fit_hssne(a.sparse, cfg.hssne, run.seed, *backend, progress, control)
                                         : fit_hssne(a.dense, d.labels, cfg.hssne, run.seed, *backend, progress, control);
       Y = r.coords;
@@ -250,12 +257,12 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   // them as 2^e (NeData::scale_exponent). HSSNE's and supervised NeRV's maps have no input units.
   // The model files keep the run's own units, in which a placement meets them.
   const MatrixD Y_input_units =
-      method == "nerv" && d.scale_exponent != 0 ? times_power_of_two(Y, d.scale_exponent) : MatrixD();
+      cfg.method == NeMethod::nerv && d.scale_exponent != 0 ? times_power_of_two(Y, d.scale_exponent) : MatrixD();
   const MatrixD& Y_out = Y_input_units.empty() ? Y : Y_input_units;
 
   const auto t3 = Clock::now();
   QualityRequest req = ne_quality_request(cfg, N, backend->threads());
-  const bool metric_input = method == "snerv" && !metric_distances.empty();
+  const bool metric_input = cfg.method == NeMethod::snerv && !metric_distances.empty();
   req.input_is_distance_matrix = !cfg.input.distances.empty() || metric_input;
   // with precomputed affinities there is no input space to compare the map with
   const json quality = !cfg.input.affinity_matrix.empty()
@@ -287,11 +294,11 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
     }
   }
   add_ne_map_svg(out, outputs, run, Y_out, d,
-                 std::string(method == "hssne" ? "HSSNE" : method == "snerv" ? "Supervised NeRV" : "NeRV") + ": " +
+                 std::string(ne_method_title(cfg.method)) + ": " +
                      std::to_string(N) + " points");
   json report = report_header(run, *backend);
   report["params"] = params;
-  report["input"] = fields_to_json(cfg.input, ne_input_fields(method));
+  report["input"] = fields_to_json(cfg.input, ne_input_fields(cfg.method));
   report["input"]["points"] = N;
   report["input"]["dims"] = d.X.cols;
   report["input"]["scale_exponent"] = d.scale_exponent;
@@ -299,7 +306,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   report["input"]["perplexity"] = perplexity;
   report["input"]["affinities_requested"] = enum_name(cfg.input.affinities);
   report["input"]["affinities"] = plan.sparse ? "sparse" : "dense";
-  if (method == "snerv") {
+  if (cfg.method == NeMethod::snerv) {
     report["input"]["neighbors_requested"] = enum_name(cfg.input.neighbors);
     report["input"]["neighbors"] = plan.metric_candidates ? "approximate" : "exact";
   } else {
@@ -319,7 +326,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   report["result"] = result;
   report["trace"] = trace;
   report["quality"] = quality;
-  if (method == "snerv")  // what the quality measures compared the map with
+  if (cfg.method == NeMethod::snerv)  // what the quality measures compared the map with
     report["quality_input"] = metric_input ? "the learning metric's N x N distances"
                                            : "euclidean vectors (the metric's N x N distances were not formed)";
   if (!cv.is_null()) report["cross_validation"] = cv;
@@ -332,4 +339,4 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   return report;
 }
 
-}  // namespace orrery::cli
+}  // namespace orrery::pipeline

@@ -6,12 +6,12 @@
 #pragma once
 #include <string>
 
-#include "cli/ne_config.hpp"
-#include "cli/run_config.hpp"
+#include "run/ne_config.hpp"
+#include "run/run_config.hpp"
 
-namespace orrery::cli {
+namespace orrery::pipeline {
 
-// hssne, nerv or snerv with input.model (nerv and snerv: cli/nerv_place_run.hpp).
+// hssne, nerv or snerv with input.model (nerv and snerv: run/nerv_place_run.hpp).
 bool is_placement(const RunConfig& run);
 std::string validate_placement(const RunConfig& run);
 json run_placement(const RunConfig& run, bool quiet);
@@ -39,4 +39,4 @@ bool approximate_placement(const NeInputSpec& in, index_t N, index_t M);
 KnnGraph placement_neighbours(const MatrixD& reference, const MatrixD& X, int k, bool approximate,
                               const NeRunConfig& cfg, int threads, const char* tag, bool quiet);
 
-}  // namespace orrery::cli
+}  // namespace orrery::pipeline

@@ -1,4 +1,4 @@
-#include "cli/run_config.hpp"
+#include "run/run_config.hpp"
 
 #include <cerrno>
 #include <cmath>
@@ -8,10 +8,10 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "cli/methods.hpp"
+#include "run/methods.hpp"
 #include "orrery/error.hpp"
 
-namespace orrery::cli {
+namespace orrery::pipeline {
 
 void check_keys(const json& j, const std::string& where, const std::vector<std::string>& known) {
   if (!j.is_object()) input_error(where + ": expected a JSON object, found " + std::string(j.type_name()));
@@ -196,4 +196,4 @@ RunConfig parse_run_config(const std::string& text, const std::string& path) {
   return run_config_from_json(parse_config_json(text, path), path);
 }
 
-}  // namespace orrery::cli
+}  // namespace orrery::pipeline

@@ -9,12 +9,12 @@
 #pragma once
 #include <string>
 
-#include "cli/run_config.hpp"
+#include "run/run_config.hpp"
 
-namespace orrery::cli {
+namespace orrery::pipeline {
 
 bool is_nerv_placement(const RunConfig& run);
 std::string validate_nerv_placement(const RunConfig& run);
 json run_nerv_placement(const RunConfig& run, bool quiet);
 
-}  // namespace orrery::cli
+}  // namespace orrery::pipeline

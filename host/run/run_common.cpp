@@ -1,4 +1,6 @@
-#include "cli/run_common.hpp"
+#include "run/run_common.hpp"
+
+#include "run/methods.hpp"
 
 #include <omp.h>
 
@@ -7,12 +9,12 @@
 #include <ctime>
 #include <filesystem>
 
-#include "cli/view.hpp"
+#include "run/map_page.hpp"
 #include "io/readers.hpp"
 #include "orrery/build_info.hpp"
 #include "orrery/error.hpp"
 
-namespace orrery::cli {
+namespace orrery::pipeline {
 
 
 std::string format_seconds(double s) {
@@ -104,20 +106,9 @@ void collect_paths(const json& j, const std::string& where, std::vector<std::pai
   }
 }
 
-// What makes a fit of each method run off to Inf or NaN, as far as the user can change it.
-std::string divergence_causes(const std::string& method) {
-  if (method == "pe") return "posteriors with extreme ratios, or params eta_r, eta_phi or init_scale far from their defaults";
-  if (method == "hssne")
-    return "input values or affinities of extreme magnitude, or params init_scale, learning_rate or exaggeration far "
-           "from their defaults";
-  if (method == "plsv")
-    return "params alpha, beta_per_document, gamma_per_topic or init_scale far from their defaults";
-  return "input values of extreme magnitude, or params init_scale far from its default";
-}
-
 [[noreturn]] void non_finite(const RunConfig& run, const std::string& what) {
   input_error(run.method + ": " + what + " is not finite: the fit diverged (likely causes: " +
-              divergence_causes(run.method) + "); nothing was written");
+              std::string(find_method(run.method)->divergence_causes) + "); nothing was written");
 }
 
 // Every number below `j`; the path of the first non-finite one, or "".
@@ -195,4 +186,13 @@ void commit_run(io::OutputSet& out, const json& report_in, const RunConfig& run)
   out.commit();
 }
 
-}  // namespace orrery::cli
+std::string thousands(index_t n) {
+  std::string s = std::to_string(n), out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i > 0 && (s.size() - i) % 3 == 0) out += ',';
+    out += s[i];
+  }
+  return out;
+}
+
+}  // namespace orrery::pipeline

@@ -1,26 +1,22 @@
-#include "cli/ne_config.hpp"
+#include "orrery/ne_input.hpp"
 
 #include <cstdio>
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 
-#include "cli/run_common.hpp"
-#include "io/memory_inputs.hpp"
-#include "io/readers.hpp"
-#include "orrery/knn.hpp"
+#include "orrery/clock.hpp"
 #include "orrery/error.hpp"
-#include "orrery/pca.hpp"
-#include "report/svg_map.hpp"
+#include "orrery/knn.hpp"
 
-namespace orrery::cli {
+namespace orrery {
 namespace {
 
 using F = Field<NeInputSpec>;
 
-std::vector<F> input_table(const std::string& method) {
-  const bool hssne = method == "hssne", snerv = method == "snerv";
+std::vector<F> input_table(NeMethod m) {
+  const bool hssne = m == NeMethod::hssne, snerv = m == NeMethod::snerv;
+  const std::string method = ne_method_name(m);
   std::vector<F> t;
   t.push_back({"vectors", &NeInputSpec::vectors,
                snerv ? "N x d points: npy, csv/tsv/txt (optionally .gz) or IDX. Required."
@@ -123,199 +119,34 @@ std::vector<F> input_table(const std::string& method) {
 
 }  // namespace
 
-const std::vector<Field<NeInputSpec>>& ne_input_fields(const std::string& method) {
-  static const std::vector<F> hssne = input_table("hssne"), nerv = input_table("nerv"), snerv = input_table("snerv");
-  return method == "hssne" ? hssne : method == "snerv" ? snerv : nerv;
+const char* ne_method_name(NeMethod method) {
+  return method == NeMethod::hssne ? "hssne" : method == NeMethod::snerv ? "snerv" : "nerv";
 }
 
-const NeInputSpec& ne_input_defaults(const std::string& method) {
+const char* ne_method_title(NeMethod method) {
+  return method == NeMethod::hssne ? "HSSNE" : method == NeMethod::snerv ? "Supervised NeRV" : "NeRV";
+}
+
+const std::vector<Field<NeInputSpec>>& ne_input_fields(NeMethod method) {
+  static const std::vector<F> hssne = input_table(NeMethod::hssne), nerv = input_table(NeMethod::nerv),
+                              snerv = input_table(NeMethod::snerv);
+  return method == NeMethod::hssne ? hssne : method == NeMethod::snerv ? snerv : nerv;
+}
+
+const NeInputSpec& ne_input_defaults(NeMethod method) {
   static const NeInputSpec common;
   static const NeInputSpec snerv = [] {
     NeInputSpec s;
     s.perplexity = 0.0;
     return s;
   }();
-  return method == "snerv" ? snerv : common;
+  return method == NeMethod::snerv ? snerv : common;
 }
 
-NeRunConfig read_ne_config(const RunConfig& run) {
-  NeRunConfig cfg;
-  cfg.run = run;
-  const std::string& m = run.method;
-  NeInputSpec& in = cfg.input;
-  in = ne_input_defaults(m);
-  // Keys another neighbour method takes: say why not here, before the table's "unknown key".
-  if (m != "hssne" && run.input.contains("affinity_matrix"))
-    input_error("input.affinity_matrix: only hssne takes precomputed affinities");
-  if (m != "snerv" && run.input.contains("metric")) input_error("input.metric: applies to method snerv only");
-  if (m == "snerv" && run.input.contains("distances"))
-    input_error("input.distances: snerv needs vectors (its metric is learnt)");
-  read_fields(run.input, in, ne_input_fields(m), "input");
-  if (in.vectors.empty() + in.distances.empty() + in.affinity_matrix.empty() != 2)
-    input_error(m == "snerv" ? "input.vectors: required (N x d points)"
-                             : "input: give exactly one of 'vectors' (N x d points: npy, csv/tsv/txt or IDX), 'distances' "
-                               "(a symmetric N x N distance matrix)" +
-                                   std::string(m == "hssne" ? " or 'affinity_matrix' (a sparse N x N Matrix Market file)" : ""));
-  if (!in.affinity_matrix.empty())
-    for (const char* k : {"pca", "perplexity", "affinities", "limit", "duplicates", "neighbors", "neighbor_ef"})
-      if (run.input.contains(k)) input_error(std::string("input.") + k + ": does not apply to a precomputed affinity_matrix");
-  if (in.pca > 0 && !in.distances.empty()) input_error("input.pca: applies to vectors, not to a distance matrix");
-  if (!in.model.empty()) {
-    if (in.vectors.empty()) input_error("input.model: places new points given as input.vectors");
-    for (const char* k : {"pca", "affinities", "cv_folds"})
-      if (run.input.contains(k))
-        input_error(std::string("input.") + k + ": does not apply to a placement into input.model (" +
-                    (std::string(k) == "pca" ? "the model's own projection is used" : "its affinities are sparse") + ")");
-  }
-  if (m == "snerv" && in.perplexity != 0.0 && !(in.perplexity > 1.0))
-    input_error("input.perplexity: expected 0 (the paper's 0.5 N / K) or a value > 1, found " +
-                detail::number_text(in.perplexity));
-  if (in.cv_folds == 1) input_error("input.cv_folds: expected 0 (off) or at least 2 folds");
-  if (in.cv_folds > 0 && in.labels.empty()) input_error("input.cv_folds: needs input.labels");
-  if (in.affinities == AffinityMode::sparse && !in.distances.empty())
-    input_error("input.affinities: sparse affinities need vectors (their neighbour search), not distances");
-  if (run.input.contains("neighbor_ef") && in.neighbors == NeighborsMode::exact)
-    input_error("input.neighbor_ef: applies to the approximate search, and input.neighbors is exact");
-  if (in.neighbors == NeighborsMode::approximate && !in.distances.empty())
-    input_error("input.neighbors: approximate searches vectors, not a distance matrix");
-  if (in.neighbors == NeighborsMode::approximate && in.affinities == AffinityMode::dense)
-    input_error("input.neighbors: approximate needs sparse affinities (input.affinities is dense: every pair, no search)");
-  if (m == "hssne") {
-    read_fields(run.params, cfg.hssne, hssne_fields(), "params");
-    const HssneParams& p = cfg.hssne;
-    if (p.rho > 0 && !in.model.empty()) input_error("params.rho: does not apply to a placement into input.model");
-    if (p.rho > 0 && in.labels.empty()) input_error("params.rho > 0 needs input.labels (-1 for unknown)");
-    if (p.rho > 0 && (in.affinities == AffinityMode::sparse || !in.affinity_matrix.empty()))
-      input_error("params.rho: semi-supervised mixing needs dense affinities (input.affinities)");
-    if (p.repulsion == HssneRepulsionMode::interpolated) {
-      if (in.affinities == AffinityMode::dense)
-        input_error("params.repulsion: interpolated repulsion needs sparse affinities, but input.affinities is dense");
-      if (!in.distances.empty())
-        input_error("params.repulsion: interpolated repulsion needs sparse affinities, which a distance matrix does not give");
-      if (p.rho > 0)
-        input_error("params.repulsion: interpolated repulsion needs sparse affinities, but params.rho > 0 needs dense ones");
-    }
-    if (p.rho > 0 && in.neighbors == NeighborsMode::approximate)
-      input_error("params.rho: semi-supervised mixing needs dense affinities, which input.neighbors approximate excludes");
-  } else {
-    read_fields(run.params, cfg.nerv, nerv_fields(), "params");
-    if (cfg.nerv.init == NervInit::pca && !in.distances.empty())
-      input_error("params.init: pca needs input vectors, not a distance matrix");
-    if (m == "snerv" && in.labels.empty() && in.model.empty())
-      input_error("input.labels: snerv needs labels (-1 for unknown)");
-    if (m == "snerv" && in.metric.candidates > 0 && in.neighbors == NeighborsMode::exact)
-      input_error("input.metric.candidates: applies to input.neighbors approximate (candidate re-ranking), and "
-                  "input.neighbors is exact");
-  }
-  check_keys(run.output_extra, "output", {"dir", "format", "svg", "html", "quality_sample"});
-  cfg.quality_sample = get_count(run.output_extra, "quality_sample", "output", -1, 0);
-  return cfg;
-}
-
-NeLabels read_ne_labels(const NeInputSpec& in, index_t n, const std::string& source) {
-  NeLabels d;
-  d.class_names = in.class_names.path.empty()
-                      ? in.class_names.values
-                      : read_keyed("input.class_names", [&] { return io::read_names(in.class_names.path); });
-  if (in.labels.empty()) return d;
-  io::Categories cat = read_keyed("input.labels", [&] { return io::read_categories(in.labels, in.limit); });
-  d.labels = std::move(cat.index);
-  if (static_cast<index_t>(d.labels.size()) != n)
-    input_error(in.labels + ": " + std::to_string(d.labels.size()) + " labels for " + std::to_string(n) + " points in " +
-                source);
-  if (!cat.numeric && !d.class_names.empty())
-    input_error("input.class_names: the labels in " + in.labels + " are names already; class_names names numeric labels");
-  // class_names[v] names the label value v; values without one keep their number.
-  for (size_t c = 0; c < cat.names.size(); ++c) {
-    const long long v = cat.numeric ? cat.values[c] : -1;
-    d.legend.push_back(v >= 0 && v < static_cast<long long>(d.class_names.size()) ? d.class_names[static_cast<size_t>(v)]
-                       : cat.numeric                                             ? "label " + cat.names[c]
-                                                                                 : cat.names[c]);
-  }
-  return d;
-}
-
-NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent) {
-  const NeInputSpec& in = cfg.input;
-  NeData d;
-  const std::string source = !in.vectors.empty() ? in.vectors : !in.distances.empty() ? in.distances : in.affinity_matrix;
-  const std::string key = !in.vectors.empty() ? "input.vectors" : !in.distances.empty() ? "input.distances" : "input.affinity_matrix";
-  // In-memory vectors to project (io/memory_inputs.hpp) are read in place by the duplicate check and
-  // the PCA: only their projection is stored, never a copy of the caller's array.
-  MatrixViewD raw;
-  const bool in_place = in.pca > 0 && !in.vectors.empty() && io::memory_view(in.vectors, raw);
-  if (in_place) {
-    if (in.limit > 0 && in.limit < raw.rows) raw.rows = in.limit;
-    d.X.rows = raw.rows, d.X.cols = raw.cols;  // (no values: replaced by the projection below)
-  } else if (!in.affinity_matrix.empty()) {
-    const io::SparseTriples t = read_keyed(key, [&] { return io::read_mtx(in.affinity_matrix); });
-    d.given = affinities_from_entries(t.rows, t.cols, t.row, t.col, t.val, "input.affinity_matrix " + in.affinity_matrix);
-    d.X = MatrixD(t.rows, 0);
-  } else {
-    d.X = read_keyed(key, [&] { return io::read_matrix(source, in.limit); });
-  }
-  if (!in.distances.empty() && in.limit > 0 && d.X.cols > d.X.rows) {  // the first `limit` points: a square block
-    MatrixD block(d.X.rows, d.X.rows);
-    for (index_t i = 0; i < d.X.rows; ++i)
-      for (index_t j = 0; j < d.X.rows; ++j) block(i, j) = d.X(i, j);
-    d.X = std::move(block);
-  }
-  if (!in.distances.empty() && d.X.cols != d.X.rows)
-    input_error(in.distances + ": expected a square N x N distance matrix, found " + std::to_string(d.X.rows) + " x " +
-                std::to_string(d.X.cols));
-  if (!in_place) raw = d.X;
-  if (in.affinity_matrix.empty()) {
-    // Squares of the input overflow or underflow in double beyond a scale of about 2^+-500, and
-    // every step below squares it: data of an extreme scale (beyond 2^+-64) is taken in units of
-    // 2^e (an exact scaling; a copy of an in-place view), which no step's result depends on. A placement takes
-    // its model's units, so that its new points meet the model's points in them.
-    const int e = model_exponent ? *model_exponent : double_safe_exponent(raw, !in.distances.empty());
-    if (e != 0) {
-      d.X = times_power_of_two(raw, -e);
-      raw = d.X;
-      d.scale_exponent = e;
-    }
-  }
-  if (in.affinity_matrix.empty()) {
-    d.duplicates = find_duplicates(raw, !in.distances.empty());
-    if (in.duplicates == DuplicatesMode::refuse && d.duplicates.count > 0)
-      input_error("input.duplicates: refuse: rows " + std::to_string(d.duplicates.first + 1) + " and " +
-                  std::to_string(d.duplicates.second + 1) + " of " + source +
-                  (in.distances.empty() ? " are identical points" : " are at distance 0") + " (" +
-                  std::to_string(d.duplicates.count) + " duplicate points in all)");
-  }
-  if (in.pca > 0) {
-    d.pca = pca_fit(raw, in.pca, cfg.run.threads);
-    d.X = pca_apply(d.pca, raw, cfg.run.threads);
-  }
-  NeLabels L = read_ne_labels(in, d.X.rows, source);
-  d.labels = std::move(L.labels);
-  d.class_names = std::move(L.class_names);
-  d.legend = std::move(L.legend);
-  read_keyed("input.names", [&] {  // checked now, read again by the map page
-    return read_point_names(in.names, d.X.rows, in.limit, "input.names", source);
-  });
-  const double perplexity = in.perplexity;
-  // (a placement's perplexity is checked against the model's points instead)
-  if (in.model.empty() && in.affinity_matrix.empty() && perplexity > 0 &&
-      !(perplexity < static_cast<double>(d.X.rows - 1)))
-    input_error("input.perplexity: expected < N - 1 = " + std::to_string(d.X.rows - 1) + " for the " +
-                std::to_string(d.X.rows) + " points in " + source + ", found " + detail::number_text(perplexity));
-  return d;
-}
-
-namespace {
-
-NeMethod ne_method(const std::string& m) {
-  return m == "hssne" ? NeMethod::hssne : m == "snerv" ? NeMethod::snerv : NeMethod::nerv;
-}
-
-}  // namespace
-
-NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& available, bool device, index_t dims) {
+NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bool device, index_t dims) {
   const NeInputSpec& in = cfg.input;
   NePlanInput p;
-  p.method = ne_method(cfg.run.method);
+  p.method = cfg.method;
   p.points = N;
   p.perplexity = in.perplexity > 0 ? in.perplexity : std::max(2.0, static_cast<double>(N - 1) / 3.0);
   if (p.method == NeMethod::snerv && in.perplexity <= 0)  // the default's largest value (snerv_perplexity)
@@ -398,8 +229,9 @@ NePlan plan_ne_run(const NeRunConfig& cfg, index_t N, const MemoryInfo& availabl
 
 // Affinities of hssne and nerv: given, from a distance matrix, sparse (neighbours on the backend's
 // device, rows on the host) or dense from vectors.
-AffinityResult ne_affinities(const NeRunConfig& cfg, const NeData& d, const NePlan& plan, Backend& backend, bool quiet,
-                             NeighbourSearch* search) {
+AffinityResult ne_affinities(const NeSpec& cfg, const NeData& d, const NePlan& plan, Backend& backend,
+                             const NeStageProgress& progress, NeighbourSearch* search) {
+  const auto stage = [&](const char* what) { return progress ? progress(what) : std::function<void(index_t, index_t)>(); };
   const NeInputSpec& in = cfg.input;
   const int threads = backend.threads();
   AffinityResult a;
@@ -412,7 +244,6 @@ AffinityResult ne_affinities(const NeRunConfig& cfg, const NeData& d, const NePl
     const MatrixD unit = e ? times_power_of_two(d.X, -e) : MatrixD();
     const MatrixD& X = e ? unit : d.X;
     const int k = sparse_neighbours(in.perplexity);
-    const std::string& tag = cfg.run.method;
     const auto t0 = Clock::now();
     NeighbourSearch s;
     s.approximate = plan.approximate;
@@ -420,49 +251,25 @@ AffinityResult ne_affinities(const NeRunConfig& cfg, const NeData& d, const NePl
     if (plan.approximate) {
       ApproxKnnParams prm;
       prm.ef_search = in.neighbor_ef;
-      g = approximate_knn(X, k, cfg.run.seed, threads, prm, StageProgress{tag, "approximate neighbours", quiet});
-      const KnnRecall r = estimate_knn_recall(X, g, kNeighborRecallSample, cfg.run.seed, threads);
+      g = approximate_knn(X, k, cfg.seed, threads, prm, stage("approximate neighbours"));
+      const KnnRecall r = estimate_knn_recall(X, g, kNeighborRecallSample, cfg.seed, threads);
       s.recall = r.recall;
       s.recall_sample = r.sample;
     } else {
-      g = backend.knn_reporting(X, k, StageProgress{tag, "exact neighbours", quiet});
+      g = backend.knn_reporting(X, k, stage("exact neighbours"));
     }
     s.seconds = seconds_since(t0);
-    if (!quiet)
-      std::fprintf(stderr, "[%s] %s neighbours (k = %d): %s%s\n", tag.c_str(), s.approximate ? "approximate" : "exact",
-                   k, format_seconds(s.seconds).c_str(),
-                   s.approximate ? (", estimated recall " + detail::number_text(s.recall)).c_str() : "");
     if (search) *search = s;
-    a = affinities_from_knn(g, in.perplexity, threads, StageProgress{tag, "affinity rows", quiet});
+    a = affinities_from_knn(g, in.perplexity, threads, stage("affinity rows"));
     for (double& b : a.beta) b = std::ldexp(b, -2 * e);
   } else a = affinities_dense(d.X, in.perplexity, threads);
   return a;
 }
 
-QualityRequest ne_quality_request(const NeRunConfig& cfg, index_t N, int threads) {
-  QualityRequest req;
-  req.ks = {1, 5, 10, 20};
-  for (int& k : req.ks) k = static_cast<int>(std::min<index_t>(k, N - 1));
-  req.curve = false;
-  req.threads = threads;
-  req.queries = cfg.quality_sample;  // above kQualitySampleAbove points a seeded subsample by default
-  req.seed = cfg.run.seed;
-  return req;
-}
-
-void add_ne_map_svg(io::OutputSet& out, json& outputs, const RunConfig& run, const MatrixD& Y, const NeData& d,
-                    const std::string& title) {
-  if (!run.output.svg) return;
-  report::MapPicture pic;
-  pic.objects = Y;
-  pic.colour_index = d.labels;
-  pic.legend = d.legend;
-  pic.title = title;
-  pic.subtitle = d.labels.empty() ? "no labels given" : "coloured by label";
-  pic.seed = run.seed;
-  const std::string p = (std::filesystem::path(run.output.dir) / "map.svg").string();
-  out.add(p, report::render_map_svg(pic));
-  outputs["map_svg"] = p;
+void check_perplexity_bound(double perplexity, index_t N, const std::string& source) {
+  if (perplexity > 0 && !(perplexity < static_cast<double>(N - 1)))
+    input_error("input.perplexity: expected < N - 1 = " + std::to_string(N - 1) + " for the " + std::to_string(N) +
+                " points in " + source + ", found " + detail::number_text(perplexity));
 }
 
 SnervNeighbors snerv_neighbors(NeighborsMode mode) {
@@ -471,7 +278,7 @@ SnervNeighbors snerv_neighbors(NeighborsMode mode) {
                                               : SnervNeighbors::automatic;
 }
 
-SnervParams snerv_params(const NeRunConfig& cfg, const NePlan& plan, int scale_exponent) {
+SnervParams snerv_params(const NeSpec& cfg, const NePlan& plan, int scale_exponent) {
   SnervParams p;
   p.metric = cfg.input.metric;
   p.metric.width = std::ldexp(p.metric.width, -scale_exponent);  // exact; 0 (choose) stays 0
@@ -484,4 +291,4 @@ SnervParams snerv_params(const NeRunConfig& cfg, const NePlan& plan, int scale_e
   return p;
 }
 
-}  // namespace orrery::cli
+}  // namespace orrery

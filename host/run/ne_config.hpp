@@ -1,0 +1,47 @@
+// The neighbour-embedding methods' part of a run (hssne, nerv, snerv): their "input" and "params"
+// keys parsed once into NeRunConfig, and the reading and checking of their input files. The input
+// stage itself (field tables, plan, neighbour search, affinities) is orrery/ne_input.hpp's.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "run/run_config.hpp"
+#include "io/writers.hpp"
+#include "orrery/ne_input.hpp"
+
+namespace orrery::pipeline {
+
+// A neighbour-embedding run: the method's spec (orrery/ne_input.hpp) and the run's shared keys.
+struct NeRunConfig : NeSpec {
+  RunConfig run;
+  // output.quality_sample: query points of the report's quality measures (QualityRequest::queries;
+  // -1 when absent = the default rule, 0 = all points).
+  index_t quality_sample = -1;
+};
+
+// Reads and checks every key of the method's input and params (no file is read).
+NeRunConfig read_ne_config(const RunConfig& run);
+
+// The labels of input.labels (io::read_categories, first input.limit) for n points, their class
+// names and the legend (class c's name in the map); empty without labels. `source` names the points'
+// file in messages.
+struct NeLabels {
+  std::vector<int> labels;
+  std::vector<std::string> class_names, legend;
+};
+NeLabels read_ne_labels(const NeInputSpec& in, index_t n, const std::string& source);
+
+// `model_exponent`: a placement's, the scale exponent its model's points were taken in (its new
+// points are scaled by it, not by their own); absent: chosen from the data.
+NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent = std::nullopt);
+
+// The quality measures a neighbour-embedding run adds to its report, for a map of N points: k in
+// {1, 5, 10, 20} (at most N - 1), no curve, output.quality_sample query points, the run's seed.
+QualityRequest ne_quality_request(const NeRunConfig& cfg, index_t N, int threads);
+
+// Adds output.dir/map.svg (when output.svg) drawing Y coloured by the data's labels, and records it.
+void add_ne_map_svg(io::OutputSet& out, json& outputs, const RunConfig& run, const MatrixD& Y, const NeData& d,
+                    const std::string& title);
+
+}  // namespace orrery::pipeline

@@ -3,8 +3,10 @@
 #   include/orrery/math   includes only itself (and the standard library): the shared arithmetic
 #   include/orrery        public headers: no host/ internals and no kernel headers
 #   host/methods          the papers' algorithms: no cpu/ or kernel headers, and no device tests
-#                         (is_cuda, device_index, *_cuda calls): devices are reached through Backend
-#   host/run, host/cli    the pipeline and the commands: the same
+#                         (is_cuda, device_index, *_cuda calls): devices are reached through Backend;
+#                         no pipeline or CLI headers (run/, cli/)
+#   host/run, host/cli    the pipeline and the commands: the same; host/run includes no cli/ header
+#   python/src, bench     front ends of the pipeline: no cli/ header
 #   host/prep             host primitives every backend uses: no backend, method or pipeline headers
 #   host/cpu              the CPU backend: no method internals (methods/, run/, cli/)
 #   kernels               the CUDA backend: no host internals (cpu/, methods/, run/, cli/, io/, optim/,
@@ -57,6 +59,14 @@ for layer in host/methods host/run host/cli; do
     "$layer includes no cpu/ or kernel headers (devices are reached through Backend)" "${src[@]}"
   violations "$layer" '\bis_cuda\b|\bdevice_index\b|[A-Za-z0-9]_cuda[[:space:]]*\(' \
     "$layer does not ask which device it runs on" "${src[@]}"
+done
+violations host/methods '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(run|cli)/' \
+  "host/methods includes no pipeline or CLI headers (the pipeline calls the methods)" "${src[@]}"
+violations host/run '^[[:space:]]*#[[:space:]]*include[[:space:]]*"cli/' \
+  "host/run includes no CLI headers (every front end calls the pipeline)" "${src[@]}"
+for front in python/src bench; do
+  violations "$front" '^[[:space:]]*#[[:space:]]*include[[:space:]]*"cli/' \
+    "$front calls the pipeline (run/), not the command line" "${src[@]}"
 done
 violations host/prep '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(cpu|methods|run|cli|kernels)/|^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*\.cuh"' \
   "host/prep includes no backend, method, pipeline or CLI headers" "${src[@]}"

@@ -11,7 +11,8 @@
 # lower is kept. A config that reads another config's output (configs/pe_planted_place.json reads
 # runs/pe-planted/classes.csv, written by configs/pe_planted_csv.json) runs after it, reading the
 # temporary copy. Prints one line per config with its time; exits 1 naming every config that failed
-# (its output is shown), 2 on bad usage.
+# (its output is shown), 2 on bad usage. ORRERY_CONFIG_KEEP=DIR keeps every run's output folder
+# under DIR/NAME (scripts/compare_runs.sh compares two such sets).
 set -euo pipefail
 
 [ $# -eq 1 ] || { echo "usage: scripts/run_configs.sh ORRERY_BINARY" >&2; exit 2; }
@@ -126,6 +127,9 @@ while IFS= read -r name; do
 done <"$tmp/order"
 
 echo "run_configs.sh: $(wc -l <"$tmp/order" | tr -d ' ') configs in $((SECONDS - start)) s (iteration caps $iter)"
+if [ -n "${ORRERY_CONFIG_KEEP:-}" ]; then
+  mkdir -p "$ORRERY_CONFIG_KEEP" && cp -r "$tmp/out/." "$ORRERY_CONFIG_KEEP/"
+fi
 if [ ${#failed[@]} -gt 0 ]; then
   echo "run_configs.sh: failed: ${failed[*]}" >&2
   exit 1

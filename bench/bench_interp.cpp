@@ -69,7 +69,7 @@ int run_interp_bench(int argc, char** argv) {
       const auto N = static_cast<index_t>(n);
       const int D = static_cast<int>(dd);
       const MatrixD X = pca_project(bench::first_rows(all, N, 1.0), 50, T);
-      const AffinityResult aff = affinities_from_knn(backend->knn(X, sparse_neighbours(30)), 30, T);
+      const AffinityResult aff = affinities_from_knn(backend->knn(X, sparse_neighbors(30)), 30, T);
       HssneParams prm;
       prm.dim = D;
       prm.max_iter = iters;

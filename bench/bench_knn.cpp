@@ -1,8 +1,8 @@
-// `orrery_bench knn`: the exact neighbour search against the approximate one (HNSW) on the first N
-// of all 70,000 Fashion-MNIST images (/255, PCA to --pca dimensions), k neighbours (HNSW on the CPU).
+// `orrery_bench knn`: the exact neighbor search against the approximate one (HNSW) on the first N
+// of all 70,000 Fashion-MNIST images (/255, PCA to --pca dimensions), k neighbors (HNSW on the CPU).
 // For each N: the exact search's time, then for each HNSW setting M:ef_construction:ef_search the time of
 // approximate_knn (its serial build apart), its recall against the exact graph of the same run
-// (every point: a listed neighbour counts when its distance is at most the exact k-th), the time
+// (every point: a listed neighbor counts when its distance is at most the exact k-th), the time
 // and value of the run's recall estimate (estimate_knn_recall on --sample points), and the ratio of
 // the exact time to the approximate one (search plus estimate: what a run pays).
 // --source mixture: N points of a seeded 50-D Gaussian mixture instead (sizes beyond the images);

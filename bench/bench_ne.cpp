@@ -170,8 +170,8 @@ int run_ne_bench(int argc, char** argv) {
       prm.tol = 0;  // run every iteration, as the peers do
       prm.optimizer = parse_enum<HssneOptimizer>(optimizer, "--optimizer");
       prm.repulsion = parse_enum<HssneRepulsionMode>(repulsion, "--repulsion");
-      // The common P every map is scored by: exact neighbours (untimed). orrery's own P (timed as its
-      // first stage) is the same unless its neighbour search is approximate (--neighbors, as the
+      // The common P every map is scored by: exact neighbors (untimed). orrery's own P (timed as its
+      // first stage) is the same unless its neighbor search is approximate (--neighbors, as the
       // run's input.neighbors: auto is approximate above kExactNeighborsMaxPoints).
       const bool approx = sparse && (neighbors == "approximate" || (neighbors == "auto" && N > kExactNeighborsMaxPoints));
       if (neighbors != "auto" && neighbors != "exact" && neighbors != "approximate")
@@ -181,7 +181,7 @@ int run_ne_bench(int argc, char** argv) {
       const double common_s = seconds_since(t_common);
       const auto t_own = std::chrono::steady_clock::now();
       const AffinityResult own =
-          approx ? affinities_from_knn(approximate_knn(X, sparse_neighbours(perplexity), seed, threads), perplexity, threads)
+          approx ? affinities_from_knn(approximate_knn(X, sparse_neighbors(perplexity), seed, threads), perplexity, threads)
                  : AffinityResult();
       const double aff_s =
           approx ? seconds_since(t_own) : common_s;

@@ -56,7 +56,7 @@ std::vector<double> tails_alpha_one_first(const std::string& list) {
 // --repulsion says) on the first N of all 70,000 Fashion-MNIST images (training then test set), PCA to
 // --pca dimensions, or (--source mixture) on N points of a seeded 50-D Gaussian mixture of 20
 // components (bench_common.hpp), on each device of --device. Times each stage apart: PCA on the host
-// (once per N); per device the neighbour search (approximate above kExactNeighborsMaxPoints points on
+// (once per N); per device the neighbor search (approximate above kExactNeighborsMaxPoints points on
 // the CPU, as a run's input.neighbors auto, with the run's recall estimate), then the affinity rows on
 // the host (aff_s includes knn_s); per tail (--alpha, on that P) the fit; and, outside the total, the
 // report's quality estimate (5-NN accuracy from 4,000 seeded query points above 10,000 points, all
@@ -103,7 +103,7 @@ int run_ne_scale_bench(int argc, char** argv) {
     for (const bench::Device& device : devices) {
       Backend& backend = *device.backend;
       const auto t1 = Clock::now();
-      const int k = sparse_neighbours(perplexity);
+      const int k = sparse_neighbors(perplexity);
       const bool approx = neighbors == "approximate" || (neighbors == "auto" && backend.name().rfind("cpu", 0) == 0 &&
                                                          N > kExactNeighborsMaxPoints);
       double recall = 1;
@@ -197,7 +197,7 @@ int run_ne_scale_bench(int argc, char** argv) {
   return 0;
 }
 
-// `orrery_bench gpu-vs-cpu`: one P (sparse, perplexity 30; exact neighbours searched on the first
+// `orrery_bench gpu-vs-cpu`: one P (sparse, perplexity 30; exact neighbors searched on the first
 // listed device that is not the CPU, else on the CPU: the graph is the same up to ties), one seed, one
 // set of parameters (the run's defaults, --alpha, --iters with tol 0), fitted on every device of
 // --device. Each map is scored on the host by the same code: 5-NN accuracy over all points, and
@@ -238,9 +238,9 @@ int run_gpu_vs_cpu_bench(int argc, char** argv) {
       break;
     }
   auto t = Clock::now();
-  const AffinityResult aff = affinities_from_knn(searcher->knn(Xp, sparse_neighbours(perplexity)), perplexity, threads);
+  const AffinityResult aff = affinities_from_knn(searcher->knn(Xp, sparse_neighbors(perplexity)), perplexity, threads);
   std::printf("gpu-vs-cpu: %s, N %lld, PCA %d, perplexity %g, alpha %g, %d-D, %d iterations, seed %llu; P from exact "
-              "neighbours on %s in %.2f s\n",
+              "neighbors on %s in %.2f s\n",
               source.c_str(), static_cast<long long>(N), pca, perplexity, alpha, dim, iters, seed,
               searcher->name().c_str(), seconds_since(t));
   std::printf("%-8s %9s %6s %8s %9s %10s %9s %10s %s\n", "device", "fit_s", "iters", "5nn", "KL", "|d 5nn|", "d KL rel",

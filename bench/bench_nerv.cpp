@@ -6,9 +6,9 @@
 //   orrery_bench snerv-cv: the paper's protocol (k folds, test labels hidden, 5-NN test error in
 //     the map) for snerv and for unsupervised nerv on the same points, through the CLI's runs
 //     (--cv-only 1: snerv's folds alone, without the run's own map from every label).
-//   orrery_bench snerv-paths: supervised NeRV's two ways to its metric neighbours (the N x N
+//   orrery_bench snerv-paths: supervised NeRV's two ways to its metric neighbors (the N x N
 //     distances, or Euclidean candidates re-ranked by the metric), timed on the same model, and how
-//     many of the exact metric neighbours the candidates find.
+//     many of the exact metric neighbors the candidates find.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -179,7 +179,7 @@ int run_snerv_paths_bench(int argc, char** argv) {
     const double perplexity = opt(o, "--perplexity", "0") == "0"
                                   ? snerv_perplexity(0.0, N, m.centres.rows)
                                   : std::stod(opt(o, "--perplexity", "0"));
-    const int k = sparse_neighbours(perplexity), c = snerv_candidates(0, k, N);
+    const int k = sparse_neighbors(perplexity), c = snerv_candidates(0, k, N);
     // the exact path: every pair's distance, then each row's k nearest and the affinities
     const auto t1 = Clock::now();
     const MatrixD D = backend->learning_metric_distances(m, X, pieces);
@@ -193,8 +193,8 @@ int run_snerv_paths_bench(int argc, char** argv) {
     const double cand_s = seconds_since(t2);
     index_t found = 0;
     for (index_t i = 0; i < N; ++i) {
-      const std::set<index_t> s(ge.neighbours(i), ge.neighbours(i) + k);
-      for (int q = 0; q < k; ++q) found += s.count(gc.neighbours(i)[q]);
+      const std::set<index_t> s(ge.neighbors(i), ge.neighbors(i) + k);
+      for (int q = 0; q < k; ++q) found += s.count(gc.neighbors(i)[q]);
     }
     const double recall = static_cast<double>(found) / (static_cast<double>(N) * k);
     std::printf("%7lld %4lld %6.1f %4d %5d %8.2f %10.2f %10.2f %8.4f\n", static_cast<long long>(N),
@@ -203,7 +203,7 @@ int run_snerv_paths_bench(int argc, char** argv) {
     records.push_back({{"bench", "snerv-paths"}, {"device", backend->name()}, {"n", N}, {"pca", pca},
                        {"components", m.centres.rows}, {"perplexity", perplexity}, {"k", k}, {"candidates", c},
                        {"model_seconds", model_s}, {"exact_seconds", exact_s}, {"candidate_seconds", cand_s},
-                       {"metric_neighbour_recall", recall}, {"check", ae.beta[0] + ac.beta[0]}});
+                       {"metric_neighbor_recall", recall}, {"check", ae.beta[0] + ac.beta[0]}});
   }
   bench::write_records(opt(o, "--out", ""), records);
   return 0;

@@ -42,10 +42,10 @@ struct Prepared {
   std::vector<int> labels;
   AffinityResult aff;
   double pca_s = 0, knn_s = 0, aff_s = 0;
-  bool approximate_neighbours = false;
+  bool approximate_neighbors = false;
 };
 
-// The first N of the 70,000 images (training set first; pixels / scale), PCA (pca > 0), neighbours
+// The first N of the 70,000 images (training set first; pixels / scale), PCA (pca > 0), neighbors
 // (`neighbors` auto: exact up to 5,000 points and on a GPU, approximate above on the CPU, as
 // input.neighbors = auto; or exact, or approximate), sparse affinities at perplexity 30.
 Prepared prepare(const bench::LabelledImages& all, index_t N, int pca, Backend& backend, double scale = 255.0,
@@ -60,9 +60,9 @@ Prepared prepare(const bench::LabelledImages& all, index_t N, int pca, Backend& 
   p.pca_s = seconds_since(t);
   const int k = static_cast<int>(std::ceil(3 * 30.0));
   t = Clock::now();
-  p.approximate_neighbours = neighbors == "approximate" ||
+  p.approximate_neighbors = neighbors == "approximate" ||
                              (neighbors == "auto" && N > 5000 && backend.name().rfind("cpu", 0) == 0);
-  const KnnGraph g = p.approximate_neighbours ? approximate_knn(p.X, k, 1, backend.threads())
+  const KnnGraph g = p.approximate_neighbors ? approximate_knn(p.X, k, 1, backend.threads())
                                               : backend.knn(p.X, k);
   p.knn_s = seconds_since(t);
   t = Clock::now();
@@ -266,7 +266,7 @@ int run_nerv_fit_bench(int argc, char** argv) {
                            {"pairs", enum_name(path)}, {"cutoff", prm.cutoff}, {"init_scale", prm.init_scale},
                            {"max_iter", prm.max_iter}, {"iterations", r.iterations}, {"evaluations", r.evaluations},
                            {"stop_reason", r.stop_reason}, {"read_seconds", read_s}, {"pca_seconds", p.pca_s},
-                           {"knn_seconds", p.knn_s}, {"approximate_neighbours", p.approximate_neighbours},
+                           {"knn_seconds", p.knn_s}, {"approximate_neighbors", p.approximate_neighbors},
                            {"affinity_seconds", p.aff_s}, {"fit_seconds", fit_s}, {"end_to_end_seconds", total},
                            {"exact_cost_of_final_map", std::isfinite(exact_cost) ? json(exact_cost) : json(nullptr)}, {"exact_cost_seconds", check_s},
                            {"final_cost_seen", r.objective_trace.empty() ? 0.0 : r.objective_trace.back()},

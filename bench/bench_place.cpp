@@ -1,7 +1,7 @@
 // `orrery_bench hssne-place`: out-of-sample placement (place_points) against fitting the new points
 // with the old. The first --ref of all 70,000 Fashion-MNIST images (pixels / 255; PCA 50 fitted on
-// them) make a map with the defaults (approximate neighbours, perplexity 30, auto repulsion and
-// optimiser, --iters iterations); the next --new images are placed into it (their neighbours among
+// them) make a map with the defaults (approximate neighbors, perplexity 30, auto repulsion and
+// optimiser, --iters iterations); the next --new images are placed into it (their neighbors among
 // the reference, exact or approximate by the CLI's rule, repulsion from the frozen grid;
 // --perplexity for their affinities, 5 by default as in the CLI). The
 // baseline refits all --ref + --new images together with the same settings. Reported: seconds of
@@ -30,9 +30,9 @@ double knn5_accuracy(const MatrixD& R, const std::vector<int>& ref_labels, const
   int right = 0;
   for (index_t i = 0; i < Q.rows; ++i) {
     int votes[64] = {};
-    int best = ref_labels[static_cast<size_t>(g.neighbours(i)[0])];
+    int best = ref_labels[static_cast<size_t>(g.neighbors(i)[0])];
     for (int l = 0; l < 5; ++l) {
-      const int c = ref_labels[static_cast<size_t>(g.neighbours(i)[l])];
+      const int c = ref_labels[static_cast<size_t>(g.neighbors(i)[l])];
       if (++votes[c] > votes[best]) best = c;
     }
     right += best == q_labels[static_cast<size_t>(i)];
@@ -40,9 +40,9 @@ double knn5_accuracy(const MatrixD& R, const std::vector<int>& ref_labels, const
   return static_cast<double>(right) / static_cast<double>(Q.rows);
 }
 
-// A map of X as the CLI makes one with the defaults (approximate neighbours, auto repulsion).
+// A map of X as the CLI makes one with the defaults (approximate neighbors, auto repulsion).
 MatrixD fit_map(const MatrixD& X, int iters, int threads, Backend& backend) {
-  const KnnGraph g = approximate_knn(X, sparse_neighbours(30), 1, threads);
+  const KnnGraph g = approximate_knn(X, sparse_neighbors(30), 1, threads);
   HssneParams prm;
   prm.max_iter = iters;
   return fit_hssne(affinities_from_knn(g, 30, threads).sparse, prm, 1, backend).coords;
@@ -81,8 +81,8 @@ int run_place_bench(int argc, char** argv) {
   std::fprintf(stderr, "[hssne-place] placing %lld images\n", static_cast<long long>(n_new));
   t0 = omp_get_wtime();
   const bool approximate = static_cast<double>(n_ref) * static_cast<double>(n_new) > 1e9;
-  const KnnGraph g = approximate ? approximate_knn_to(R, Q, sparse_neighbours(perplexity), 1, T)
-                                 : exact_knn_to(R, Q, sparse_neighbours(perplexity), T);
+  const KnnGraph g = approximate ? approximate_knn_to(R, Q, sparse_neighbors(perplexity), 1, T)
+                                 : exact_knn_to(R, Q, sparse_neighbors(perplexity), T);
   const double knn_s = omp_get_wtime() - t0;
   HssneParams prm;
   const HssneRepulsion rep = resolve_repulsion(prm, n_ref, *backend);

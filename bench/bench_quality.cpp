@@ -7,9 +7,9 @@
 // labels) on all 70,000 Fashion-MNIST images (PCA-50 input, their first two principal components
 // as the map), computed on all points and on seeded subsamples of query points (--queries, default
 // the size rule), in one run: the times, their ratio, and each measure's difference against its
-// standard error (--queries none: all points only). --device lists the devices of the neighbour searches and rank counting (cpu by
+// standard error (--queries none: all points only). --device lists the devices of the neighbor searches and rank counting (cpu by
 // default; `cpu,cuda` runs both in one invocation and prints each later device's largest difference
-// from the first on all points); --ks the neighbourhood sizes; --source mixture a seeded 50-D Gaussian
+// from the first on all points); --ks the neighborhood sizes; --source mixture a seeded 50-D Gaussian
 // mixture (its PCA-2 as the map) for sizes beyond the images.
 #include <sys/resource.h>
 
@@ -39,7 +39,7 @@ double largest_difference(const QualityReport& a, const QualityReport& b) {
   for (size_t i = 0; i < a.at_k.size() && i < b.at_k.size(); ++i) {
     const QualityAtK &x = a.at_k[i], &y = b.at_k[i];
     for (double v : {x.trustworthiness - y.trustworthiness, x.continuity - y.continuity,
-                     x.mrre_neighbourhood - y.mrre_neighbourhood, x.mrre_visual - y.mrre_visual, x.lcmc - y.lcmc,
+                     x.mrre_neighborhood - y.mrre_neighborhood, x.mrre_visual - y.mrre_visual, x.lcmc - y.lcmc,
                      x.knn_accuracy - y.knn_accuracy})
       d = std::max(d, std::abs(v));
   }
@@ -66,7 +66,7 @@ void print_subsamples(const MatrixD& X, const MatrixD& Y, const std::vector<int>
       const std::vector<std::tuple<const char*, double, double, double>> m = {
           {"trustworthiness", f.trustworthiness, s.trustworthiness, e.trustworthiness},
           {"continuity", f.continuity, s.continuity, e.continuity},
-          {"mrre_neighbourhood", f.mrre_neighbourhood, s.mrre_neighbourhood, e.mrre_neighbourhood},
+          {"mrre_neighborhood", f.mrre_neighborhood, s.mrre_neighborhood, e.mrre_neighborhood},
           {"mrre_visual", f.mrre_visual, s.mrre_visual, e.mrre_visual},
           {"lcmc", f.lcmc, s.lcmc, e.lcmc},
           {"knn_accuracy", f.knn_accuracy, s.knn_accuracy, e.knn_accuracy}};

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Times FIt-SNE 1.2.1 (Linderman et al.: Annoy neighbours, FFT-interpolated repulsion) through its own
+"""Times FIt-SNE 1.2.1 (Linderman et al.: Annoy neighbors, FFT-interpolated repulsion) through its own
 Python wrapper fast_tsne.py, found in the directory named by the environment variable FITSNE_DIR (its
 bin/fast_tsne built there with FFTW), on X.npy with the given perplexity, iterations, seed and threads
 and FIt-SNE's defaults otherwise (PCA initialisation, early exaggeration 12 for 250 iterations,
@@ -9,11 +9,11 @@ Run with Debian's python3 (python3-numpy; python3-sklearn for fast_tsne's PCA in
 fitsne.py X.npy labels.npy PERPLEXITY ITERS SEED THREADS OUT.npy
 
 "seconds" is the wall time of the whole fast_tsne call: PCA initialisation, data.dat written, the
-binary (reads data.dat, Annoy tree, neighbour search and P rows, symmetrised P, gradient descent,
+binary (reads data.dat, Annoy tree, neighbor search and P rows, symmetrised P, gradient descent,
 writes result.dat), result.dat read back. The breakdown beside it splits that by the moments the
 binary prints its progress (line-buffered through stdbuf, read here as they come), so the file
 exchange can be told apart: the *_seconds fields of "stages" add up to "seconds". FIt-SNE's own
-figures are kept too: its progress bar's time for the neighbour search with the P rows, and the sum of
+figures are kept too: its progress bar's time for the neighbor search with the P rows, and the sum of
 its "50 iterations in X seconds" lines for the gradient descent. "cpu_seconds" (the wrapper's and the
 binary's user + system time) is inflated less than the wall time on a machine busy with other work."""
 import json
@@ -91,7 +91,7 @@ if not np.all(np.isfinite(Y)) or "Done." not in log:
     sys.stderr.write(log[-2000:])
     sys.exit("fitsne.py: fast_tsne did not finish")
 
-# Moments the binary announces, in order: tree started, tree built, neighbour search and P rows done
+# Moments the binary announces, in order: tree started, tree built, neighbor search and P rows done
 # (the progress bar's line ends with the search: its redraws are joined by carriage returns; its count
 # is not atomic across threads, so it may end below 100%), P symmetrised, last iteration printed.
 BAR = r"\] \d+% ([0-9.]+)s"

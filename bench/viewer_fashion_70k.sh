@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The interactive map of all 70,000 Fashion-MNIST images: an HSSNE run (t-SNE's tail, PCA to 50
-# dimensions, perplexity 30, the defaults' approximate neighbours and interpolated repulsion) with
+# dimensions, perplexity 30, the defaults' approximate neighbors and interpolated repulsion) with
 # output.html and the images' names, then a screenshot of its map.html in headless Chromium with one
 # point hovered (docs/viewer-fashion-70k.png in the README). Prints the run's time and the page's
 # size per point.

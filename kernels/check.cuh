@@ -35,7 +35,7 @@ inline void launched(const char* kernel, const char* file, int line) {
 // Guard bytes around device buffers (ORRERY_GUARD_BUFFERS=1): each allocation gets kGuardBytes of
 // kGuardByte before and after its elements, checked when the buffer is read back and when it is
 // freed. A kernel that writes past either end of its output is then reported (the first violation,
-// by device_guard_violations() in orrery/backend.hpp) instead of silently corrupting a neighbour.
+// by device_guard_violations() in orrery/backend.hpp) instead of silently corrupting a neighbor.
 inline constexpr size_t kGuardBytes = 256;  // a multiple of every element size used, keeps alignment
 inline constexpr unsigned char kGuardByte = 0xA5;
 

@@ -2,12 +2,12 @@
 //   1. for each tile of candidates, the dot products of the batch against the tile (cublasDgemm, in
 //      double) turn into expanded squared distances |x|^2 + |y|^2 - 2 x.y (math/knn_gemm.hpp) of
 //      shifted points, and a warp per query keeps the best k + m of them (math::knn_kept) in a
-//      bounded heap under the neighbour order (distance, then index);
+//      bounded heap under the neighbor order (distance, then index);
 //   2. the kept candidates are re-ranked by the exact squared distance of the points as given,
 //      coordinate by coordinate (math::nearest_candidates, the CPU's distance and order), so the
 //      result equals the CPU's exact search whenever the GEMM's rounding leaves its k nearest inside
 //      the k + m (always for integer-valued points, whose expanded distances are exact);
-//   3. the batch's k neighbours come back to the host, and progress is reported.
+//   3. the batch's k neighbors come back to the host, and progress is reported.
 // No N x N array exists: a tile's dot products take batch x tile doubles, sized to the free memory.
 // This replaces a thread-per-query scan: the GEMM path does the O(N^2 d) work on the matrix units,
 // and one search written twice (tiny N, large N) would be two codes to keep in step for nothing,
@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(kSelectThreads)
     bool offer = false;
     if (t < nt && l != q) {
       key = math::gemm_squared_distance(nq, norms[l], gq[t]);
-      offer = size < kept || math::neighbour_before(key, l, worst_d, worst_i);
+      offer = size < kept || math::neighbor_before(key, l, worst_d, worst_i);
     }
     unsigned pending = __ballot_sync(kAllLanes, offer);
     if (!pending) continue;
@@ -173,7 +173,7 @@ math::KnnTiling device_tiling(index_t N, int d, int k, int kept, int device) {
   const math::KnnTiling plan = math::plan_knn_tiling(N, d, k, kept, static_cast<double>(free) - reserve, max_batch,
                                                      max_tile);
   if (!plan.fits)
-    input_error("device: the exact k-nearest-neighbour search needs " + format_bytes(plan.bytes) +
+    input_error("device: the exact k-nearest-neighbor search needs " + format_bytes(plan.bytes) +
                 " of GPU memory for " + std::to_string(N) + " points of " + std::to_string(d) +
                 " coordinates with k = " + std::to_string(k) + " (the points twice, their norms, and one query " +
                 "against " + std::to_string(plan.tile) + " candidates), but cuda:" + std::to_string(device) +

@@ -110,7 +110,7 @@ NervPlacementResult place_nerv(int device, const MatrixD& R, const KnnGraph& g, 
   ORRERY_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
   if (bytes > static_cast<double>(free_bytes))
     input_error("input.vectors: placing " + std::to_string(M) + " points with " + std::to_string(k) +
-                " neighbours each needs " + format_bytes(bytes) + " of device memory, more than the " +
+                " neighbors each needs " + format_bytes(bytes) + " of device memory, more than the " +
                 format_bytes(static_cast<double>(free_bytes)) + " free; place fewer points at once");
   DeviceBuffer<double> ref, pd, bd, y, cost;
   DeviceBuffer<index_t> nb;

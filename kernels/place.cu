@@ -1,5 +1,5 @@
 // Out-of-sample placement on the device (orrery/hssne.hpp, PlacementEngine; the CPU's engine is
-// host/cpu/place_engine.cpp): the reference map, the new points' neighbour lists and probabilities
+// host/cpu/place_engine.cpp): the reference map, the new points' neighbor lists and probabilities
 // and every point's state (place, gradient, step length, cost, steps) stay on the device; per step
 // only the count of points still moving comes back.
 //   start:  a thread per point: the weighted-median start and first step length (math::place_start,
@@ -209,7 +209,7 @@ class CudaPlacementEngine final : public PlacementEngine {
     ORRERY_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
     if (bytes > static_cast<double>(free_bytes))
       input_error("input.vectors: placing " + std::to_string(M_) + " points with " + std::to_string(k_) +
-                  " neighbours each needs " + format_bytes(bytes) + " of device memory, more than the " +
+                  " neighbors each needs " + format_bytes(bytes) + " of device memory, more than the " +
                   format_bytes(static_cast<double>(free_bytes)) + " free; place fewer points at once");
   }
 

@@ -136,12 +136,12 @@ RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_m
   rows.num_points = N;
   rows.kmax = kmax;
   rows.queries = queries;
-  rows.map_neighbours.resize(nk);
+  rows.map_neighbors.resize(nk);
   rows.input_rank_of_map_nb.resize(nk);
   rows.map_rank_of_input_nb.resize(nk);
   std::vector<long long> tmp(nk);
   n.download(tmp.data(), nk);
-  std::copy(tmp.begin(), tmp.end(), rows.map_neighbours.begin());
+  std::copy(tmp.begin(), tmp.end(), rows.map_neighbors.begin());
   rho.download(tmp.data(), nk);
   std::copy(tmp.begin(), tmp.end(), rows.input_rank_of_map_nb.begin());
   r.download(tmp.data(), nk);

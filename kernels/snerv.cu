@@ -75,7 +75,7 @@ std::vector<double> learning_metric_pairs(const ClassMixture& m, const MatrixD& 
   if (g.num_points != X.rows || g.index.size() != static_cast<size_t>(g.num_points) * static_cast<size_t>(g.k))
     internal_error("learning_metric_pairs: the graph's rows are not X's");
   for (index_t j : g.index)
-    if (j < 0 || j >= X.rows) internal_error("learning_metric_pairs: a neighbour index outside the points");
+    if (j < 0 || j >= X.rows) internal_error("learning_metric_pairs: a neighbor index outside the points");
   std::vector<double> out(g.index.size());
   if (out.empty()) return out;
   const MetricProjections proj = metric_projections(m, X);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The demo: install what is missing, build, and map the 10,000 Fashion-MNIST test images with
-# PE, using posteriors of the paper's soft nearest-neighbour classifier (10 labelled images per class).
+# PE, using posteriors of the paper's soft nearest-neighbor classifier (10 labelled images per class).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -5,7 +5,7 @@ Usage: /usr/bin/python3 scripts/nerv_figure.py IMAGES.npy LABELS.txt OUT.png RUN
 
 Each RUN_DIR is an orrery run over IMAGES (its embedding.npy and report.json); the first is drawn.
 The curve follows the NeRV paper's retrieval view: for each of 2,000 query points (seeded) the
-relevant set is its 20 nearest neighbours in the input (PCA to 50 dimensions, as the runs), the
+relevant set is its 20 nearest neighbors in the input (PCA to 50 dimensions, as the runs), the
 retrieved set its r nearest in the map, r = 1..100; precision = hits / r and recall = hits / 20,
 averaged over the queries. Needs numpy, scikit-learn and matplotlib (Debian: python3-sklearn,
 python3-matplotlib).
@@ -58,9 +58,9 @@ def main():
             for c in range(labels.max() + 1):
                 ax_map.scatter([], [], color=plt.cm.tab10(c / 9), label=names[c], s=20)
             ax_map.legend(loc="lower left", fontsize=7, markerscale=1.5, frameon=False, ncol=2)
-    ax_pr.set_xlabel(f"mean recall (hits / {RELEVANT} input neighbours)")
-    ax_pr.set_ylabel("mean precision (hits / r map neighbours)")
-    ax_pr.set_title(f"each point's {RELEVANT} input neighbours retrieved\nby its r = 1..{RETRIEVED} nearest in the map")
+    ax_pr.set_xlabel(f"mean recall (hits / {RELEVANT} input neighbors)")
+    ax_pr.set_ylabel("mean precision (hits / r map neighbors)")
+    ax_pr.set_title(f"each point's {RELEVANT} input neighbors retrieved\nby its r = 1..{RETRIEVED} nearest in the map")
     ax_pr.grid(alpha=0.3)
     ax_pr.legend()
     fig.tight_layout()

@@ -19,9 +19,9 @@ namespace orrery::cli {
 using namespace pipeline;
 namespace {
 
-// Neighbourhood sizes; each is also checked against N - 1 once the data is read.
-constexpr long long kMaxNeighbours = 1000000000;
-// Perplexity is an effective number of neighbours: at most 1 leaves no neighbour to calibrate on
+// Neighborhood sizes; each is also checked against N - 1 once the data is read.
+constexpr long long kMaxNeighbors = 1000000000;
+// Perplexity is an effective number of neighbors: at most 1 leaves no neighbor to calibrate on
 // (the bandwidth search would run off to 0 and the measures come out NaN).
 constexpr double kMaxPerplexity = 1e9;
 // --sample (query points) and --seed.
@@ -33,7 +33,7 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& opti
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ','))
-    out.push_back(static_cast<int>(parse_int_option(item, option + " (a comma list)", 1, kMaxNeighbours)));
+    out.push_back(static_cast<int>(parse_int_option(item, option + " (a comma list)", 1, kMaxNeighbors)));
   if (out.empty()) input_error(option + ": expected a comma list of positive integers, found '" + text + "'");
   return out;
 }
@@ -55,7 +55,7 @@ int cmd_evaluate(const std::vector<std::string>& args) {
     else if (opt == "--embedding") embedding = value();
     else if (opt == "--labels") labels_path = value();
     else if (opt == "--k") req.ks = parse_int_list(value(), "--k");
-    else if (opt == "--kmax") req.kmax = static_cast<int>(parse_int_option(value(), "--kmax", 1, kMaxNeighbours));
+    else if (opt == "--kmax") req.kmax = static_cast<int>(parse_int_option(value(), "--kmax", 1, kMaxNeighbors));
     else if (opt == "--perplexity") req.perplexity = parse_real_option(value(), "--perplexity", 1, kMaxPerplexity, true);
     else if (opt == "--distances") req.input_is_distance_matrix = true;
     else if (opt == "--out") out = value();
@@ -94,7 +94,7 @@ int cmd_evaluate(const std::vector<std::string>& args) {
     std::printf("%8s %10s %10s %10s %10s %10s %10s\n", "K", "trust", "contin", "MRRE_n", "MRRE_v", "LCMC", "kNN_acc");
     for (const auto& q : rep.at_k)
       std::printf("%8d %10.6f %10.6f %10.6f %10.6f %10.6f %10.6f\n", q.k, q.trustworthiness, q.continuity,
-                  q.mrre_neighbourhood, q.mrre_visual, q.lcmc, q.knn_accuracy);
+                  q.mrre_neighborhood, q.mrre_visual, q.lcmc, q.knn_accuracy);
     if (!labels.empty()) std::printf("1-NN homogeneity: %.6f\n", rep.homogeneity_1nn);
     if (req.perplexity > 0)
       std::printf("smoothed precision %.6g, smoothed recall %.6g (perplexity %g)\n", rep.smoothed_precision,

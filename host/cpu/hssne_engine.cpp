@@ -242,7 +242,7 @@ HssneTotals cpu_evaluate(const MatrixD& Y, double alpha, const MatrixD* P, const
 }
 
 // A breadth-first order of P's graph: from the lowest-numbered point not yet reached, each
-// reached point's list in its order. Neighbours in P end up near one another in the order, so
+// reached point's list in its order. Neighbors in P end up near one another in the order, so
 // the attraction's gathers over a map larger than the caches hit lines already loaded (10^6
 // points of a 20-cluster mixture: 2.6x faster in one evaluation with the clusters contiguous).
 std::vector<index_t> breadth_first_order(const SparseAffinity& S) {

@@ -2,7 +2,7 @@
 // point once (O(N K d)), then every pair's straight-path integral of math/fisher.hpp in double,
 // rows of pairs spread over the threads (each pair computed once, mirrored after). The candidate
 // path's listed pairs run the same integral from each pair's lower-index end, so a listed pair's
-// distance is the matrix's entry bit for bit, and their re-rank uses the neighbour searches' heap.
+// distance is the matrix's entry bit for bit, and their re-rank uses the neighbor searches' heap.
 #include <omp.h>
 
 #include <algorithm>
@@ -66,7 +66,7 @@ std::vector<double> learning_metric_pairs(const ClassMixture& m, const MatrixD& 
   if (g.num_points != X.rows || g.index.size() != static_cast<size_t>(g.num_points) * static_cast<size_t>(g.k))
     internal_error("learning_metric_pairs: the graph's rows are not X's");
   for (index_t j : g.index)  // (checked here: nothing may throw inside the parallel region)
-    if (j < 0 || j >= X.rows) internal_error("learning_metric_pairs: a neighbour index outside the points");
+    if (j < 0 || j >= X.rows) internal_error("learning_metric_pairs: a neighbor index outside the points");
   const MetricProjections proj = metric_projections(m, X, threads);
   const auto K = static_cast<int>(m.centres.rows);
   const index_t N = X.rows;
@@ -77,7 +77,7 @@ std::vector<double> learning_metric_pairs(const ClassMixture& m, const MatrixD& 
 #pragma omp for schedule(dynamic, 16)
     for (index_t i = 0; i < N; ++i)
       for (int q = 0; q < g.k; ++q) {
-        const index_t j = g.neighbours(i)[q];
+        const index_t j = g.neighbors(i)[q];
         const index_t a = std::min(i, j), b = std::max(i, j);
         const double reg = m.euclidean * proj.w * math::squared_distance(X.row(a), X.row(b), static_cast<int>(X.cols));
         out[static_cast<size_t>(i * g.k + q)] =
@@ -101,7 +101,7 @@ KnnGraph rerank_candidates(const KnnGraph& c, const std::vector<double>& metric,
     int size = 0;
     for (int q = 0; q < c.k; ++q) {
       const double d = metric[static_cast<size_t>(i * c.k + q)];
-      math::heap_offer(d * d, c.neighbours(i)[q], hd, hi, size, k);
+      math::heap_offer(d * d, c.neighbors(i)[q], hd, hi, size, k);
     }
     math::heap_sort_ascending(hd, hi, k);
   }

@@ -22,9 +22,9 @@ void place_all(const MatrixD& R, const KnnGraph& g, const std::vector<double>& p
   for (index_t i = 0; i < M; ++i) {
     const auto si = static_cast<size_t>(i);
     const math::NervPlaceRow<double, index_t> r = math::nerv_place_row(
-        R.data.data(), static_cast<long long>(R.rows), g.neighbours(i), p.data() + i * k, k, beta[si], lambda);
+        R.data.data(), static_cast<long long>(R.rows), g.neighbors(i), p.data() + i * k, k, beta[si], lambda);
     double* y = res.coords.row(i);
-    math::nerv_place_start<D>(R.data.data(), g.neighbours(i), p.data() + i * k, k, y);
+    math::nerv_place_start<D>(R.data.data(), g.neighbors(i), p.data() + i * k, k, y);
     const auto reduce = [&](int pass, const double* z, double m, const math::NervRow<double>& row, double* out) {
       if (pass == 0) {
         out[0] = std::numeric_limits<double>::infinity();

@@ -40,9 +40,9 @@ class CpuPlacementEngine final : public PlacementEngine {
     MatrixD& Y = res_.coords;
 #pragma omp parallel for schedule(static) num_threads(threads_)
     for (index_t i = 0; i < M; ++i) {
-      math::place_start<D>(R_.data.data(), g_.neighbours(i), p_.data() + i * k, k, Y.row(i));
+      math::place_start<D>(R_.data.data(), g_.neighbors(i), p_.data() + i * k, k, Y.row(i));
       eta_[static_cast<size_t>(i)] =
-          math::place_first_step<D>(Y.row(i), R_.data.data(), g_.neighbours(i), p_.data() + i * k, k, alpha_);
+          math::place_first_step<D>(Y.row(i), R_.data.data(), g_.neighbors(i), p_.data() + i * k, k, alpha_);
     }
     if (grid_) grid_->freeze(R_, kPlacementGridMargin);
     active_.resize(static_cast<size_t>(M));
@@ -51,7 +51,7 @@ class CpuPlacementEngine final : public PlacementEngine {
 #pragma omp parallel for schedule(static) num_threads(threads_)
     for (index_t i = 0; i < M; ++i) {
       const auto si = static_cast<size_t>(i);
-      res_.cost[si] = math::place_cost<D>(Y.row(i), R_.data.data(), g_.neighbours(i), p_.data() + i * k, k, alpha_,
+      res_.cost[si] = math::place_cost<D>(Y.row(i), R_.data.data(), g_.neighbors(i), p_.data() + i * k, k, alpha_,
                                           sums_.h[si], sums_.hs[si], sums_.hsy.row(i), grad_.data() + i * D);
     }
   }
@@ -72,7 +72,7 @@ class CpuPlacementEngine final : public PlacementEngine {
       const index_t i = active_[static_cast<size_t>(a)];
       const auto si = static_cast<size_t>(i), sa = static_cast<size_t>(a);
       double gt[D];
-      const double c = math::place_cost<D>(T.row(a), R_.data.data(), g_.neighbours(i), p_.data() + i * k, k, alpha_,
+      const double c = math::place_cost<D>(T.row(a), R_.data.data(), g_.neighbors(i), p_.data() + i * k, k, alpha_,
                                            sums_.h[sa], sums_.hs[sa], sums_.hsy.row(a), gt);
       ++res_.steps[si];
       moving[sa] = math::place_accept<D>(c, T.row(a), gt, tol, res_.cost[si], Y.row(i), grad_.data() + i * D, eta_[si]);

@@ -1,6 +1,6 @@
 // The quality measures' rank rows on the CPU (orrery/quality.hpp): per point its kmax nearest in
 // each space by a bounded heap over all points (math/select.hpp), then the ranks that link the two
-// spaces, read from the other space's kept neighbours or counted. OpenMP over query points; each
+// spaces, read from the other space's kept neighbors or counted. OpenMP over query points; each
 // row is independent, so any thread count gives the same integers. O(rows N (d + D)) time, O(N)
 // scratch per thread.
 #include <omp.h>
@@ -16,8 +16,8 @@
 namespace orrery::cpu {
 namespace {
 
-// Ranks in `dist` (one row, self excluded) of the points `list` (the other space's neighbours):
-// read from `pos` when the point is among this space's own kept neighbours, counted otherwise.
+// Ranks in `dist` (one row, self excluded) of the points `list` (the other space's neighbors):
+// read from `pos` when the point is among this space's own kept neighbors, counted otherwise.
 void cross_ranks(const std::int64_t* list, int kmax, const std::vector<int>& pos, const std::vector<double>& dist,
                  index_t self, std::int64_t* ranks, std::vector<double>& kd, std::vector<std::int64_t>& ki,
                  std::vector<int>& tag, std::vector<std::int64_t>& diff) {
@@ -52,7 +52,7 @@ RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_m
   rows.kmax = kmax;
   rows.queries = queries;
   const size_t total = static_cast<size_t>(R) * kmax;
-  rows.map_neighbours.resize(total);
+  rows.map_neighbors.resize(total);
   rows.input_rank_of_map_nb.resize(total);
   rows.map_rank_of_input_nb.resize(total);
   const int dx = static_cast<int>(X.cols), dy = static_cast<int>(Y.cols);
@@ -64,7 +64,7 @@ RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_m
 #pragma omp for schedule(dynamic, 16)
     for (index_t row = 0; row < R; ++row) {
       const index_t i = queries.empty() ? row : queries[static_cast<size_t>(row)];
-      std::int64_t* n = rows.map_neighbours.data() + row * kmax;
+      std::int64_t* n = rows.map_neighbors.data() + row * kmax;
       int size_in = 0, size_out = 0;
       for (index_t l = 0; l < N; ++l) {
         din[l] = distance_matrix ? X(i, l) * X(i, l) : math::squared_distance(X.row(i), X.row(l), dx);

@@ -48,9 +48,9 @@ double placement_cost(const double* y, int D, const index_t* nb, const double* p
 void check_placement_input(const MatrixD& R, const KnnGraph& g, const std::vector<double>& p) {
   if (R.cols != 2 && R.cols != 3) internal_error("placement: the reference map must be 2-D or 3-D");
   if (g.k < 1 || g.index.size() != static_cast<size_t>(g.num_points * g.k) || p.size() != g.index.size())
-    internal_error("placement: the neighbour lists and probabilities must both be M x k");
+    internal_error("placement: the neighbor lists and probabilities must both be M x k");
   for (const index_t j : g.index)
-    if (j < 0 || j >= R.rows) internal_error("placement: a neighbour index outside the reference map");
+    if (j < 0 || j >= R.rows) internal_error("placement: a neighbor index outside the reference map");
 }
 
 PlacementResult place_points(const KnnGraph& g, double perplexity, const MatrixD& R, double alpha,

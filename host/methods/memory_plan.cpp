@@ -57,10 +57,10 @@ double sq(index_t n) { return static_cast<double>(n) * static_cast<double>(n); }
 
 }  // namespace
 
-MemoryPlan plan_neighbour_embedding(const NePlanInput& in, bool device) {
+MemoryPlan plan_neighbor_embedding(const NePlanInput& in, bool device) {
   const index_t N = in.points;
   const double n = static_cast<double>(N), nn = sq(N);
-  const double k = std::min(n - 1.0, static_cast<double>(sparse_neighbours(in.perplexity)));
+  const double k = std::min(n - 1.0, static_cast<double>(sparse_neighbors(in.perplexity)));
   const std::string fewer = " or fewer points (input.limit)";
   MemoryPlan p;
   if (in.method == NeMethod::snerv) {
@@ -69,11 +69,11 @@ MemoryPlan plan_neighbour_embedding(const NePlanInput& in, bool device) {
   }
   if (in.dense) {
     p.add({"dense affinities: P and its conditional rows, 2 N^2 doubles", "input.affinities",
-           "use \"sparse\" or \"auto\" (each point's ceil(3 perplexity) nearest neighbours)" + fewer, 16.0 * nn, 0.0});
+           "use \"sparse\" or \"auto\" (each point's ceil(3 perplexity) nearest neighbors)" + fewer, 16.0 * nn, 0.0});
   } else {
     // kNN graph (index and distance), conditional rows (column and value), symmetrised P (up to 2 N k).
-    p.add({"sparse affinities: the neighbour lists and P, about 64 N k bytes", "input.perplexity",
-           "a smaller perplexity (k = ceil(3 perplexity) neighbours)" + fewer, 64.0 * n * k, 0.0});
+    p.add({"sparse affinities: the neighbor lists and P, about 64 N k bytes", "input.perplexity",
+           "a smaller perplexity (k = ceil(3 perplexity) neighbors)" + fewer, 64.0 * n * k, 0.0});
   }
   if (in.method == NeMethod::hssne) {
     if (in.mixing)

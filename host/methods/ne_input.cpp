@@ -32,7 +32,7 @@ std::vector<F> input_table(NeMethod m) {
   if (hssne)
     t.push_back({"model", &NeInputSpec::model,
                  "An earlier hssne run's output directory (made from vectors): place the points of input.vectors into "
-                 "its map, which stays fixed, instead of making a new map. Each new point's neighbours among the "
+                 "its map, which stays fixed, instead of making a new map. Each new point's neighbors among the "
                  "run's points give its affinities (perplexity 5 unless input.perplexity is given); it is "
                  "projected by the run's input.pca first. The run's params.alpha and params.dim apply."});
   else
@@ -61,30 +61,30 @@ std::vector<F> input_table(NeMethod m) {
                1e6});
   if (snerv)
     t.push_back({"perplexity", &NeInputSpec::perplexity,
-                 "Effective number of neighbours of the affinities; 0 = the paper's 0.5 N / K (K the model's "
+                 "Effective number of neighbors of the affinities; 0 = the paper's 0.5 N / K (K the model's "
                  "components), clamped to [2, min((N - 1) / 3, 50)] (the cap keeps each point's ceil(3 perplexity) "
-                 "neighbours bounded on large N). Otherwise > 1.",
+                 "neighbors bounded on large N). Otherwise > 1.",
                  0, 1e9});
   else
     t.push_back({"perplexity", &NeInputSpec::perplexity,
-                 "Effective number of neighbours of the affinities (< N - 1; sparse: <= (N - 1) / 3).", 1, 1e9, true});
+                 "Effective number of neighbors of the affinities (< N - 1; sparse: <= (N - 1) / 3).", 1, 1e9, true});
   t.push_back({"affinities", &NeInputSpec::affinities,
                snerv ? "sparse: each point's ceil(3 perplexity) nearest in the metric, NeRV's floor elsewhere; dense: "
                        "every pair; auto = sparse."
                      : "dense: every pair (O(N^2) memory); sparse: each point's ceil(3 perplexity) nearest "
-                       "neighbours (input.neighbors); auto: dense up to 10,000 points when that fits in half the memory "
+                       "neighbors (input.neighbors); auto: dense up to 10,000 points when that fits in half the memory "
                        "available, sparse above or with neighbors approximate (distances: dense)."});
   if (snerv)
     t.push_back({"neighbors", &NeInputSpec::neighbors,
                  "How each point's nearest in the learnt metric are found. exact: the metric's distance for every "
                  "pair (N x N doubles, O(N^2) path integrals); approximate: each point's input.metric.candidates "
-                 "nearest Euclidean neighbours re-ranked by the metric (no N x N matrix; the Euclidean search is exact "
+                 "nearest Euclidean neighbors re-ranked by the metric (no N x N matrix; the Euclidean search is exact "
                  "up to 5,000 points on the CPU and on a GPU, HNSW above; the quality measures then compare the map "
                  "with the input vectors); auto: exact up to 2,000 points or with dense affinities, approximate "
                  "above. approximate needs sparse affinities."});
   else
     t.push_back({"neighbors", &NeInputSpec::neighbors,
-                 "The sparse affinities' neighbour search. exact: every pair, O(N^2 d); approximate: an HNSW graph "
+                 "The sparse affinities' neighbor search. exact: every pair, O(N^2 d); approximate: an HNSW graph "
                  "(hnswlib, M 16, ef_construction 100, ef 150; reproducible for any thread count), its recall "
                  "estimated on 1,000 seeded points and written in the report as input.neighbor_recall; auto: exact "
                  "up to 5,000 points on the CPU (where the two cost the same), approximate above (2 cores, "
@@ -103,9 +103,9 @@ std::vector<F> input_table(NeMethod m) {
                  "mixture of 10^6 points gave 0.83 at 150); the query time grows about in proportion.",
                  1, 100000});
   t.push_back({"duplicates", &NeInputSpec::duplicates,
-               std::string("accept: identical points are data (each one's copies are its nearest neighbours), counted in "
+               std::string("accept: identical points are data (each one's copies are its nearest neighbors), counted in "
                            "the report as input.duplicate_points; refuse: an error naming the first two identical rows. "
-                           "Either way a point whose every candidate neighbour is a copy of it is an error.") +
+                           "Either way a point whose every candidate neighbor is a copy of it is an error.") +
                    (hssne ? " Not with affinity_matrix." : "")});
   if (snerv)
     t.push_back({"metric", sub_table(&NeInputSpec::metric, "metric", &class_mixture_fields),
@@ -162,16 +162,16 @@ NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bo
     if (p.method == NeMethod::snerv) {
       plan.sparse = true;
     } else if (p.from_distances || p.mixing) {
-      plan.sparse = false;  // distances have no neighbour search; mixing needs dense P
+      plan.sparse = false;  // distances have no neighbor search; mixing needs dense P
     } else if (p.method == NeMethod::hssne && cfg.hssne.repulsion == HssneRepulsionMode::interpolated) {
       plan.sparse = true;  // the grid replaces the all-pairs repulsion of sparse P only
     } else if (in.neighbors == NeighborsMode::approximate) {
-      plan.sparse = true;  // asked for a neighbour search: only sparse affinities have one
+      plan.sparse = true;  // asked for a neighbor search: only sparse affinities have one
     } else if (p.method == NeMethod::nerv && cfg.nerv.pairs == NervPairs::approximate) {
       plan.sparse = true;  // the truncated cost sums sparse rows only
     } else {
       p.dense = true;
-      const MemoryPlan dense = plan_neighbour_embedding(p, device);
+      const MemoryPlan dense = plan_neighbor_embedding(p, device);
       const double host = dense.host_peak() + (device ? 0.0 : dense.device_peak());
       const bool fits = 2.0 * host <= available.host_bytes && (!device || 2.0 * dense.device_peak() <= available.device_bytes);
       plan.sparse = !(N <= kDenseAutoMaxPoints && fits);
@@ -183,9 +183,9 @@ NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bo
   // snerv's perplexity 0 (its default) resolves after the model's fit, to at least 2
   if (p.method == NeMethod::snerv && in.perplexity <= 0) snerv_perplexity(0.0, N, 1);
   if (plan.sparse && in.affinity_matrix.empty() && (p.method != NeMethod::snerv || in.perplexity > 0) &&
-      in.distances.empty() && static_cast<index_t>(sparse_neighbours(in.perplexity)) > N - 1)
+      in.distances.empty() && static_cast<index_t>(sparse_neighbors(in.perplexity)) > N - 1)
     input_error("input.perplexity: sparse affinities search k = ceil(3 perplexity) = " +
-                std::to_string(sparse_neighbours(in.perplexity)) + " neighbours of each point, which needs k <= N - 1 = " +
+                std::to_string(sparse_neighbors(in.perplexity)) + " neighbors of each point, which needs k <= N - 1 = " +
                 std::to_string(N - 1) + " for the " + std::to_string(N) + " points; found perplexity " +
                 detail::number_text(in.perplexity));
   plan.approximate = plan.sparse && in.affinity_matrix.empty() && p.method != NeMethod::snerv &&
@@ -204,13 +204,13 @@ NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bo
                    (cfg.hssne.repulsion == HssneRepulsionMode::automatic && N >= kInterpolatedRepulsionMinPoints));
   p.grid_nodes = cfg.hssne.interp_nodes;
   p.nerv_approximate = p.method != NeMethod::hssne && nerv_approximate(cfg.nerv, N, plan.sparse);
-  plan.memory = plan_neighbour_embedding(p, device);
+  plan.memory = plan_neighbor_embedding(p, device);
   if (plan.metric_candidates) {
     if (in.metric.candidates > 0)  // refused before the model's fit where it can be (k needs a given perplexity)
-      snerv_candidates(in.metric.candidates, in.perplexity > 0 ? sparse_neighbours(in.perplexity) : 1, N);
+      snerv_candidates(in.metric.candidates, in.perplexity > 0 ? sparse_neighbors(in.perplexity) : 1, N);
     const double c = in.metric.candidates > 0 ? in.metric.candidates
                                                : std::min<double>(static_cast<double>(N - 1),
-                                                                  3.0 * sparse_neighbours(p.perplexity));
+                                                                  3.0 * sparse_neighbors(p.perplexity));
     plan.memory.add({"the metric's candidates: their lists and metric distances, 24 N c bytes", "input.metric.candidates",
                      "fewer candidates or a smaller perplexity", 24.0 * static_cast<double>(N) * c,
                      device ? 16.0 * static_cast<double>(N) * c : 0.0});
@@ -227,10 +227,10 @@ NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bo
   return plan;
 }
 
-// Affinities of hssne and nerv: given, from a distance matrix, sparse (neighbours on the backend's
+// Affinities of hssne and nerv: given, from a distance matrix, sparse (neighbors on the backend's
 // device, rows on the host) or dense from vectors.
 AffinityResult ne_affinities(const NeSpec& cfg, const NeData& d, const NePlan& plan, Backend& backend,
-                             const NeStageProgress& progress, NeighbourSearch* search) {
+                             const NeStageProgress& progress, NeighborSearch* search) {
   const auto stage = [&](const char* what) { return progress ? progress(what) : std::function<void(index_t, index_t)>(); };
   const NeInputSpec& in = cfg.input;
   const int threads = backend.threads();
@@ -238,25 +238,25 @@ AffinityResult ne_affinities(const NeSpec& cfg, const NeData& d, const NePlan& p
   if (!in.affinity_matrix.empty()) a.sparse = d.given;
   else if (!in.distances.empty()) a = affinities_from_distances(d.X, in.perplexity, threads);
   else if (plan.sparse) {
-    // the neighbour search may square coordinates in float (CUDA, HNSW): it runs at unit scale, and
+    // the neighbor search may square coordinates in float (CUDA, HNSW): it runs at unit scale, and
     // beta is taken back to input units (scaling by 2^-e is exact; beta scales by 4^-e)
     const int e = float_safe_exponent(d.X);
     const MatrixD unit = e ? times_power_of_two(d.X, -e) : MatrixD();
     const MatrixD& X = e ? unit : d.X;
-    const int k = sparse_neighbours(in.perplexity);
+    const int k = sparse_neighbors(in.perplexity);
     const auto t0 = Clock::now();
-    NeighbourSearch s;
+    NeighborSearch s;
     s.approximate = plan.approximate;
     KnnGraph g;
     if (plan.approximate) {
       ApproxKnnParams prm;
       prm.ef_search = in.neighbor_ef;
-      g = approximate_knn(X, k, cfg.seed, threads, prm, stage("approximate neighbours"));
+      g = approximate_knn(X, k, cfg.seed, threads, prm, stage("approximate neighbors"));
       const KnnRecall r = estimate_knn_recall(X, g, kNeighborRecallSample, cfg.seed, threads);
       s.recall = r.recall;
       s.recall_sample = r.sample;
     } else {
-      g = backend.knn_reporting(X, k, stage("exact neighbours"));
+      g = backend.knn_reporting(X, k, stage("exact neighbors"));
     }
     s.seconds = seconds_since(t0);
     if (search) *search = s;

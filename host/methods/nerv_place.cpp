@@ -23,11 +23,11 @@ void check_nerv_placement_input(const MatrixD& R, const KnnGraph& g, const std::
   if (R.cols != 2 && R.cols != 3) internal_error("nerv placement: the reference map must be 2-D or 3-D");
   if (R.rows < 1) internal_error("nerv placement: the reference map is empty");
   if (g.k < 1 || g.index.size() != static_cast<size_t>(g.num_points * g.k) || p.size() != g.index.size())
-    internal_error("nerv placement: the neighbour lists and probabilities must both be M x k");
+    internal_error("nerv placement: the neighbor lists and probabilities must both be M x k");
   if (beta.size() != static_cast<size_t>(g.num_points)) internal_error("nerv placement: one beta per new point");
   if (!(lambda >= 0.0 && lambda <= 1.0)) internal_error("nerv placement: lambda outside [0, 1]");
   for (const index_t j : g.index)
-    if (j < 0 || j >= R.rows) internal_error("nerv placement: a neighbour index outside the reference map");
+    if (j < 0 || j >= R.rows) internal_error("nerv placement: a neighbor index outside the reference map");
   for (const double b : beta)
     if (!(b > 0.0) || !std::isfinite(b)) internal_error("nerv placement: a precision beta that is not positive and finite");
 }

@@ -1,4 +1,4 @@
-// The soft nearest-neighbour posterior model of PE's Appendix D (see posterior_model.hpp).
+// The soft nearest-neighbor posterior model of PE's Appendix D (see posterior_model.hpp).
 //
 // Everything depends on the data only through the squared distances d_nj = |x_n - c_j|^2 from
 // objects to centres, so these are computed once: for the held-out objects (kept for every

@@ -51,7 +51,7 @@ void validate(const MatrixD& X, const MatrixD& Y, const std::vector<int>& labels
     input_error("distance matrix: expected " + std::to_string(N) + " x " + std::to_string(N) + ", found " +
                 std::to_string(X.rows) + " x " + std::to_string(X.cols));
   if (N < 3) input_error("quality measures need at least 3 points, found " + std::to_string(N));
-  if (req.ks.empty()) input_error("k: give at least one neighbourhood size");
+  if (req.ks.empty()) input_error("k: give at least one neighborhood size");
   for (int k : req.ks)
     if (k < 1 || k > N - 1)
       input_error("k: expected 1 <= K <= N - 1 = " + std::to_string(N - 1) + ", found " + std::to_string(k));
@@ -95,7 +95,7 @@ void smoothed_terms(const std::vector<double>& din, const std::vector<double>& d
 // both spaces, so they are unchanged by a common scaling of X and Y only: when the input's squares
 // would overflow or underflow in double (double_safe_exponent), both are taken in units of 2^e of
 // the input's scale, exactly. A map 2^400 times the input's scale or more (whose squares could
-// overflow) puts each q_i on its nearest map neighbours at that and at every larger scale alike
+// overflow) puts each q_i on its nearest map neighbors at that and at every larger scale alike
 // (beta times a gap between its squared distances exceeds 746, where exp(-x) is 0, unless the gap
 // is below 10^-230 of them), so it is taken at 2^400 of the input's. Data of ordinary
 // scales is not copied (empty matrices: X and Y as given) and gives the same bits as ever.
@@ -218,7 +218,7 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
       for (size_t q = 0; q < coranking.size(); ++q) coranking[q] += q_loc[q];
     }
   }
-  std::vector<index_t> out_neighbours(rows.map_neighbours.begin(), rows.map_neighbours.end());
+  std::vector<index_t> out_neighbors(rows.map_neighbors.begin(), rows.map_neighbors.end());
   index_t known = 0;  // labelled query points: the k-NN accuracy's denominator
   for (index_t row = 0; row < Q && !labels.empty(); ++row) known += labels[static_cast<size_t>(point(row))] >= 0;
 
@@ -253,10 +253,10 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
     q.k = K;
     q.trustworthiness = GK > 0 ? 1.0 - 2.0 * static_cast<double>(t_sum[g]) / GK : 1.0;
     q.continuity = GK > 0 ? 1.0 - 2.0 * static_cast<double>(c_sum[g]) / GK : 1.0;
-    q.mrre_neighbourhood = s[0] / H_K(K);
+    q.mrre_neighborhood = s[0] / H_K(K);
     q.mrre_visual = s[1] / H_K(K);
     q.lcmc = Kd / (1.0 - Nd) + static_cast<double>(overlap[g]) / (Qd * Kd);
-    q.knn_accuracy = labels.empty() ? kNaN : knn_vote_accuracy(out_neighbours, kmax, labels, K, queries);
+    q.knn_accuracy = labels.empty() ? kNaN : knn_vote_accuracy(out_neighbors, kmax, labels, K, queries);
     return q;
   };
   auto se = [&](size_t g, const QualityAtK& q) {
@@ -268,7 +268,7 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
     e.trustworthiness = GK > 0 ? standard_error(2.0 / GK, static_cast<double>(t_sum[g]), s[2], Q, N) : 0.0;
     e.continuity = GK > 0 ? standard_error(2.0 / GK, static_cast<double>(c_sum[g]), s[3], Q, N) : 0.0;
     e.lcmc = standard_error(1.0 / (Qd * K), static_cast<double>(overlap[g]), s[4], Q, N);
-    e.mrre_neighbourhood = standard_error(1.0 / HK, s[0], s[5], Q, N);
+    e.mrre_neighborhood = standard_error(1.0 / HK, s[0], s[5], Q, N);
     e.mrre_visual = standard_error(1.0 / HK, s[1], s[6], Q, N);
     e.knn_accuracy = proportion_se(q.knn_accuracy, known, Q, N);
     return e;
@@ -280,7 +280,7 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
   }
   if (req.curve)
     for (size_t g = 0; g < G; ++g) rep.curve.push_back(at(g));
-  rep.homogeneity_1nn = labels.empty() ? kNaN : knn_vote_accuracy(out_neighbours, kmax, labels, 1, queries);
+  rep.homogeneity_1nn = labels.empty() ? kNaN : knn_vote_accuracy(out_neighbors, kmax, labels, 1, queries);
   rep.smoothed_precision = rep.smoothed_recall = kNaN;
   if (req.perplexity > 0) {
     std::vector<double> a_part(static_cast<size_t>(chunks), 0.0), b_part(static_cast<size_t>(chunks), 0.0);
@@ -316,7 +316,7 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
   return rep;
 }
 
-double knn_vote_accuracy(const std::vector<index_t>& neighbours, int stride, const std::vector<int>& labels, int k,
+double knn_vote_accuracy(const std::vector<index_t>& neighbors, int stride, const std::vector<int>& labels, int k,
                          const std::vector<index_t>& queries) {
   const index_t R = queries.empty() ? static_cast<index_t>(labels.size()) : static_cast<index_t>(queries.size());
   index_t hit = 0, known = 0;
@@ -329,7 +329,7 @@ double knn_vote_accuracy(const std::vector<index_t>& neighbours, int stride, con
     int best = -1, best_count = 0, used = 0;
     count.clear();
     for (int l = 0; l < stride && used < k; ++l) {
-      const int lab = labels[static_cast<size_t>(neighbours[static_cast<size_t>(row * stride + l)])];
+      const int lab = labels[static_cast<size_t>(neighbors[static_cast<size_t>(row * stride + l)])];
       if (lab < 0) continue;
       ++used;
       auto it = std::find_if(count.begin(), count.end(), [&](const std::pair<int, int>& c) { return c.first == lab; });

@@ -29,6 +29,9 @@ namespace {
 
 constexpr double kProbFloor = 1e-300;  // log p of a class the model gives no mass
 constexpr index_t kChunk = 256;
+// The class-mixture model's conjugate-gradient fit stops when an iteration lowers its loss by less
+// than this fraction: the metric needs the model's posteriors, not its last digits.
+constexpr double kMixtureFitFtol = 1e-9;
 
 int nthreads(int t) { return t > 0 ? t : omp_get_max_threads(); }
 
@@ -201,7 +204,7 @@ Fit fit_on(const MatrixD& X, const std::vector<int>& labels, const std::vector<i
   f.z = initial_params(X, labels, rows, C, K, seed);
   optim::CgOptions o;
   o.max_iter = max_iter;
-  o.ftol = 1e-9;
+  o.ftol = kMixtureFitFtol;
   const auto rep = optim::cg_minimize(
       [&](const std::vector<double>& z, std::vector<double>& g) {
         return loss_on(X, labels, rows, C, width, K, z, &g, threads);
@@ -250,7 +253,7 @@ const std::vector<Field<ClassMixtureParams>>& class_mixture_fields() {
        0, 1e12},
       {"candidates", &ClassMixtureParams::candidates,
        "Candidates per point when input.neighbors is approximate: each point's this many nearest Euclidean "
-       "neighbours, re-ranked by the metric; 0 = 3 ceil(3 perplexity) (at most N - 1). More come closer to the exact "
+       "neighbors, re-ranked by the metric; 0 = 3 ceil(3 perplexity) (at most N - 1). More come closer to the exact "
        "path (N - 1 equals it) at a proportional cost.",
        0, 1e9},
   };
@@ -423,7 +426,7 @@ double class_mixture_fisher(const ClassMixture& m, const double* x, const double
 
 double snerv_perplexity(double given, index_t points, index_t components) {
   if (given > 0) return given;
-  // the clamp's range [2, (N - 1) / 3] is empty below 7 points (k = ceil(3 perplexity) >= 6 neighbours)
+  // the clamp's range [2, (N - 1) / 3] is empty below 7 points (k = ceil(3 perplexity) >= 6 neighbors)
   const double top = std::min(static_cast<double>(points - 1) / 3.0, kSnervMaxDefaultPerplexity);
   if (!(top >= 2.0))
     input_error("input.perplexity: 0 (the paper's 0.5 N / K, clamped to [2, (N - 1) / 3]) needs at least 7 points, "
@@ -454,7 +457,7 @@ KnnGraph metric_knn(const ClassMixture& model, const MatrixD& X, int k, int cand
 }
 
 AffinityResult snerv_affinities(const MatrixD& D, double perplexity, bool sparse, int threads) {
-  return sparse ? affinities_from_knn(knn_from_distance_matrix(D, sparse_neighbours(perplexity), threads), perplexity,
+  return sparse ? affinities_from_knn(knn_from_distance_matrix(D, sparse_neighbors(perplexity), threads), perplexity,
                                       threads)
                 : affinities_from_distances(D, perplexity, threads);
 }
@@ -472,9 +475,9 @@ SnervResult fit_snerv(const MatrixD& X, const std::vector<int>& labels, const Sn
   ClassMixtureParams metric = prm.metric;
   metric.width = prm.metric.width / scale;
   r.candidates = snerv_uses_candidates(prm.neighbors, N, prm.sparse);
-  if (r.candidates && prm.perplexity > 0 && sparse_neighbours(prm.perplexity) > N - 1)
+  if (r.candidates && prm.perplexity > 0 && sparse_neighbors(prm.perplexity) > N - 1)
     input_error("input.perplexity: sparse affinities keep k = ceil(3 perplexity) = " +
-                std::to_string(sparse_neighbours(prm.perplexity)) + " neighbours, which needs k <= N - 1 = " +
+                std::to_string(sparse_neighbors(prm.perplexity)) + " neighbors, which needs k <= N - 1 = " +
                 std::to_string(N - 1));
   if (r.candidates && prm.metric.candidates > N - 1)  // checkable before the model's fit
     snerv_candidates(prm.metric.candidates, 1, N);
@@ -485,7 +488,7 @@ SnervResult fit_snerv(const MatrixD& X, const std::vector<int>& labels, const Sn
   if (r.candidates) {
     // each point's ceil(3 perplexity) nearest in the metric among its Euclidean candidates: the
     // sparse path's rows without the N x N matrix
-    const int k = sparse_neighbours(r.perplexity);
+    const int k = sparse_neighbors(r.perplexity);
     r.candidate_k = snerv_candidates(prm.metric.candidates, k, N);
     r.approximate_candidates = prm.approximate_candidates;
     const KnnGraph g = metric_knn(model, U, k, r.candidate_k, prm.metric.pieces, prm.approximate_candidates,

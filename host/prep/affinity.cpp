@@ -27,12 +27,12 @@ void check_points(const MatrixD& X) {
                     " is not a finite number");
 }
 
-// Duplicate points are legal: their distance-0 neighbours get the largest probabilities. Only a
-// point whose every candidate neighbour (`candidates`: all other points, or its k nearest) is an
-// identical copy has no neighbourhood to calibrate.
-[[noreturn]] void no_neighbourhood_error(index_t row, const std::string& candidates) {
+// Duplicate points are legal: their distance-0 neighbors get the largest probabilities. Only a
+// point whose every candidate neighbor (`candidates`: all other points, or its k nearest) is an
+// identical copy has no neighborhood to calibrate.
+[[noreturn]] void no_neighborhood_error(index_t row, const std::string& candidates) {
   input_error("vectors: row " + std::to_string(row + 1) + ": " + candidates +
-              " identical to it, so its neighbour probabilities are not defined; remove duplicates" +
+              " identical to it, so its neighbor probabilities are not defined; remove duplicates" +
               (candidates.rfind("every other", 0) == 0 ? "" : " or lower the perplexity"));
 }
 
@@ -89,7 +89,7 @@ AffinityResult dense_from_rows(index_t N, double perplexity, int threads, const 
       res.beta[static_cast<size_t>(i)] = calibrate_row(d2.data(), N, i, perplexity, cond.row(i));
     }
   }
-  if (lonely < N) no_neighbourhood_error(lonely, "every other point is");
+  if (lonely < N) no_neighborhood_error(lonely, "every other point is");
   res.dense = MatrixD(N, N, 0.0);
   const double scale = 0.5 / static_cast<double>(N);
   for (index_t i = 0; i < N; ++i)
@@ -132,9 +132,9 @@ AffinityResult affinities_from_distances(const MatrixD& D, double perplexity, in
 namespace {
 
 void check_sparse_perplexity(index_t N, double perplexity) {
-  const double k_real = sparse_neighbours(perplexity);
+  const double k_real = sparse_neighbors(perplexity);
   if (N < 3 || !(perplexity > 1.0) || k_real > static_cast<double>(N - 1))
-    input_error("perplexity: sparse affinities use k = ceil(3 perplexity) neighbours, so perplexity must be in (1, " +
+    input_error("perplexity: sparse affinities use k = ceil(3 perplexity) neighbors, so perplexity must be in (1, " +
                 std::to_string((N - 1) / 3.0) + "] for " + std::to_string(N) + " points; found " +
                 std::to_string(perplexity));
 }
@@ -213,7 +213,7 @@ ConditionalRows conditional_rows(const KnnGraph& g, double perplexity, int threa
     const index_t n = ++done;  // reported from thread 0 only, so the callback needs no lock
     if (progress && omp_get_thread_num() == 0 && n % 1024 == 0) progress(n, N);
     const double* d2 = g.distances2(i);
-    // the neighbour list excludes the point itself, so no entry is skipped (skip = -1)
+    // the neighbor list excludes the point itself, so no entry is skipped (skip = -1)
     const double beta = math::bandwidth_for_perplexity<double, index_t>(d2, k, -1, perplexity, kEntropyTol,
                                                                          kBisectionSteps);
     double log_z, shift;
@@ -229,18 +229,18 @@ AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int thr
   const index_t N = g.num_points;
   const int k = g.k;
   check_sparse_perplexity(N, perplexity);
-  if (k < sparse_neighbours(perplexity))
-    internal_error("affinities_from_knn: the graph has fewer than ceil(3 perplexity) neighbours");
+  if (k < sparse_neighbors(perplexity))
+    internal_error("affinities_from_knn: the graph has fewer than ceil(3 perplexity) neighbors");
   AffinityResult res;
   for (index_t i = 0; i < N; ++i) {
     const double* d2 = g.distances2(i);
     if (std::all_of(d2, d2 + k, [](double v) { return v == 0.0; }))
-      no_neighbourhood_error(i, "each of its k = ceil(3 perplexity) = " + std::to_string(k) + " nearest neighbours is");
+      no_neighborhood_error(i, "each of its k = ceil(3 perplexity) = " + std::to_string(k) + " nearest neighbors is");
   }
   ConditionalRows rows = conditional_rows(g, perplexity, threads, progress);
   res.beta = std::move(rows.beta);
   const std::vector<double>& cond = rows.p;
-  // Unsymmetrised rows p_{j|i} (NeRV): each neighbour list sorted by column.
+  // Unsymmetrised rows p_{j|i} (NeRV): each neighbor list sorted by column.
   SparseAffinity& C = res.sparse_conditional;
   C.num_points = N;
   C.row_ptr.resize(static_cast<size_t>(N) + 1);
@@ -252,7 +252,7 @@ AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int thr
     std::vector<int> order(static_cast<size_t>(k));
 #pragma omp for schedule(static)
     for (index_t i = 0; i < N; ++i) {
-      const index_t* nb = g.neighbours(i);
+      const index_t* nb = g.neighbors(i);
       for (int l = 0; l < k; ++l) order[static_cast<size_t>(l)] = l;
       std::sort(order.begin(), order.end(), [&](int x, int y) { return nb[x] < nb[y]; });
       for (int l = 0; l < k; ++l) {
@@ -261,7 +261,7 @@ AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int thr
       }
     }
   }
-  // Symmetrise: (p_{j|i} + p_{i|j}) / 2N over the union of both neighbour lists.
+  // Symmetrise: (p_{j|i} + p_{i|j}) / 2N over the union of both neighbor lists.
   res.sparse = scaled_sum(C, transpose(C), 0.5 / static_cast<double>(N), threads);
   return res;
 }
@@ -269,7 +269,7 @@ AffinityResult affinities_from_knn(const KnnGraph& g, double perplexity, int thr
 AffinityResult affinities_sparse(const MatrixD& X, double perplexity, int threads) {
   check_points(X);
   check_sparse_perplexity(X.rows, perplexity);
-  return affinities_from_knn(exact_knn(X, sparse_neighbours(perplexity), threads), perplexity,
+  return affinities_from_knn(exact_knn(X, sparse_neighbors(perplexity), threads), perplexity,
                              threads);
 }
 
@@ -356,7 +356,7 @@ SparseAffinity affinities_from_entries(index_t N, index_t cols, const std::vecto
       input_error(what + ": entry (" + std::to_string(row[q] + 1) + ", " + std::to_string(col[q] + 1) +
                   ") is negative");
     if (row[q] == col[q] && val[q] != 0)
-      input_error(what + ": diagonal entry at row " + std::to_string(row[q] + 1) + " (a point is not its own neighbour)");
+      input_error(what + ": diagonal entry at row " + std::to_string(row[q] + 1) + " (a point is not its own neighbor)");
     total += val[q];
   }
   if (!(total > 0)) input_error(what + ": all entries are zero");

@@ -1,4 +1,4 @@
-// One row of the exact neighbour search, shared by exact_knn, the approximate search's fallback and
+// One row of the exact neighbor search, shared by exact_knn, the approximate search's fallback and
 // its recall estimate, so all three rank by the same double distances in the same order.
 #pragma once
 

@@ -40,7 +40,7 @@ std::string render_quality_svg(const QualityReport& rep, const std::string& titl
   const Series series[] = {
       {"trustworthiness", [](const QualityAtK& q) { return q.trustworthiness; }},
       {"continuity", [](const QualityAtK& q) { return q.continuity; }},
-      {"1 - MRRE (neighbourhood)", [](const QualityAtK& q) { return 1.0 - q.mrre_neighbourhood; }},
+      {"1 - MRRE (neighborhood)", [](const QualityAtK& q) { return 1.0 - q.mrre_neighborhood; }},
       {"1 - MRRE (visual)", [](const QualityAtK& q) { return 1.0 - q.mrre_visual; }},
       {"LCMC", [](const QualityAtK& q) { return q.lcmc; }},
   };
@@ -61,7 +61,7 @@ std::string render_quality_svg(const QualityReport& rep, const std::string& titl
        << "\" stroke=\"#ddd\"/><text x=\"" << x(k) << "\" y=\"" << top + ph + 16
        << "\" font-size=\"11\" text-anchor=\"middle\">" << k << "</text>\n";
   os << "<text x=\"" << left + pw / 2 << "\" y=\"" << H - 18 << "\" font-size=\"12\" text-anchor=\"middle\">"
-     << "neighbourhood size K (log scale)</text>\n";
+     << "neighborhood size K (log scale)</text>\n";
   int s = 0;
   for (const auto& ser : series) {
     const std::string colour = palette_colour(s);

@@ -81,7 +81,7 @@ Checks check_ne_run(const RunConfig& run, Backend& ref, Backend& dev, int iterat
   const bool vectors = !cfg.input.vectors.empty();
   Checks out;
   if (vectors && !snerv) {
-    const int k = static_cast<int>(std::min<index_t>(N - 1, sparse_neighbours(cfg.input.perplexity)));
+    const int k = static_cast<int>(std::min<index_t>(N - 1, sparse_neighbors(cfg.input.perplexity)));
     // on the data the run searches: divided by a power of two when its scale would overflow float
     const int e = float_safe_exponent(d.X);
     const MatrixD& X = e ? times_power_of_two(d.X, -e) : d.X;
@@ -179,9 +179,9 @@ Checks check_ne_run(const RunConfig& run, Backend& ref, Backend& dev, int iterat
     const RankRows rr = ref.rank_rows(X, Y, kmax, dm, {}), rd = dev.rank_rows(X, Y, kmax, dm, {});
     auto as_double = [](const std::vector<std::int64_t>& v) { return std::vector<double>(v.begin(), v.end()); };
     out.push_back({"quality rank rows",
-                   {{"map neighbours", "quality.rank_rows",
-                     compare(as_double(rr.map_neighbours), as_double(rd.map_neighbours), tolerance("quality.rank_rows"))},
-                    {"input ranks of map neighbours", "quality.rank_rows",
+                   {{"map neighbors", "quality.rank_rows",
+                     compare(as_double(rr.map_neighbors), as_double(rd.map_neighbors), tolerance("quality.rank_rows"))},
+                    {"input ranks of map neighbors", "quality.rank_rows",
                      compare(as_double(rr.input_rank_of_map_nb), as_double(rd.input_rank_of_map_nb),
                              tolerance("quality.rank_rows"))}}});
   }

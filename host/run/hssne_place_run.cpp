@@ -110,15 +110,15 @@ bool approximate_placement(const NeInputSpec& in, index_t N, index_t M) {
          (in.neighbors == NeighborsMode::automatic && N > kExactNeighborsMaxPoints && pairs > kExactPlacementPairs);
 }
 
-KnnGraph placement_neighbours(const MatrixD& R, const MatrixD& X, int k, bool approximate, const NeRunConfig& cfg,
+KnnGraph placement_neighbors(const MatrixD& R, const MatrixD& X, int k, bool approximate, const NeRunConfig& cfg,
                               int threads, const char* tag, bool quiet) {
-  if (!approximate) return exact_knn_to(R, X, k, threads, StageProgress{tag, "exact neighbours", quiet});
+  if (!approximate) return exact_knn_to(R, X, k, threads, StageProgress{tag, "exact neighbors", quiet});
   // the approximate search compares float distances: both sets at the reference's unit scale
   const int e = float_safe_exponent(R);
   const MatrixD Rs = e ? times_power_of_two(R, -e) : R, Q = e ? times_power_of_two(X, -e) : X;
   ApproxKnnParams prm;
   prm.ef_search = cfg.input.neighbor_ef;
-  return approximate_knn_to(Rs, Q, k, cfg.run.seed, threads, prm, StageProgress{tag, "approximate neighbours", quiet});
+  return approximate_knn_to(Rs, Q, k, cfg.run.seed, threads, prm, StageProgress{tag, "approximate neighbors", quiet});
 }
 
 namespace {
@@ -162,7 +162,7 @@ struct Prepared {
 // accuracy among the map's: 0.832 at 5, 0.829 at 10, 0.826 at the map's 30; bench hssne-place).
 constexpr double kPlacementPerplexity = 5.0;
 
-// What a placement holds beyond the model and the new points, read already: their neighbour lists
+// What a placement holds beyond the model and the new points, read already: their neighbor lists
 // and conditional rows, the HNSW index over the model's points (approximate), on a device the
 // engine's copies of the lists and the map with each point's state, and the frozen grid (checked by
 // the grid itself when it is made, as every grid is).
@@ -171,7 +171,7 @@ MemoryPlan placement_plan(const Prepared& p, bool device) {
   const double d = static_cast<double>(p.model.reference.cols);
   const double D = static_cast<double>(p.model.map.cols);
   MemoryPlan plan;
-  plan.add({"the new points' neighbour lists and probabilities, M k (8 + 8 + 8) bytes", "input.perplexity",
+  plan.add({"the new points' neighbor lists and probabilities, M k (8 + 8 + 8) bytes", "input.perplexity",
             "place fewer points at once, or lower the perplexity", 24.0 * M * p.k, 0.0});
   if (device)
     plan.add({"the placement engine: the lists, probabilities and map, M k (8 + 8) + 8 N D bytes, and each point's "
@@ -200,10 +200,10 @@ Prepared prepare(const RunConfig& run) {
                 " was made with alpha " + detail::number_text(m.alpha));
   p.d = placement_points(p.cfg, m.reference.cols, m.pca, m.scale_exponent, run.threads);
   p.perplexity = run.input.contains("perplexity") ? in.perplexity : kPlacementPerplexity;
-  p.k = sparse_neighbours(p.perplexity);
+  p.k = sparse_neighbors(p.perplexity);
   if (p.k > m.reference.rows)
     input_error("input.perplexity: " + detail::number_text(p.perplexity) + " asks for k = ceil(3 perplexity) = " +
-                std::to_string(p.k) + " neighbours among the " + std::to_string(m.reference.rows) + " points of " +
+                std::to_string(p.k) + " neighbors among the " + std::to_string(m.reference.rows) + " points of " +
                 in.model);
   p.approximate = approximate_placement(in, m.reference.rows, p.d.X.rows);
   check_memory_plan(placement_plan(p, false), make_backend("cpu", run.threads)->memory(), false);
@@ -213,7 +213,7 @@ Prepared prepare(const RunConfig& run) {
 }  // namespace
 
 bool is_placement(const RunConfig& run) {
-  return run.input.contains("model");  // the neighbour methods' entries (run/methods.cpp) call it
+  return run.input.contains("model");  // the neighbor methods' entries (run/methods.cpp) call it
 }
 
 std::string validate_placement(const RunConfig& run) {
@@ -221,7 +221,7 @@ std::string validate_placement(const RunConfig& run) {
   const Prepared p = prepare(run);
   return "hssne placement, " + std::to_string(p.d.X.rows) + " points into the map of " +
          std::to_string(p.model.reference.rows) + " in " + p.cfg.input.model + ", k = " + std::to_string(p.k) + " " +
-         (p.approximate ? "approximate" : "exact") + " neighbours";
+         (p.approximate ? "approximate" : "exact") + " neighbors";
 }
 
 json run_placement(const RunConfig& run, bool quiet) {
@@ -241,7 +241,7 @@ json run_placement(const RunConfig& run, bool quiet) {
   const double t_read = seconds_since(t0);
 
   const auto t1 = Clock::now();
-  const KnnGraph g = placement_neighbours(m.reference, d.X, p.k, p.approximate, p.cfg, threads, "hssne", quiet);
+  const KnnGraph g = placement_neighbors(m.reference, d.X, p.k, p.approximate, p.cfg, threads, "hssne", quiet);
   const double t_knn = seconds_since(t1);
 
   const auto t2 = Clock::now();

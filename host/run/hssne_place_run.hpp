@@ -36,7 +36,7 @@ NeData placement_points(const NeRunConfig& cfg, index_t reference_cols, const Pc
 // Whether input.neighbors (auto: approximate above kExactNeighborsMaxPoints reference points when
 // M N exceeds ~1e9 pairs) searches approximately; and the search (the new points' k nearest).
 bool approximate_placement(const NeInputSpec& in, index_t N, index_t M);
-KnnGraph placement_neighbours(const MatrixD& reference, const MatrixD& X, int k, bool approximate,
+KnnGraph placement_neighbors(const MatrixD& reference, const MatrixD& X, int k, bool approximate,
                               const NeRunConfig& cfg, int threads, const char* tag, bool quiet);
 
 }  // namespace orrery::pipeline

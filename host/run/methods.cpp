@@ -41,7 +41,7 @@ const std::vector<MethodEntry>& methods() {
        check_ne_run, ne_page,
        "input values or affinities of extreme magnitude, or params init_scale, learning_rate or exaggeration far from "
        "their defaults"},
-      {"nerv", "Neighbour retrieval visualisation: precision/recall trade-off lambda, conjugate gradient",
+      {"nerv", "Neighbor retrieval visualisation: precision/recall trade-off lambda, conjugate gradient",
        {{"nerv", [] { return describe_fields(nerv_fields()); }},
         {"nerv_input", [] { return describe_fields(ne_input_fields(NeMethod::nerv), ne_input_defaults(NeMethod::nerv)); }}},
        validate_ne, run_ne, {"embedding.*", "map.svg", "map.html", "report.json"}, check_ne_run, ne_page,

@@ -24,11 +24,11 @@ NeRunConfig read_ne_config(const RunConfig& run) {
   bool known = false;
   for (const NeMethod nm : {NeMethod::hssne, NeMethod::nerv, NeMethod::snerv})
     if (m == ne_method_name(nm)) cfg.method = nm, known = true;
-  if (!known) internal_error("read_ne_config: '" + m + "' is not a neighbour-embedding method");
+  if (!known) internal_error("read_ne_config: '" + m + "' is not a neighbor-embedding method");
   const bool hssne = cfg.method == NeMethod::hssne, snerv = cfg.method == NeMethod::snerv;
   NeInputSpec& in = cfg.input;
   in = ne_input_defaults(cfg.method);
-  // Keys another neighbour method takes: say why not here, before the table's "unknown key".
+  // Keys another neighbor method takes: say why not here, before the table's "unknown key".
   if (!hssne && run.input.contains("affinity_matrix"))
     input_error("input.affinity_matrix: only hssne takes precomputed affinities");
   if (!snerv && run.input.contains("metric")) input_error("input.metric: applies to method snerv only");
@@ -57,7 +57,7 @@ NeRunConfig read_ne_config(const RunConfig& run) {
   if (in.cv_folds == 1) input_error("input.cv_folds: expected 0 (off) or at least 2 folds");
   if (in.cv_folds > 0 && in.labels.empty()) input_error("input.cv_folds: needs input.labels");
   if (in.affinities == AffinityMode::sparse && !in.distances.empty())
-    input_error("input.affinities: sparse affinities need vectors (their neighbour search), not distances");
+    input_error("input.affinities: sparse affinities need vectors (their neighbor search), not distances");
   if (run.input.contains("neighbor_ef") && in.neighbors == NeighborsMode::exact)
     input_error("input.neighbor_ef: applies to the approximate search, and input.neighbors is exact");
   if (in.neighbors == NeighborsMode::approximate && !in.distances.empty())

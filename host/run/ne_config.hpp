@@ -1,6 +1,6 @@
-// The neighbour-embedding methods' part of a run (hssne, nerv, snerv): their "input" and "params"
+// The neighbor-embedding methods' part of a run (hssne, nerv, snerv): their "input" and "params"
 // keys parsed once into NeRunConfig, and the reading and checking of their input files. The input
-// stage itself (field tables, plan, neighbour search, affinities) is orrery/ne_input.hpp's.
+// stage itself (field tables, plan, neighbor search, affinities) is orrery/ne_input.hpp's.
 #pragma once
 #include <optional>
 #include <string>
@@ -12,7 +12,7 @@
 
 namespace orrery::pipeline {
 
-// A neighbour-embedding run: the method's spec (orrery/ne_input.hpp) and the run's shared keys.
+// A neighbor-embedding run: the method's spec (orrery/ne_input.hpp) and the run's shared keys.
 struct NeRunConfig : NeSpec {
   RunConfig run;
   // output.quality_sample: query points of the report's quality measures (QualityRequest::queries;
@@ -36,7 +36,7 @@ NeLabels read_ne_labels(const NeInputSpec& in, index_t n, const std::string& sou
 // points are scaled by it, not by their own); absent: chosen from the data.
 NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent = std::nullopt);
 
-// The quality measures a neighbour-embedding run adds to its report, for a map of N points: k in
+// The quality measures a neighbor-embedding run adds to its report, for a map of N points: k in
 // {1, 5, 10, 20} (at most N - 1), no curve, output.quality_sample query points, the run's seed.
 QualityRequest ne_quality_request(const NeRunConfig& cfg, index_t N, int threads);
 

@@ -120,7 +120,7 @@ std::string validate_ne(const RunConfig& run) {
   if (is_placement(run)) return validate_placement(run);
   const NePrepared p = prepare_ne(run);
   return describe(p.cfg, p.d) + ", " + affinity_text(p.plan) + " affinities" +
-         (p.plan.approximate ? " (approximate neighbours)" : "") + ", planned peak " +
+         (p.plan.approximate ? " (approximate neighbors)" : "") + ", planned peak " +
          format_bytes(p.plan.memory.host_peak()) + " host" +
          (p.device() ? " + " + format_bytes(p.plan.memory.device_peak()) + " GPU" : "");
 }
@@ -181,7 +181,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   std::vector<double> trace;
   double perplexity = cfg.input.perplexity;
   MatrixD metric_distances;  // snerv: the map's input space (empty on the candidate path)
-  NeighbourSearch search;
+  NeighborSearch search;
   if (cfg.method == NeMethod::snerv) {
     const SnervResult r = fit_snerv(d.X, d.labels, snerv_params(cfg, plan, d.scale_exponent), run.seed, *backend, progress, control);
     if (!quiet)
@@ -215,8 +215,8 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
         [&](const char* what) { return std::function<void(index_t, index_t)>(StageProgress{method, what, quiet}); },
         &search);
     if (!quiet && plan.sparse && cfg.input.affinity_matrix.empty() && cfg.input.distances.empty())
-      std::fprintf(stderr, "[%s] %s neighbours (k = %d): %s%s\n", method.c_str(), search.approximate ? "approximate" : "exact",
-                   sparse_neighbours(cfg.input.perplexity), format_seconds(search.seconds).c_str(),
+      std::fprintf(stderr, "[%s] %s neighbors (k = %d): %s%s\n", method.c_str(), search.approximate ? "approximate" : "exact",
+                   sparse_neighbors(cfg.input.perplexity), format_seconds(search.seconds).c_str(),
                    search.approximate ? (", estimated recall " + detail::number_text(search.recall)).c_str() : "");
     t_aff = seconds_since(t1);
     if (cfg.method == NeMethod::hssne) {

@@ -1,4 +1,4 @@
-// Runs of the neighbour-embedding methods (hssne, nerv): vectors -> perplexity-calibrated dense
+// Runs of the neighbor-embedding methods (hssne, nerv): vectors -> perplexity-calibrated dense
 // affinities -> map, with the same outputs as every run (coordinates, report, SVG).
 #pragma once
 #include <string>

@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 struct Prepared {
   NeRunConfig cfg;
   PlacementFiles model;
-  double lambda = 0.3, perplexity = 0.0;
+  double lambda = NervParams{}.lambda, perplexity = 0.0;
   NeData d;  // the new points, projected as the model's were
   int k = 0;
   bool approximate = false;
@@ -34,13 +34,13 @@ struct Prepared {
 // The keys of params a placement reads; the others shape a fit and are refused.
 bool placement_param(const std::string& key) { return key == "dim" || key == "lambda" || key == "max_iter"; }
 
-// The new points' neighbour lists and probabilities; on a device the map, the lists and each point's
+// The new points' neighbor lists and probabilities; on a device the map, the lists and each point's
 // beta, place, cost and steps; the approximate search's index over the model's points.
 MemoryPlan placement_plan(const Prepared& p, bool device) {
   const double N = static_cast<double>(p.model.reference.rows), M = static_cast<double>(p.d.X.rows);
   const double d = static_cast<double>(p.model.reference.cols), D = static_cast<double>(p.model.dim);
   MemoryPlan plan;
-  plan.add({"the new points' neighbour lists and probabilities, M k (8 + 8 + 8) bytes", "input.vectors",
+  plan.add({"the new points' neighbor lists and probabilities, M k (8 + 8 + 8) bytes", "input.vectors",
             "place fewer points at once", 24.0 * M * p.k, 0.0});
   if (device)
     plan.add({"the placement on the device: the map, the lists and probabilities, 8 N D + 16 M k bytes, and each "
@@ -65,7 +65,7 @@ Prepared prepare(const RunConfig& run) {
                   "params.lambda and params.max_iter; the map is the model's)");
   if (p.cfg.method == NeMethod::snerv && run.input.contains("metric"))
     input_error("input.metric: does not apply to a placement into input.model (new points are placed by their "
-                "Euclidean neighbours among the model's points)");
+                "Euclidean neighbors among the model's points)");
   p.model = read_placement_files(in.model, method);
   const PlacementFiles& m = p.model;
   try {
@@ -89,10 +89,10 @@ Prepared prepare(const RunConfig& run) {
                 " (a new point's bandwidth scales its map distances, so it is calibrated as the map's points were)");
   if (run.params.contains("max_iter")) p.params.max_iter = p.cfg.nerv.max_iter;
   p.d = placement_points(p.cfg, m.reference.cols, m.pca, m.scale_exponent, run.threads);
-  p.k = sparse_neighbours(p.perplexity);
+  p.k = sparse_neighbors(p.perplexity);
   if (p.k > m.reference.rows)
     input_error("input.model: its perplexity " + detail::number_text(p.perplexity) + " asks for k = ceil(3 perplexity) = " +
-                std::to_string(p.k) + " neighbours among its " + std::to_string(m.reference.rows) + " points");
+                std::to_string(p.k) + " neighbors among its " + std::to_string(m.reference.rows) + " points");
   p.approximate = approximate_placement(in, m.reference.rows, p.d.X.rows);
   check_memory_plan(placement_plan(p, false), make_backend("cpu", run.threads)->memory(), false);
   return p;
@@ -108,7 +108,7 @@ std::string validate_nerv_placement(const RunConfig& run) {
   const Prepared p = prepare(run);
   return run.method + " placement, " + std::to_string(p.d.X.rows) + " points into the map of " +
          std::to_string(p.model.reference.rows) + " in " + p.cfg.input.model + ", k = " + std::to_string(p.k) + " " +
-         (p.approximate ? "approximate" : "exact") + " neighbours";
+         (p.approximate ? "approximate" : "exact") + " neighbors";
 }
 
 json run_nerv_placement(const RunConfig& run, bool quiet) {
@@ -128,7 +128,7 @@ json run_nerv_placement(const RunConfig& run, bool quiet) {
   const double t_read = seconds_since(t0);
 
   const auto t1 = Clock::now();
-  const KnnGraph g = placement_neighbours(m.reference, d.X, p.k, p.approximate, p.cfg, threads, method.c_str(), quiet);
+  const KnnGraph g = placement_neighbors(m.reference, d.X, p.k, p.approximate, p.cfg, threads, method.c_str(), quiet);
   const double t_knn = seconds_since(t1);
 
   const auto t2 = Clock::now();
@@ -173,11 +173,11 @@ json run_nerv_placement(const RunConfig& run, bool quiet) {
                       {"reference_points", N},
                       {"mean_cost", M > 0 ? cost / static_cast<double>(M) : 0.0},
                       {"cost_note", "per new point, lambda KL(p_x || q_x) + (1 - lambda) KL(q_x || p_x) over the "
-                                    "reference points, with NeRV's sparse-row floor outside its neighbours"},
+                                    "reference points, with NeRV's sparse-row floor outside its neighbors"},
                       {"mean_steps", M > 0 ? steps / static_cast<double>(M) : 0.0},
                       {"most_steps", most}};
   if (p.cfg.method == NeMethod::snerv)
-    report["result"]["space_note"] = "new points' neighbours are Euclidean (after the model's PCA); the map's points "
+    report["result"]["space_note"] = "new points' neighbors are Euclidean (after the model's PCA); the map's points "
                                      "were placed by the learning metric";
   report["quality"] = quality;
   report["timings"] = {{"read", t_read}, {"neighbors", t_knn}, {"placement", t_place}, {"evaluate", t_eval},

@@ -3,7 +3,7 @@
 // reads: report.json (params.lambda, params.dim, input.perplexity), model_reference.npy (its points as
 // searched, after input.pca), model_map.npy (its map in full precision) and, after input.pca,
 // model_pca_mean.npy and model_pca_components.npy.
-// snerv: the new points' neighbours and probabilities come from the Euclidean input space (after the
+// snerv: the new points' neighbors and probabilities come from the Euclidean input space (after the
 // model's PCA), not from the learning metric, which the map's points were placed by; the class
 // model behind the metric is not saved. Their calibration uses the model's perplexity.
 #pragma once

@@ -17,7 +17,7 @@ const std::vector<Field<PeInputSpec>>& pe_input_fields() {
        "N x K class posteriors p(c|x) (npy, csv/tsv/txt, IDX; rows summing to 1). Give this or vectors."},
       {"normalize_rows", &PeInputSpec::normalize_rows, "Rescale each posterior row to sum 1 instead of rejecting it."},
       {"vectors", &PeInputSpec::vectors,
-       "N x d vectors instead of posteriors: a soft nearest-neighbour posterior model (posterior_model) is fitted "
+       "N x d vectors instead of posteriors: a soft nearest-neighbor posterior model (posterior_model) is fitted "
        "to them and their vector_labels."},
       {"vector_labels", &PeInputSpec::vector_labels,
        "With vectors: the class of each vector (-1 unknown); defaults to labels."},
@@ -44,7 +44,7 @@ PeRunConfig read_pe_config(const RunConfig& run) {
   read_fields(run.input, in, pe_input_fields(), "input");
   if (in.posteriors.empty() == in.vectors.empty())
     input_error("input: give exactly one of 'posteriors' (an N x K matrix of p(c|x)) or 'vectors' (with "
-                "'vector_labels', to fit the soft nearest-neighbour posterior model)");
+                "'vector_labels', to fit the soft nearest-neighbor posterior model)");
   if (in.use_posterior_model() && in.vector_labels.empty() && in.labels.empty())
     input_error("input.vector_labels: required with input.vectors (class of each vector, -1 when unknown)");
   if (!in.use_posterior_model() && (run.input.contains("vector_labels") || run.input.contains("posterior_model")))

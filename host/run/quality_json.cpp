@@ -12,7 +12,7 @@ json at_k_json(const QualityAtK& q) {
   return {{"k", q.k},
           {"trustworthiness", q.trustworthiness},
           {"continuity", q.continuity},
-          {"mrre_neighbourhood", q.mrre_neighbourhood},
+          {"mrre_neighborhood", q.mrre_neighborhood},
           {"mrre_visual", q.mrre_visual},
           {"lcmc", q.lcmc},
           {"knn_accuracy", nan_to_null(q.knn_accuracy)}};
@@ -55,7 +55,7 @@ json quality_json(const QualityReport& rep) {
 double largest_standard_error(const QualityReport& rep) {
   double m = 0;
   for (const QualityAtK& e : rep.at_k_se)
-    for (double v : {e.trustworthiness, e.continuity, e.mrre_neighbourhood, e.mrre_visual, e.lcmc, e.knn_accuracy})
+    for (double v : {e.trustworthiness, e.continuity, e.mrre_neighborhood, e.mrre_visual, e.lcmc, e.knn_accuracy})
       if (std::isfinite(v)) m = std::max(m, v);
   return m;
 }

@@ -15,7 +15,7 @@ namespace orrery::pipeline {
 std::string format_seconds(double s);  // "12.3s" or "4m05s"
 std::string thousands(index_t n);       // "1,234,567"
 
-// Progress of a long stage (a neighbour search, affinity rows) as a callback (done, total): prints
+// Progress of a long stage (a neighbor search, affinity rows) as a callback (done, total): prints
 // "[tag] what: 45%, 12.3s, about 15.0s left" to stderr, at most every 5 s and only after the stage
 // has run 2 s, so short stages stay silent. quiet: prints nothing.
 struct StageProgress {

@@ -1,10 +1,10 @@
-// Input affinities of the neighbour-embedding methods (MATH.md §3-4): per-point Gaussian
+// Input affinities of the neighbor-embedding methods (MATH.md §3-4): per-point Gaussian
 // conditionals p_{j|i} = exp(-beta_i d_ij^2) / sum_{l != i} exp(-beta_i d_il^2) with beta_i set so
 // that the entropy of p_{.|i} is log(perplexity) (math/affinity.hpp), symmetrised as
 // P_ij = (p_{j|i} + p_{i|j}) / 2N so that P is symmetric, P_ii = 0 and sum P = 1.
 //
 // Dense mode uses all N - 1 other points per row (exact, O(N^2) memory); sparse mode only each
-// point's k = min(N - 1, ceil(3 perplexity)) exact nearest neighbours (orrery::exact_knn), the
+// point's k = min(N - 1, ceil(3 perplexity)) exact nearest neighbors (orrery::exact_knn), the
 // usual truncation; when k = N - 1 both modes give the same P.
 #pragma once
 #include <cmath>
@@ -16,8 +16,8 @@
 
 namespace orrery {
 
-// Neighbours per point of sparse affinities: k = ceil(3 perplexity), the usual truncation.
-inline int sparse_neighbours(double perplexity) { return static_cast<int>(std::ceil(3.0 * perplexity)); }
+// Neighbors per point of sparse affinities: k = ceil(3 perplexity), the usual truncation.
+inline int sparse_neighbors(double perplexity) { return static_cast<int>(std::ceil(3.0 * perplexity)); }
 
 // Symmetric sparse matrix in CSR form; columns ascending within a row, no diagonal entries.
 struct SparseAffinity {
@@ -33,20 +33,20 @@ struct AffinityResult {
   MatrixD dense;             // N x N (dense mode), else empty
   MatrixD conditional;       // N x N rows p_{j|i} (dense mode; NeRV uses them unsymmetrised)
   SparseAffinity sparse;     // sparse mode, else empty
-  SparseAffinity sparse_conditional;  // sparse mode: rows p_{j|i} on the k neighbours (NeRV)
+  SparseAffinity sparse_conditional;  // sparse mode: rows p_{j|i} on the k neighbors (NeRV)
 };
 
-// X: N x d points. Duplicate points (identical rows) are legal: their distance-0 neighbours get
+// X: N x d points. Duplicate points (identical rows) are legal: their distance-0 neighbors get
 // the largest probabilities, and a point with at least `perplexity` copies puts its whole row on
 // them. Errors (input): perplexity outside (1, N - 1) for dense or > (N - 1) / 3 for sparse is
-// named with N; a point whose every candidate neighbour (all others for dense, its k nearest for
+// named with N; a point whose every candidate neighbor (all others for dense, its k nearest for
 // sparse) is identical to it, by its row; non-finite coordinates by row and column.
 // The affinities depend on the points only up to scale: X times c gives the same P and beta / c^2.
 AffinityResult affinities_dense(const MatrixD& X, double perplexity, int threads = 0);
 AffinityResult affinities_sparse(const MatrixD& X, double perplexity, int threads = 0);
 
 // Sparse affinities from a precomputed kNN graph (any backend's; k >= ceil(3 perplexity), all k
-// neighbours are used): the same result as affinities_sparse when the graph is exact_knn's.
+// neighbors are used): the same result as affinities_sparse when the graph is exact_knn's.
 struct KnnGraph;
 
 // A precomputed sparse affinity matrix (N x N entries (row, col, value), 0-based, any order,
@@ -55,10 +55,10 @@ struct KnnGraph;
 SparseAffinity affinities_from_entries(index_t N, index_t cols, const std::vector<index_t>& row,
                                        const std::vector<index_t>& col, const std::vector<double>& val,
                                        const std::string& what, int threads = 0);
-// Each row's conditional probabilities p_{j|i} over its k listed neighbours, calibrated to the
+// Each row's conditional probabilities p_{j|i} over its k listed neighbors, calibrated to the
 // perplexity (1 < perplexity < k), in the list's order (num_points x k), with each row's beta. The
-// rows of affinities_from_knn, and of new points placed into a map (their neighbours among the
-// reference points). A row whose neighbours all lie at one distance gets uniform probabilities.
+// rows of affinities_from_knn, and of new points placed into a map (their neighbors among the
+// reference points). A row whose neighbors all lie at one distance gets uniform probabilities.
 struct ConditionalRows {
   std::vector<double> p, beta;
 };
@@ -81,7 +81,7 @@ double input_scale(MatrixViewD X, bool distance_matrix = false);
 
 // For a backend that squares coordinates or distances in float (1e30 squared overflows, 1e-30
 // squared underflows to 0 and every pair ties): e = ilogb(input_scale(X)) when |e| > 16, else 0
-// (float is safe, no copy needed), and X 2^-e. Scaling by a power of two is exact, so neighbour
+// (float is safe, no copy needed), and X 2^-e. Scaling by a power of two is exact, so neighbor
 // ranks and ties are unchanged, squared distances scale by exactly 4^-e, and so does beta the other way.
 int float_safe_exponent(MatrixViewD X, bool distance_matrix = false);
 MatrixD times_power_of_two(MatrixViewD X, int e);  // X 2^e

@@ -30,7 +30,7 @@ struct MemoryInfo {
 // Where a method's work runs. Every method family reaches its device through this interface only:
 // a factory per family returns an engine that owns the family's big arrays (PeEngine, HssneEngine,
 // PlacementEngine, NervEngine, PlsvEngine: orrery/engines.hpp), and a few whole primitives
-// return host results (neighbour lists, rank rows, learning-metric distances). CpuBackend
+// return host results (neighbor lists, rank rows, learning-metric distances). CpuBackend
 // (host/cpu) is the reference; CudaBackend (kernels/) runs the same arithmetic on a GPU. A method
 // never asks which one it has.
 class Backend {
@@ -87,7 +87,7 @@ class Backend {
   virtual std::unique_ptr<PlsvEngine> make_plsv(const Corpus& corpus, int topics, int dim) = 0;
 
   // --- Whole primitives, host in and host out.
-  // The k nearest neighbours of every row of X (orrery/knn.hpp's conventions: self excluded,
+  // The k nearest neighbors of every row of X (orrery/knn.hpp's conventions: self excluded,
   // ascending squared distance, ties by lower index); 1 <= k <= N - 1.
   virtual KnnGraph knn(const MatrixD& X, int k) const = 0;
   // knn that reports progress (rows done, N) on a long search; a device without reports runs knn.

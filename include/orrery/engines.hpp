@@ -178,7 +178,7 @@ struct PlacementResult {
 inline constexpr double kPlacementGridMargin = 4.0;
 
 // New points being placed into a frozen map, resident on one backend (Backend::make_placement): the
-// reference map, the new points' neighbour lists and probabilities, and per point its place,
+// reference map, the new points' neighbor lists and probabilities, and per point its place,
 // gradient, step length, cost and steps; with interpolated repulsion the frozen grid. place_points
 // drives it with O(1) values per step; the M x D places cross to the host once, in result(). Every
 // point's arithmetic is math/place.hpp's; a point's sums are its own (the grid's gather, or the exact
@@ -198,7 +198,7 @@ class PlacementEngine {
 };
 // Engines come from Backend::make_placement (orrery/backend.hpp), whose factories first check what
 // they are given (internal errors: place_points makes it right): the map 2-D or 3-D, p M x k, every
-// neighbour a row of the reference.
+// neighbor a row of the reference.
 void check_placement_input(const MatrixD& reference, const KnnGraph& to_reference, const std::vector<double>& p);
 
 // ---------------------------------------------------------------- NeRV (orrery/nerv.hpp)
@@ -218,7 +218,7 @@ std::vector<double> nerv_row_log_floors(const SparseAffinity& P);
 
 // What a NeRV engine is made with besides its data (Backend::make_nerv).
 struct NervOptions {
-  double lambda = 0.3;
+  double lambda = 0.0;  // the method's params.lambda (NervParams, whose default it is): always given
   int dim = 2;
   NervPrecision precision = NervPrecision::float32;  // the CPU's arithmetic; CUDA always float
   // Sparse P only: the truncated cost over a cell grid (math/nerv_cells.hpp) at this cutoff, in
@@ -277,7 +277,7 @@ struct NervPlacementResult {
 };
 
 // The Backend's entry (Backend::place_nerv) checks what it is given with this (internal errors: the
-// map 2-D or 3-D, p M x k, beta M, every neighbour a row of the map, lambda in [0, 1]).
+// map 2-D or 3-D, p M x k, beta M, every neighbor a row of the map, lambda in [0, 1]).
 void check_nerv_placement_input(const MatrixD& reference_map, const KnnGraph& to_reference,
                                 const std::vector<double>& p, const std::vector<double>& beta, double lambda);
 

@@ -133,7 +133,7 @@ HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const Hs
                       unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {},
                       RunControl* control = nullptr);
 
-// Fits on sparse P (kNN affinities): the attraction runs over the neighbour lists only, the
+// Fits on sparse P (kNN affinities): the attraction runs over the neighbor lists only, the
 // repulsion over all pairs (exact) or on the interpolation grid (params.repulsion). rho > 0 is an input error (mixing needs dense P).
 HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& params, unsigned long long seed, Backend& backend,
                       const std::function<void(int, double)>& progress = {}, RunControl* control = nullptr);
@@ -146,7 +146,7 @@ HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& params, unsign
 //   dC_i/dy_i = 2 sum_j p_{j|i} S_ij (y_i - y_j) - 2 (y_i hs_i - hsy_i) / h_i,
 // alone: the reference does not move and new points do not see one another, so a point's place does
 // not depend on which others are placed with it. Each starts at the p-weighted median of its
-// neighbours' places (per axis) and takes gradient steps whose length it keeps per point: a step
+// neighbors' places (per axis) and takes gradient steps whose length it keeps per point: a step
 // that lowers C_i is taken and the next one is 1.2x longer, one that does not is refused and the
 // length halved (so C_i never rises); it stops when its step is under `tol` map units. The sums
 // h, hs, hsy over the reference come from the frozen grid (RepulsionGrid::freeze on the CPU, the

@@ -1,10 +1,10 @@
-// Exact k nearest neighbours (Euclidean), shared by the neighbour-embedding methods (sparse
+// Exact k nearest neighbors (Euclidean), shared by the neighbor-embedding methods (sparse
 // affinities) and the quality measures (ranks in input and output space).
 //
 // Conventions, relied on by every caller and by the tests:
-// - A point is never its own neighbour (self is excluded by index, so duplicates of a point are
-//   neighbours at distance 0).
-// - Neighbours are sorted by increasing squared distance; equal distances are ordered by the lower
+// - A point is never its own neighbor (self is excluded by index, so duplicates of a point are
+//   neighbors at distance 0).
+// - Neighbors are sorted by increasing squared distance; equal distances are ordered by the lower
 //   index first ("ties broken by index").
 // - Squared distances are computed as sum_d (x_d - y_d)^2 in double, in a fixed order, so the result
 //   is identical for any thread count and equals a brute-force loop bit for bit.
@@ -23,11 +23,11 @@ struct KnnGraph {
   int k = 0;
   std::vector<index_t> index;  // num_points x k, row-major
   std::vector<double> dist2;   // num_points x k, squared Euclidean distances
-  const index_t* neighbours(index_t i) const { return index.data() + i * k; }
+  const index_t* neighbors(index_t i) const { return index.data() + i * k; }
   const double* distances2(index_t i) const { return dist2.data() + i * k; }
 };
 
-// A graph of `rows` lists of k neighbours, to be filled.
+// A graph of `rows` lists of k neighbors, to be filled.
 inline KnnGraph sized_graph(index_t rows, int k) {
   KnnGraph g;
   g.num_points = rows;
@@ -40,7 +40,7 @@ inline KnnGraph sized_graph(index_t rows, int k) {
 // Every search's precondition, as an input error naming k and N.
 inline void check_knn_k(index_t N, int k) {
   if (k < 1 || k > N - 1)
-    input_error("k: expected 1 <= k <= N - 1 = " + std::to_string(N - 1) + " neighbours, found " + std::to_string(k));
+    input_error("k: expected 1 <= k <= N - 1 = " + std::to_string(N - 1) + " neighbors, found " + std::to_string(k));
 }
 
 // Progress of a long search: called now and then from one thread with the units done so far and
@@ -75,9 +75,9 @@ struct ApproxKnnParams {
   bool parallel_build = false;
 };
 
-// Approximate k nearest neighbours of every row of X with exact_knn's conventions: self excluded,
+// Approximate k nearest neighbors of every row of X with exact_knn's conventions: self excluded,
 // each list sorted by (squared distance, index), squared distances recomputed exactly in double
-// for the neighbours found (the index itself compares float distances). The index holds a float
+// for the neighbors found (the index itself compares float distances). The index holds a float
 // copy of X: scale X so that its squared coordinates fit a float (cli::float_safe_exponent).
 // Deterministic: points are inserted one by one in index order with hnswlib's level generator seeded
 // by `seed`, then queried independently in parallel, so the same X, k, seed and params give the
@@ -92,7 +92,7 @@ KnnGraph approximate_knn_to(const MatrixD& R, const MatrixD& Q, int k, unsigned 
                             const ApproxKnnParams& params = {}, const KnnProgress& progress = {});
 // The recall of a k-NN graph of X, estimated on `sample` query points drawn by `seed` (all of them
 // when sample >= N): each sampled point's exact k nearest are found by brute force against all N,
-// and a listed neighbour counts as found when its squared distance is at most the exact k-th one
+// and a listed neighbor counts as found when its squared distance is at most the exact k-th one
 // (so ties at the k-th distance do not count as misses). Returns found / (sample k), in [0, 1].
 // O(sample N d) time.
 struct KnnRecall {

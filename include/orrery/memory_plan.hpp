@@ -44,8 +44,8 @@ std::string format_bytes(double bytes);
 // Plans of the methods' large arrays. `device`: the backend holds its engines on a device (CUDA);
 // they then count there, and their host staging copies on the host.
 //
-// Neighbour embedding from N points: affinities (dense: P and the conditional rows, N^2 doubles
-// each; sparse: each point's k = ceil(3 perplexity) neighbours in CSR, the symmetrised P up to 2 N k
+// Neighbor embedding from N points: affinities (dense: P and the conditional rows, N^2 doubles
+// each; sparse: each point's k = ceil(3 perplexity) neighbors in CSR, the symmetrised P up to 2 N k
 // entries), and the engine (HSSNE: dense P read in place on the CPU, N^2 floats on a device; NeRV:
 // P and log P, in float or double on the CPU, both and their transposes in float on a device).
 // `metric`: supervised NeRV's N x N learning-metric distances (double; and on the device).
@@ -54,7 +54,7 @@ struct NePlanInput {
   NeMethod method = NeMethod::hssne;
   index_t points = 0;
   bool dense = true;
-  double perplexity = 30.0;
+  double perplexity = 0.0;  // required: the run's (plan_ne_run sets it)
   bool nerv_double = false;  // NeRV's CPU arithmetic is double
   bool nerv_approximate = false;  // NeRV's truncated cost (params.pairs): O(N) per-point arrays and a cell grid
   bool mixing = false;       // HSSNE's semi-supervised mixing: a second N^2 P
@@ -64,7 +64,7 @@ struct NePlanInput {
   bool grid_engine = false;
   int grid_nodes = 4;
 };
-MemoryPlan plan_neighbour_embedding(const NePlanInput& in, bool device);
+MemoryPlan plan_neighbor_embedding(const NePlanInput& in, bool device);
 
 // PE on N objects and K classes: P in float on a device (its staging copy on the host).
 MemoryPlan plan_pe(index_t objects, index_t classes, bool device);

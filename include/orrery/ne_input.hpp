@@ -1,6 +1,6 @@
-// The neighbour-embedding methods' input stage (hssne, nerv, snerv): their "input" keys (one
+// The neighbor-embedding methods' input stage (hssne, nerv, snerv): their "input" keys (one
 // struct, a field table per method listing the keys that method takes, with its defaults), the plan
-// that resolves input.affinities and input.neighbors for N points on a backend, the neighbour search
+// that resolves input.affinities and input.neighbors for N points on a backend, the neighbor search
 // and the affinities. Reading the input files is the run layer's (run/ne_config.hpp): this stage
 // takes the data as arrays.
 #pragma once
@@ -26,7 +26,7 @@ namespace orrery {
 enum class AffinityMode { automatic, dense, sparse };
 // input.duplicates: identical points are data (accept) or an input error (refuse).
 enum class DuplicatesMode { accept, refuse };
-// input.neighbors: the sparse affinities' neighbour search.
+// input.neighbors: the sparse affinities' neighbor search.
 enum class NeighborsMode { automatic, exact, approximate };
 
 template <>
@@ -74,7 +74,7 @@ const NeInputSpec& ne_input_defaults(NeMethod method);
 const char* ne_method_name(NeMethod method);   // "hssne", "nerv", "snerv"
 const char* ne_method_title(NeMethod method);  // "HSSNE", "NeRV", "Supervised NeRV": maps' titles
 
-// What the input stage and the fit of a neighbour-embedding run need to know, read and checked.
+// What the input stage and the fit of a neighbor-embedding run need to know, read and checked.
 struct NeSpec {
   NeMethod method = NeMethod::hssne;
   NeInputSpec input;
@@ -84,7 +84,7 @@ struct NeSpec {
 };
 
 // perplexity's bound for N points read from `source`: input.perplexity < N - 1 (a perplexity of
-// 0, snerv's "choose", passes). The one place that says so for every neighbour method.
+// 0, snerv's "choose", passes). The one place that says so for every neighbor method.
 void check_perplexity_bound(double perplexity, index_t N, const std::string& source);
 
 
@@ -111,14 +111,14 @@ struct NeData {
 struct NePlan {
   bool sparse = false;
   bool automatic = false;  // chosen by "auto"
-  bool approximate = false;  // sparse affinities from the approximate neighbour search
+  bool approximate = false;  // sparse affinities from the approximate neighbor search
   bool metric_candidates = false;  // snerv: the metric's candidate re-ranking (SnervNeighbors::candidates)
   MemoryPlan memory;
 };
 NePlan plan_ne_run(const NeSpec& spec, index_t N, const MemoryInfo& available, bool device, index_t dims = 0);
 
-// What the sparse affinities' neighbour search did, for the run report.
-struct NeighbourSearch {
+// What the sparse affinities' neighbor search did, for the run report.
+struct NeighborSearch {
   bool approximate = false;
   double recall = 0.0;         // approximate: estimated on recall_sample points
   index_t recall_sample = 0;
@@ -126,13 +126,13 @@ struct NeighbourSearch {
 };
 
 // The affinities of hssne and nerv: given (`given`, input.affinity_matrix), from a distance matrix,
-// sparse (neighbours at unit scale on the backend's device, or approximate on the host; rows on the
+// sparse (neighbors at unit scale on the backend's device, or approximate on the host; rows on the
 // host) or dense from vectors. `progress(what)` (may be empty) gives the progress callback of a long
-// stage ("exact neighbours", "approximate neighbours", "affinity rows"); `search` (optional) gets
-// what the neighbour search did.
+// stage ("exact neighbors", "approximate neighbors", "affinity rows"); `search` (optional) gets
+// what the neighbor search did.
 using NeStageProgress = std::function<std::function<void(index_t, index_t)>(const char* what)>;
 AffinityResult ne_affinities(const NeSpec& spec, const NeData& d, const NePlan& plan, Backend& backend,
-                             const NeStageProgress& progress = {}, NeighbourSearch* search = nullptr);
+                             const NeStageProgress& progress = {}, NeighborSearch* search = nullptr);
 
 // Supervised NeRV's settings from the run's input, params and plan; input.neighbors in snerv's terms
 // (exact: N x N metric distances; approximate: candidate re-ranking). `scale_exponent`: the data's

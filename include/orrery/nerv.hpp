@@ -1,4 +1,4 @@
-// NeRV (Venna, Peltonen, Nybo, Aidos, Kaski 2010; MATH.md §3): neighbour retrieval visualisation.
+// NeRV (Venna, Peltonen, Nybo, Aidos, Kaski 2010; MATH.md §3): neighbor retrieval visualisation.
 // E = lambda sum_i KL(p_i || q_i) + (1 - lambda) sum_i KL(q_i || p_i), with the input bandwidth
 // beta_i = 1 / sigma_i^2 used in the map too; lambda = 1 is SNE (recall), small lambda favours
 // precision. Optimised by nonlinear conjugate gradient (Polak-Ribiere+), as in the paper.
@@ -53,7 +53,7 @@ struct NervParams {
   // Start: "random" (seeded Gaussian) or "pca" (the input's first D principal components, scaled
   // so that the first has standard deviation init_scale x the median bandwidth; needs vectors), or
   // "auto": pca on the approximate path when there are vectors, random otherwise. From a random start
-  // at the approximate path's spread, conjugate gradient's first steps pull every neighbour list
+  // at the approximate path's spread, conjugate gradient's first steps pull every neighbor list
   // together and the map collapses to a ball whose rows hold most points before it spreads again
   // (5,000 Fashion-MNIST images: a median of 4,140 of 5,000 points per truncated row after 10
   // iterations, 400 at 300); from the principal components it keeps about 300 throughout, ends at a
@@ -107,13 +107,13 @@ double nerv_objective(const MatrixD& P, const MatrixD& logP, const std::vector<d
                       double lambda, MatrixD* grad, int threads = 0);
 
 // Sparse input: P holds conditional rows p_{j|i} in CSR (affinities_sparse's .sparse_conditional,
-// each point's k nearest neighbours; no diagonal entries; rows need not sum to 1). q, lse and
+// each point's k nearest neighbors; no diagonal entries; rows need not sum to 1). q, lse and
 // KL(q || p) still run over all N - 1 other points, exactly. Pairs outside row i's list have
 // p_{j|i} = 0 in KL(p || q) and in the gradient, and inside log p of KL(q || p) the floor
 //   p_floor_i = 1e-3 * (smallest positive p_{j|i} listed in row i)   (1e-3 / (N - 1) for an empty row).
-// Unlisted points are farther than every listed neighbour, so their true probability lies below the
-// row's smallest listed one; the factor 1e-3 charges q mass on a non-neighbour log(1000) ~ 6.9 nats
-// more than on the farthest neighbour, at any N and perplexity. A fixed absolute floor (1e-12, say)
+// Unlisted points are farther than every listed neighbor, so their true probability lies below the
+// row's smallest listed one; the factor 1e-3 charges q mass on a non-neighbor log(1000) ~ 6.9 nats
+// more than on the farthest neighbor, at any N and perplexity. A fixed absolute floor (1e-12, say)
 // would not scale with the rows, whose listed p are ~1/k, so its gap to them would change with k and
 // the data; a vanishing one (1e-300) would let log(floor) ~ -690 dominate KL(q || p). When the lists
 // cover all N - 1 other points no pair uses the floor and the result equals the dense one up to

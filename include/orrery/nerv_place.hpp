@@ -11,7 +11,7 @@
 // use (nerv_row_log_floors: 1e-3 x the row's smallest listed p). The reference map is frozen: the new
 // point's effect on the reference points' own rows (x would enter their q and p) is ignored, and new
 // points do not see one another, so a point's place does not depend on which others are placed with it.
-// Each point starts at the p-weighted mean of its neighbours' places and takes Newton steps (the exact
+// Each point starts at the p-weighted mean of its neighbors' places and takes Newton steps (the exact
 // D x D Hessian; steepest descent scaled to one bandwidth where it is not positive definite) with a
 // backtracking line search, so C_x never rises; it stops when a step is shorter than `tol` bandwidths
 // 1 / sqrt(beta_x). Each evaluation is exact over the N reference points (O(N D) per evaluation).

@@ -1,4 +1,4 @@
-// Principal component projection, used to reduce inputs before the O(N^2 d) neighbour searches.
+// Principal component projection, used to reduce inputs before the O(N^2 d) neighbor searches.
 #pragma once
 #include "orrery/types.hpp"
 

@@ -1,4 +1,4 @@
-// Class posteriors for labelled vectors when no classifier is at hand: the soft nearest-neighbour
+// Class posteriors for labelled vectors when no classifier is at hand: the soft nearest-neighbor
 // model of the PE paper's Appendix D (section 6, handwritten digits). Each class is a mixture of
 // Gaussians centred on m of its labelled examples drawn at random; the posterior of an object
 // over the classes is then PE's input.

@@ -2,8 +2,8 @@
 // 2010 for NeRV's smoothed precision and recall).
 //
 // Conventions, relied on by the tests:
-// - rho_ij is the rank of j among i's neighbours in the input, r_ij in the map (1 = nearest);
-//   a point is not its own neighbour; equal distances are ranked by the lower index.
+// - rho_ij is the rank of j among i's neighbors in the input, r_ij in the map (1 = nearest);
+//   a point is not its own neighbor; equal distances are ranked by the lower index.
 // - Only each point's K_max nearest in each space are kept (memory O(N K_max)); a rank beyond
 //   K_max that a measure needs is obtained by counting the points before it in that row.
 // - Integer quantities (rank sums, overlaps, co-ranking counts) are summed exactly in 64-bit
@@ -34,7 +34,7 @@ inline constexpr index_t kQualitySampleAbove = 10000;
 inline constexpr index_t kQualityQueries = 4000;
 
 struct QualityRequest {
-  std::vector<int> ks = {5, 10, 20};  // neighbourhood sizes K to report (also k of k-NN accuracy)
+  std::vector<int> ks = {5, 10, 20};  // neighborhood sizes K to report (also k of k-NN accuracy)
   int kmax = 0;                       // size of the co-ranking matrix; 0 = max(ks)
   bool curve = true;                  // also a grid of K in [1, kmax] for plots
   double perplexity = 0.0;            // > 0: NeRV's mean smoothed precision/recall at this perplexity
@@ -51,7 +51,7 @@ struct QualityRequest {
 struct QualityAtK {
   int k = 0;
   double trustworthiness = 0, continuity = 0;  // M_T(K), M_C(K): 1 is perfect
-  double mrre_neighbourhood = 0, mrre_visual = 0;  // W_n(K), W_v(K): errors, 0 is perfect
+  double mrre_neighborhood = 0, mrre_visual = 0;  // W_n(K), W_v(K): errors, 0 is perfect
   double lcmc = 0;                              // U(K)
   double knn_accuracy = 0;                      // leave-one-out k-NN accuracy in the map (NaN without labels)
 };
@@ -65,7 +65,7 @@ struct QualityReport {
   std::vector<QualityAtK> at_k;       // one per requested K, in request order
   std::vector<QualityAtK> curve;      // K on a grid in [1, kmax] (empty unless requested)
   std::vector<std::int64_t> coranking;  // kmax x kmax: entry (k-1, l-1) counts pairs (i, j) with rho = k, r = l, i a query
-  double homogeneity_1nn = 0;         // fraction whose nearest map neighbour shares its label (NaN without labels)
+  double homogeneity_1nn = 0;         // fraction whose nearest map neighbor shares its label (NaN without labels)
   double smoothed_precision = 0;      // -mean_i KL(q_i || p_i) (NaN unless perplexity > 0); 0 is perfect
   double smoothed_recall = 0;         // -mean_i KL(p_i || q_i)
 };
@@ -78,9 +78,9 @@ struct RankRows {
   index_t num_points = 0;
   int kmax = 0;
   std::vector<index_t> queries;  // row r is point queries[r]; empty: one row per point, in order
-  std::vector<std::int64_t> map_neighbours;         // n_i, nearest first
+  std::vector<std::int64_t> map_neighbors;         // n_i, nearest first
   std::vector<std::int64_t> input_rank_of_map_nb;   // rho(i, n_i[l])
-  std::vector<std::int64_t> map_rank_of_input_nb;   // r(i, v_i[l]), v_i the input neighbours
+  std::vector<std::int64_t> map_rank_of_input_nb;   // r(i, v_i[l]), v_i the input neighbors
 };
 
 // Backend::rank_rows computes them: on the CPU OpenMP over points, on CUDA a thread per point; both
@@ -88,7 +88,7 @@ struct RankRows {
 // whenever the distances are identical (e.g. integer-valued data).
 
 // X: N x d vectors (or N x N distances), Y: N x D map, labels: empty or N entries (-1 unknown).
-// The neighbour searches and rank counting run on `backend` (make_cpu_backend(request.threads) for
+// The neighbor searches and rank counting run on `backend` (make_cpu_backend(request.threads) for
 // the CPU); the sums over the rank rows and the smoothed precision/recall on the host with
 // request.threads. Errors (orrery::Error, input) for mismatched N, K outside [1, N - 1], non-finite
 // values.
@@ -99,10 +99,10 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
 // sorted seeded uniform sample without replacement (the same for a seed on every platform).
 std::vector<index_t> quality_queries(index_t N, const QualityRequest& request);
 
-// Leave-one-out k-NN classification of a map from its neighbour lists: majority vote of the k
-// nearest labelled neighbours; a tie goes to the label whose nearest member ranks first.
-// With `queries`, neighbour row r belongs to point queries[r] and only those points are scored.
-double knn_vote_accuracy(const std::vector<index_t>& neighbours, int stride, const std::vector<int>& labels, int k,
+// Leave-one-out k-NN classification of a map from its neighbor lists: majority vote of the k
+// nearest labelled neighbors; a tie goes to the label whose nearest member ranks first.
+// With `queries`, neighbor row r belongs to point queries[r] and only those points are scored.
+double knn_vote_accuracy(const std::vector<index_t>& neighbors, int stride, const std::vector<int>& labels, int k,
                          const std::vector<index_t>& queries = {});
 
 // k-NN classification of held-out points in a map: each point of `test` gets the majority label of

@@ -45,8 +45,8 @@ struct ClassMixtureParams {
   // mapped. Deterministic: the same seed draws the same sample.
   index_t fit_sample = 10000;
   // Candidates per point of the scalable path (SnervParams::neighbors = candidates): each point's
-  // this many nearest Euclidean neighbours, of which the ceil(3 perplexity) nearest in the metric
-  // are kept. 0 = 3 ceil(3 perplexity) (at most N - 1). A metric neighbour outside the Euclidean
+  // this many nearest Euclidean neighbors, of which the ceil(3 perplexity) nearest in the metric
+  // are kept. 0 = 3 ceil(3 perplexity) (at most N - 1). A metric neighbor outside the Euclidean
   // candidates is missed, so more candidates come closer to the exact path (N - 1 equals it) at a
   // cost proportional to their number (each costs one straight-path integral, O(T K C)).
   int candidates = 0;
@@ -94,10 +94,10 @@ std::vector<double> learning_metric_pairs(const ClassMixture& model, const Matri
 // with all N - 1 points as candidates the two graphs are equal). Requires 1 <= k <= candidates.k.
 KnnGraph rerank_candidates(const KnnGraph& candidates, const std::vector<double>& metric, int k, int threads = 0);
 
-// How supervised NeRV finds each point's neighbours in the metric.
+// How supervised NeRV finds each point's neighbors in the metric.
 //   exact: the N x N learning-metric distances (Backend::learning_metric_distances), every pair's
 //     path integral: O(N^2 T K C) time and N^2 doubles; the reference.
-//   candidates: each point's ClassMixtureParams::candidates nearest Euclidean neighbours (exact
+//   candidates: each point's ClassMixtureParams::candidates nearest Euclidean neighbors (exact
 //     search on the backend, or the approximate HNSW search), their metric distances only
 //     (Backend::learning_metric_pairs), the ceil(3 perplexity) nearest by the metric kept: O(N c)
 //     integrals and memory, no N x N matrix. Sparse affinities only.
@@ -111,13 +111,13 @@ enum class SnervNeighbors { automatic, exact, candidates };
 inline constexpr index_t kSnervExactMaxPoints = 2000;
 
 // The default perplexity (SnervParams::perplexity = 0) is at most this: the paper's 0.5 N / K grows
-// with N (875 for 70,000 points and K = 40), and each point's ceil(3 perplexity) neighbours with it.
+// with N (875 for 70,000 points and K = 40), and each point's ceil(3 perplexity) neighbors with it.
 inline constexpr double kSnervMaxDefaultPerplexity = 50.0;
 
 // Whether a run of N points takes the candidate path (see SnervNeighbors).
 bool snerv_uses_candidates(SnervNeighbors mode, index_t points, bool sparse);
 
-// The candidates per point for k kept neighbours among N points: `given` when > 0, else
+// The candidates per point for k kept neighbors among N points: `given` when > 0, else
 // min(N - 1, 3 k). Input error (naming input.metric.candidates) when a given value is not in [k, N - 1].
 int snerv_candidates(int given, int k, index_t points);
 
@@ -125,13 +125,13 @@ int snerv_candidates(int given, int k, index_t points);
 struct SnervParams {
   ClassMixtureParams metric;  // the class-posterior model behind the metric
   NervParams nerv;            // the map (params.init = pca starts from the vectors' principal components)
-  // The affinities' perplexity; 0 takes the paper's effective number of neighbours, 0.5 N / K
+  // The affinities' perplexity; 0 takes the paper's effective number of neighbors, 0.5 N / K
   // (K the model's components), clamped to [2, min((N - 1) / 3, kSnervMaxDefaultPerplexity)].
   double perplexity = 0.0;
   // true: each point's ceil(3 perplexity) nearest in the metric, with NeRV's row floor elsewhere
   // (sparse rows); false: every pair's probability (dense rows).
   bool sparse = true;
-  // The metric neighbours' search (SnervNeighbors); automatic chooses by size.
+  // The metric neighbors' search (SnervNeighbors); automatic chooses by size.
   SnervNeighbors neighbors = SnervNeighbors::automatic;
   // The candidate path's Euclidean search: false = exact (Backend::knn), true = approximate
   // (approximate_knn with candidate_search, seeded by the run's seed; reproducible for any thread
@@ -150,7 +150,7 @@ double snerv_perplexity(double given, index_t points, index_t components);
 AffinityResult snerv_affinities(const MatrixD& metric_distances, double perplexity, bool sparse, int threads);
 
 // The metric k-NN graph by candidate re-ranking (SnervNeighbors::candidates): the `candidates`
-// nearest Euclidean neighbours of every row of X (Backend::knn, or approximate_knn when
+// nearest Euclidean neighbors of every row of X (Backend::knn, or approximate_knn when
 // `approximate`), their learning-metric distances on the backend (T = pieces), the k nearest by the
 // metric kept (rerank_candidates). X in the units the model was fitted in.
 KnnGraph metric_knn(const ClassMixture& model, const MatrixD& X, int k, int candidates, int pieces, bool approximate,

@@ -2,7 +2,7 @@
 
 Estimators with scikit-learn's conventions (fit, fit_transform, transform, get_params/set_params):
 PE (objects and classes from class posteriors), PLSV (documents and topics of a corpus), HSSNE and
-TSNE (neighbour embeddings with a heavy-tail family), NeRV and SNeRV (precision/recall trade-off,
+TSNE (neighbor embeddings with a heavy-tail family), NeRV and SNeRV (precision/recall trade-off,
 supervised). `evaluate` scores any map against its input; `read_matrix` reads a matrix file as a
 run does. Each keyword parameter is the engine's
 field of the same name (`orrery defaults TABLE` lists them); `dim` is called n_components.

@@ -247,7 +247,7 @@ verbose : bool, default=False
 """
 
 
-# ---------------------------------------------------------------------- neighbour embeddings
+# ---------------------------------------------------------------------- neighbor embeddings
 
 
 def _ne_inputs(est, X, y, inputs, allow_metric=True, allow_affinities=False):
@@ -344,11 +344,11 @@ class TSNE(HSSNE):
 
 
 class NeRV(_Estimator):
-    """Neighbour retrieval visualisation (Venna et al., 2010): lambda trades precision for recall.
+    """Neighbor retrieval visualisation (Venna et al., 2010): lambda trades precision for recall.
 
     fit(X, y=None): X is N x d vectors or an N x N distance matrix (metric='precomputed'); y, optional,
     labels for the report's k-NN accuracy. transform(X_new) places new vectors into the fitted map, each
-    at the minimum of its own NeRV cost against the fixed map (its neighbours found among the fitted
+    at the minimum of its own NeRV cost against the fixed map (its neighbors found among the fitted
     points at the fit's perplexity).
     """
 
@@ -373,7 +373,7 @@ class SNeRV(NeRV):
     """Supervised NeRV (Peltonen et al.): NeRV on learning-metric distances from the labels.
 
     fit(X, y): X is N x d vectors, y their class labels (required). transform(X_new) places new vectors
-    into the fitted map by their Euclidean neighbours among the fitted points (the learning metric
+    into the fitted map by their Euclidean neighbors among the fitted points (the learning metric
     needs the class model, which is not kept), no labels needed.
     """
 

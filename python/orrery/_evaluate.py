@@ -16,7 +16,7 @@ def evaluate(X, Y, labels=None, k=(5, 10, 20), *, metric="euclidean", perplexity
     X : array (N, d), or (N, N) distances with metric='precomputed'
     Y : array (N, D), the map
     labels : array (N,) of integer classes (-1 unknown), optional: adds k-NN accuracy and 1-NN homogeneity
-    k : sequence of int, the neighbourhood sizes K
+    k : sequence of int, the neighborhood sizes K
     perplexity : float, > 0 adds NeRV's smoothed precision and recall at this perplexity
     queries : int or None, query points the rank measures average over: None the default rule (all
         points up to 10,000, else a seeded sample), 0 all points, n > 0 n seeded points
@@ -24,7 +24,7 @@ def evaluate(X, Y, labels=None, k=(5, 10, 20), *, metric="euclidean", perplexity
 
     Returns
     -------
-    dict: "at_k" (one dict per K: trustworthiness, continuity, mrre_neighbourhood, mrre_visual, lcmc,
+    dict: "at_k" (one dict per K: trustworthiness, continuity, mrre_neighborhood, mrre_visual, lcmc,
     knn_accuracy), "homogeneity_1nn", "smoothed_precision", "smoothed_recall", and the sample used.
     """
     X = _dense(X, "X")

@@ -150,7 +150,7 @@ TEST_F(Cli, FashionMnistDemoMapsTheClasses) {
   ASSERT_EQ(o.code, 0) << o.output;
   const json rep = json::parse(slurp(dir_ / "fm" / "report.json"));
   EXPECT_EQ(rep["input"]["objects"], 10000);
-  // A 10-examples-per-class nearest-neighbour model on Fashion-MNIST is right ~65-70% of the
+  // A 10-examples-per-class nearest-neighbor model on Fashion-MNIST is right ~65-70% of the
   // time; the map's arg-max class reproduces most of the classifier's decisions (the priors
   // eta_r, eta_phi trade some fidelity for a compact map).
   EXPECT_GT(rep["quality"]["label_accuracy_of_input_argmax"].get<double>(), 0.55);

@@ -1,4 +1,4 @@
-// The neighbour-embedding configs run end to end on a Fashion-MNIST subset (limit lowered for
+// The neighbor-embedding configs run end to end on a Fashion-MNIST subset (limit lowered for
 // test time): outputs complete, classes separated, bad input named with exit 2.
 #include <gtest/gtest.h>
 
@@ -40,7 +40,7 @@ class NeConfigs : public ::testing::TestWithParam<const char*> {};
 TEST_P(NeConfigs, RunsAndSeparatesClasses) {
   if (!fs::exists(kImages)) GTEST_SKIP() << "dataset-fashion-mnist is not installed (scripts/setup.sh installs it)";
   orrery::test::TempDir tmp;
-  // supervised NeRV's map converges more slowly (its metric's neighbourhoods are tight)
+  // supervised NeRV's map converges more slowly (its metric's neighborhoods are tight)
   const int iters = std::string(GetParam()).rfind("snerv", 0) == 0 ? 1000 : 150;
   json params = {{"max_iter", iters}};
   if (std::string(GetParam()).rfind("hssne", 0) == 0) params["exaggeration_iter"] = 50;  // within the 150
@@ -51,7 +51,7 @@ TEST_P(NeConfigs, RunsAndSeparatesClasses) {
     EXPECT_TRUE(fs::exists(tmp.path(std::string("out/") + f))) << f;
   const json r = report(tmp);
   EXPECT_EQ(r["input"]["points"], 300);
-  // 10 classes, 300 images: a faithful map keeps most nearest neighbours in class (raw pixels
+  // 10 classes, 300 images: a faithful map keeps most nearest neighbors in class (raw pixels
   // give ~0.7 by 1-NN in the input space itself).
   EXPECT_GT(r["quality"]["homogeneity_1nn"].get<double>(), 0.55) << GetParam();
   EXPECT_GT(r["quality"]["at_k"][2]["trustworthiness"].get<double>(), 0.85) << GetParam();

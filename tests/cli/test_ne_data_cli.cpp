@@ -1,4 +1,4 @@
-// The neighbour methods take data as it comes, end to end through `orrery run`: duplicate points
+// The neighbor methods take data as it comes, end to end through `orrery run`: duplicate points
 // are mapped and counted (input.duplicates: refuse makes them an error), and the same points in
 // any units (times 1e-30 ... 1e30) give maps of the same quality.
 #include <gtest/gtest.h>

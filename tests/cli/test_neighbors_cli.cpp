@@ -63,7 +63,7 @@ TEST(NeighborsCli, ApproximateRunReportsItsRecall) {
   EXPECT_EQ(r["input"]["neighbors_requested"], "approximate");
   EXPECT_EQ(r["input"]["neighbors"], "approximate");
   EXPECT_EQ(r["input"]["neighbor_ef"], 200);
-  EXPECT_EQ(r["input"]["affinities"], "sparse");  // auto affinities follow the neighbour search
+  EXPECT_EQ(r["input"]["affinities"], "sparse");  // auto affinities follow the neighbor search
   EXPECT_EQ(r["input"]["neighbor_recall_sample"], 400);  // every point: fewer than the sample's 1,000
   const double recall = r["input"]["neighbor_recall"].get<double>();
   EXPECT_GE(recall, 0.97);
@@ -76,7 +76,7 @@ TEST(NeighborsCli, ApproximateRunReportsItsRecall) {
   EXPECT_TRUE(index_planned) << r["memory"].dump();
   const auto v = orrery::test::run_orrery("validate " + cfg);
   ASSERT_EQ(v.code, 0) << v.output;
-  EXPECT_NE(v.output.find("sparse (auto) affinities (approximate neighbours)"), std::string::npos) << v.output;
+  EXPECT_NE(v.output.find("sparse (auto) affinities (approximate neighbors)"), std::string::npos) << v.output;
 }
 
 TEST(NeighborsCli, AutoSearchesSmallSetsExactly) {
@@ -110,7 +110,7 @@ TEST(NeighborsCli, RefusedSettingsNameTheKey) {
   const std::string y = tmp.write("y.csv", labels.str());
   expect_refused(config(tmp, "snerv.json", "snerv", {{"vectors", x}, {"labels", y}, {"neighbors", "fast"}}),
                  "input.neighbors");
-  // k = ceil(3 perplexity) = 60 neighbours among 60 points
+  // k = ceil(3 perplexity) = 60 neighbors among 60 points
   expect_refused(config(tmp, "k.json", "nerv", {{"vectors", x}, {"perplexity", 20}, {"neighbors", "approximate"}}),
                  "input.perplexity");
   EXPECT_FALSE(fs::exists(tmp.path("out")));

@@ -122,9 +122,9 @@ TEST_P(NervPlacementCli, NewPointsLandAmongTheirClassAndTheRunsOwnPointsNearThei
 
   // the run's own points: on a converged map each fitted place minimises the point's own row cost
   // together with its terms in the other rows, and its own copy is now the nearest of its list (the
-  // largest p), so it lands within its fitted place's neighbourhood: closer to it than that place's
-  // 10th nearest neighbour in the map, for most points (296 of 300 measured; nerv only: snerv's map was
-  // made in the learning metric, in which a point's neighbours differ from its Euclidean ones, so only
+  // largest p), so it lands within its fitted place's neighborhood: closer to it than that place's
+  // 10th nearest neighbor in the map, for most points (296 of 300 measured; nerv only: snerv's map was
+  // made in the learning metric, in which a point's neighbors differ from its Euclidean ones, so only
   // its class's region is asserted)
   const std::string self = config(tmp, "self.json", method,
                                   {{"vectors", tmp.path("ref.csv")}, {"model", tmp.path("ref_out")}}, "self_out");
@@ -142,7 +142,7 @@ TEST_P(NervPlacementCli, NewPointsLandAmongTheirClassAndTheRunsOwnPointsNearThei
       std::nth_element(d.begin(), d.begin() + 9, d.end());
       near += dist2(S, i, Y, i) < d[9];
     }
-    EXPECT_GE(near, 270) << "of 300 points placed closer to their fitted place than its 10th map neighbour";
+    EXPECT_GE(near, 270) << "of 300 points placed closer to their fitted place than its 10th map neighbor";
   }
 }
 

@@ -37,7 +37,7 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-// Three Gaussian clusters in 5-D with their labels (CSV), the input of the neighbour methods.
+// Three Gaussian clusters in 5-D with their labels (CSV), the input of the neighbor methods.
 void write_vectors(const orrery::test::TempDir& tmp, int n, unsigned seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<double> z(0.0, 1.0);

@@ -104,7 +104,7 @@ TEST(SnervScaleCli, BadValuesOfTheNewKeysNameTheKey) {
   expect_refused(config(tmp, "c.json", with({{"metric", {{"candidates", -3}}}})), "candidates");
   expect_refused(config(tmp, "c2.json", with({{"neighbors", "exact"}, {"metric", {{"candidates", 30}}}})),
                  "input.metric.candidates");
-  // more candidates than other points, and fewer than the k = 15 neighbours kept
+  // more candidates than other points, and fewer than the k = 15 neighbors kept
   expect_refused(config(tmp, "c3.json", with({{"neighbors", "approximate"}, {"metric", {{"candidates", 500}}}})),
                  "input.metric.candidates");
   expect_refused(config(tmp, "c4.json", with({{"neighbors", "approximate"}, {"metric", {{"candidates", 10}}}})),

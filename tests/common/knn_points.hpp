@@ -1,4 +1,4 @@
-// Inputs of the neighbour-search tests: n x d points, either integers 0 .. levels - 1 (exact
+// Inputs of the neighbor-search tests: n x d points, either integers 0 .. levels - 1 (exact
 // distances, many ties) or standard normal reals (levels 0), each plus `offset` (points far from
 // the origin).
 #pragma once

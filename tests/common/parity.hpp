@@ -42,7 +42,7 @@ class ParityCheck {
       if (!c.agreement.ok()) ADD_FAILURE() << c.agreement.describe(where_ + ": " + c.output + " [" + c.tolerance + "]");
     }
   }
-  // Integers (neighbour lists, ranks, counts) must be identical.
+  // Integers (neighbor lists, ranks, counts) must be identical.
   template <class I>
   void same(const std::string& output, const std::vector<I>& cpu, const std::vector<I>& device) {
     ++comparisons_;

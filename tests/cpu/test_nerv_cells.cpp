@@ -2,7 +2,7 @@
 // brute-force evaluation of the same truncated definition (wide rows, an enlarged grid and points on
 // the cut-off included), its gradient is the gradient of that cost (finite differences), a cutoff
 // beyond every pair gives the exact sparse cost, the thread count changes no bits, the float engine
-// agrees with the double arithmetic, and approximate fits lower the cost and keep neighbourhoods.
+// agrees with the double arithmetic, and approximate fits lower the cost and keep neighborhoods.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,8 +1,8 @@
 // Inputs of the parity registry's large cases: N >= 2^17 points, so that the device's 64-bit index
 // paths (N^2 > 2^32 pairs), its launch shapes for large N (one chunk per pair grid, the default
-// neighbour-search tiling) and its per-point buffers at scale are compared with the CPU. The CPU side
+// neighbor-search tiling) and its per-point buffers at scale are compared with the CPU. The CPU side
 // of such a case must stay cheap (a few seconds on 2 cores: ParityCasesOnTheCpu runs every case on
-// the CPU twice), so the inputs come with their neighbours known by construction instead of an
+// the CPU twice), so the inputs come with their neighbors known by construction instead of an
 // O(N^2) search.
 #pragma once
 #include <algorithm>
@@ -19,7 +19,7 @@ namespace orrery::test {
 inline constexpr index_t kLargeN = 131075;
 
 // Points on a line, x_i = i + 0.3 sin(i) (increasing, since the slope 1 + 0.3 cos i > 0), with
-// unequal gaps. Their k nearest neighbours come from a merge of the two sides of i (O(N k)), with
+// unequal gaps. Their k nearest neighbors come from a merge of the two sides of i (O(N k)), with
 // exact_knn's order: ascending squared distance, ties by lower index.
 inline std::vector<double> line_points(index_t n) {
   std::vector<double> x(static_cast<size_t>(n));

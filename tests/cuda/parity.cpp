@@ -23,7 +23,7 @@ TEST_P(Parity, AgreesWithTheCpu) {
 // Every registered case, run with the CPU reference on both sides (all threads against one): the
 // CPU engines promise the same bits for any thread count, so every comparison must pass; and it
 // keeps the registry's own code exercised where no GPU is present. The cases marked large run an
-// O(N^2) primitive at N >= 2^17 on their device side (a neighbour search, all pairs): minutes on one
+// O(N^2) primitive at N >= 2^17 on their device side (a neighbor search, all pairs): minutes on one
 // CPU thread, so they are left out (each has a small-N twin here); ORRERY_PARITY_LARGE_ON_CPU=1 runs
 // them too, to check their own code once.
 TEST(ParityCasesOnTheCpu, OneThreadAgreesWithMany) {

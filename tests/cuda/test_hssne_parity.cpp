@@ -1,7 +1,7 @@
-// The CUDA HSSNE engine and neighbour search against the CPU, through the parity harness. The GPU
+// The CUDA HSSNE engine and neighbor search against the CPU, through the parity harness. The GPU
 // sums tiles of pairs in float (then tiles in double), so its sums agree with the CPU's double sums
 // to float rounding (hssne.* tolerances), and its steps (double, on the device) follow them; the
-// neighbour search uses the same double distances, so on integer-valued points the graphs are
+// neighbor search uses the same double distances, so on integer-valued points the graphs are
 // identical.
 #include <gtest/gtest.h>
 
@@ -30,7 +30,7 @@ using test::gaussian_points;
 
 std::string tail(double alpha) { return "_alpha" + std::to_string(static_cast<int>(std::lround(alpha * 10))); }
 
-// Sparse affinities of n points on a line (tests/cuda/large.hpp): 15 neighbours each, found in O(n k).
+// Sparse affinities of n points on a line (tests/cuda/large.hpp): 15 neighbors each, found in O(n k).
 AffinityResult line_affinities(index_t n) { return affinities_from_knn(test::line_knn(test::line_points(n), 15), 5.0); }
 
 // Row i's sums at Y with the engines' per-pair function (math/neighbor.hpp) in double: the repulsion
@@ -199,16 +199,16 @@ std::vector<test::ParityCase> test::knn_parity_cases() {
          MatrixD X(2100, 17);
          for (double& v : X.data) v = static_cast<double>(rng() % 5);  // many ties and duplicates
          const KnnGraph c = cpu.knn(X, 40), g = gpu.knn(X, 40);
-         check.same("neighbours", c.index, g.index);
+         check.same("neighbors", c.index, g.index);
          check.same("squared distances", c.dist2, g.dist2);
        }},
       {"knn", "real_N1500_d30_k25",
        [](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
          const MatrixD X = gaussian_points(1500, 30, 12, 1.0);
          const KnnGraph c = cpu.knn(X, 25), g = gpu.knn(X, 25);
-         // Distances agree to rounding; neighbour order could only differ between near-equal distances.
+         // Distances agree to rounding; neighbor order could only differ between near-equal distances.
          check.agree("squared distances", "knn.distances", c.dist2, g.dist2);
-         check.same("neighbours", c.index, g.index);
+         check.same("neighbors", c.index, g.index);
        }},
       {"knn", "affinities_from_the_graph_N800",
        [](Backend& cpu, Backend& gpu, test::ParityCheck& check) {

@@ -1,4 +1,4 @@
-// The GEMM neighbour search (kernels/knn.cu) against the CPU's exact search: several query batches
+// The GEMM neighbor search (kernels/knn.cu) against the CPU's exact search: several query batches
 // and candidate tiles (forced small by ORRERY_KNN_TILING), d not a multiple of any tile width,
 // k up to N - 1, duplicate points (ties by index), integer coordinates (exact everywhere), points
 // far from the origin (the shift), and the same bits twice and under another tiling; then the
@@ -50,7 +50,7 @@ void expect_exact(Backend& cpu, Backend& gpu, test::ParityCheck& check, const Ma
   const KnnGraph c = cpu.knn(X, k);
   const Tiling t(caps);
   const KnnGraph g = gpu.knn(X, k);
-  check.same("neighbours", c.index, g.index);
+  check.same("neighbors", c.index, g.index);
   check.same("squared distances (bits)", bits(c.dist2), bits(g.dist2));
 }
 
@@ -60,7 +60,7 @@ KnnGraph expect_close(Backend& cpu, Backend& gpu, test::ParityCheck& check, cons
   const KnnGraph c = cpu.knn(X, k);
   const Tiling t(caps);
   KnnGraph g = gpu.knn(X, k);
-  check.same("neighbours", c.index, g.index);
+  check.same("neighbors", c.index, g.index);
   check.agree("squared distances", "knn.distances", c.dist2, g.dist2);
   return g;
 }
@@ -94,7 +94,7 @@ void compare_sampled_rows(index_t n, Backend& gpu, test::ParityCheck& check) {
   const int k = 30;
   const std::vector<index_t> rows = test::sample_rows(n, 64, 41);
   const KnnGraph c = sampled_rows(X, rows, k), g = gpu.knn(X, k);
-  check.same("neighbours of the sampled rows", c.index, test::rows_of(g.index, rows, k));
+  check.same("neighbors of the sampled rows", c.index, test::rows_of(g.index, rows, k));
   check.same("squared distances of the sampled rows (bits)", bits(c.dist2), bits(test::rows_of(g.dist2, rows, k)));
 }
 
@@ -137,9 +137,9 @@ std::vector<test::ParityCase> test::knn_gemm_parity_cases() {
     const KnnGraph a = expect_close(cpu, gpu, check, X, 30, "128x300");
     const KnnGraph b = expect_close(cpu, gpu, check, X, 30, "128x300");
     const KnnGraph c = gpu.knn(X, 30);
-    check.same("neighbours, twice", a.index, b.index);
+    check.same("neighbors, twice", a.index, b.index);
     check.same("squared distances (bits), twice", bits(a.dist2), bits(b.dist2));
-    check.same("neighbours, another tiling", a.index, c.index);
+    check.same("neighbors, another tiling", a.index, c.index);
     check.same("squared distances (bits), another tiling", bits(a.dist2), bits(c.dist2));
   });
   // Large: 2^17 + 3 points, one search under the default tiling (marked large: the device side is

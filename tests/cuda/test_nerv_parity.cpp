@@ -51,7 +51,7 @@ void compare_truncated(const SparseAffinity& P, const std::vector<double>& beta,
   check.add(compare_nerv_engines(*cpu.make_nerv(P, beta, o), *gpu.make_nerv(P, beta, o), Y));
 }
 
-// Sparse rows of n points on a line (tests/cuda/large.hpp, neighbours found in O(n k)) and a map
+// Sparse rows of n points on a line (tests/cuda/large.hpp, neighbors found in O(n k)) and a map
 // at the approximate path's start spread (nerv_start_scale median bandwidths: about
 // cutoff x perplexity = 60 points kept per row at the map's centre).
 void compare_truncated_line(index_t n, Backend& cpu, Backend& gpu, test::ParityCheck& check) {

@@ -39,7 +39,7 @@ struct Problem {
 };
 
 // N reference points in four clusters of the map, their inputs the map blurred; M new points about the
-// same centres, their neighbours among the inputs.
+// same centres, their neighbors among the inputs.
 Problem problem(index_t N, index_t M, int D, unsigned seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> z(0.0, 1.0);

@@ -25,7 +25,7 @@ namespace {
 
 // A reference map R of four Gaussian clusters (spread `sd`, centres `gap` apart along the diagonal)
 // and M new points X_new drawn about the same centres, a little wider, in an input space X that is
-// the map blurred by twice the spread: each new point's neighbours are then scattered over the map
+// the map blurred by twice the spread: each new point's neighbors are then scattered over the map
 // about its cluster, and it takes tens of steps from its start (up to ~100).
 struct Placement {
   MatrixD R, X, Q;
@@ -48,7 +48,7 @@ Placement placement(index_t N, index_t M, int D, double sd, double gap, unsigned
   return s;
 }
 
-void neighbours(Placement& s) {
+void neighbors(Placement& s) {
   s.g = exact_knn_to(s.X, s.Q, 15, 0);
   s.rows = conditional_rows(s.g, 5.0, 0);
 }
@@ -95,13 +95,13 @@ std::vector<test::ParityCase> test::place_parity_cases() {
     out.push_back({"place", name, [v](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
                      Placement s = v.dim == 2 ? placement(1501, 301, 2, 1.5, 12.0, 21)
                                               : placement(1501, 301, 3, 0.6, 2.0, 22);
-                     neighbours(s);
+                     neighbors(s);
                      HssneRepulsion rep;
                      rep.interpolated = v.grid;
                      compare(cpu, gpu, check, s, v.alpha, rep);
                    }});
   }
-  // Points whose first trial leaves the grid: two new points' neighbours are two of a group at (12, 0)
+  // Points whose first trial leaves the grid: two new points' neighbors are two of a group at (12, 0)
   // and two of a group at (0, 12), so each starts at the per-axis median (0, 0), on the flank of a
   // dense cluster at (-1.5, -1.5), with the long first step of a far attraction; the cluster's
   // repulsion throws the trial tens of units out, past the grid's margin, where both sides sum it
@@ -137,7 +137,7 @@ std::vector<test::ParityCase> test::place_parity_cases() {
   // once, O(N); each step O(M)).
   out.push_back({"place", "grid_N131075_M301_D2_alpha10", [](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
                    Placement s = placement(test::kLargeN, 301, 2, 1.5, 12.0, 24);
-                   neighbours(s);
+                   neighbors(s);
                    HssneRepulsion rep;
                    rep.interpolated = true;
                    compare(cpu, gpu, check, s, 1.0, rep);

@@ -1,4 +1,4 @@
-// The CUDA rank rows and neighbour searches of the quality measures against the CPU, through the
+// The CUDA rank rows and neighbor searches of the quality measures against the CPU, through the
 // parity harness: integer-valued points give exactly representable distances, so the ranks and
 // counts must be identical, not just close (quality.*).
 #include <gtest/gtest.h>
@@ -25,9 +25,9 @@ MatrixD integer_points(index_t n, index_t d, unsigned seed, int levels) {
 }
 
 void same_rows(const RankRows& c, const RankRows& g, test::ParityCheck& check, const std::string& what) {
-  check.same(what + "map neighbours", c.map_neighbours, g.map_neighbours);
-  check.same(what + "input ranks of map neighbours", c.input_rank_of_map_nb, g.input_rank_of_map_nb);
-  check.same(what + "map ranks of input neighbours", c.map_rank_of_input_nb, g.map_rank_of_input_nb);
+  check.same(what + "map neighbors", c.map_neighbors, g.map_neighbors);
+  check.same(what + "input ranks of map neighbors", c.input_rank_of_map_nb, g.input_rank_of_map_nb);
+  check.same(what + "map ranks of input neighbors", c.map_rank_of_input_nb, g.map_rank_of_input_nb);
 }
 
 }  // namespace
@@ -54,7 +54,7 @@ std::vector<test::ParityCase> test::quality_parity_cases() {
                      for (const auto* r : {&c, &g}) {
                        auto& v = r == &c ? vc : vg;
                        const QualityAtK& a = r->at_k[q];
-                       v.insert(v.end(), {a.trustworthiness, a.continuity, a.mrre_neighbourhood, a.mrre_visual, a.lcmc,
+                       v.insert(v.end(), {a.trustworthiness, a.continuity, a.mrre_neighborhood, a.mrre_visual, a.lcmc,
                                           a.knn_accuracy});
                      }
                    check.agree("measures at K = 1, 7, 40", "quality.measures", vc, vg);

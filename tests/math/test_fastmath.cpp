@@ -28,7 +28,7 @@ TEST(FastMath, LogPositiveIsWithinAnUlpOfStdLog) {
   EXPECT_DOUBLE_EQ(math::log_positive(0.5), -std::log(2.0));
   EXPECT_DOUBLE_EQ(math::log_positive(std::numeric_limits<double>::max()), std::log(std::numeric_limits<double>::max()));
   EXPECT_DOUBLE_EQ(math::log_positive(std::numeric_limits<double>::min()), std::log(std::numeric_limits<double>::min()));
-  EXPECT_NEAR(math::log_positive(1.0 + 1e-10), 1e-10, 1e-16);  // log(1 + tau) for close neighbours
+  EXPECT_NEAR(math::log_positive(1.0 + 1e-10), 1e-10, 1e-16);  // log(1 + tau) for close neighbors
 }
 
 TEST(FastMath, Log1pNonnegativeIsWithinTwoUlpsOfStdLog1p) {

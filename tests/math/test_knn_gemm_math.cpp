@@ -1,4 +1,4 @@
-// The GEMM neighbour search's arithmetic (math/knn_gemm.hpp, math/select.hpp's nearest_candidates),
+// The GEMM neighbor search's arithmetic (math/knn_gemm.hpp, math/select.hpp's nearest_candidates),
 // which kernels/knn.cu runs: the expanded distance against the direct one, the shift, the kept
 // count, the tiling plan under a memory bound, and the whole search (tiles of expanded distances
 // into bounded heaps, then the exact re-rank) replayed on the host against the CPU's exact search.
@@ -59,7 +59,7 @@ KnnGraph tiled_search(const MatrixD& X, int k, index_t tile) {
   return g;
 }
 
-// Squared distances of the same neighbours: equal for integer inputs, else to rounding (the host
+// Squared distances of the same neighbors: equal for integer inputs, else to rounding (the host
 // vectorises the coordinate sum, and its lane order may differ between call sites).
 void expect_same_distances(const std::vector<double>& got, const std::vector<double>& want, bool integer) {
   ASSERT_EQ(got.size(), want.size());

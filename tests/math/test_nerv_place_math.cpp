@@ -41,7 +41,7 @@ Case make_case(index_t N, int D, int k, unsigned seed) {
   double s = 0.0;
   for (int l = 0; l < k; ++l) c.p.push_back(u(rng)), s += c.p.back();
   for (double& v : c.p) v /= s;
-  c.p[static_cast<size_t>(k - 1)] = 0.0;  // a listed neighbour without mass: log p is floored
+  c.p[static_cast<size_t>(k - 1)] = 0.0;  // a listed neighbor without mass: log p is floored
   c.beta = 0.7;
   return c;
 }

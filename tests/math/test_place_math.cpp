@@ -75,11 +75,11 @@ TEST(PlaceMath, WeightedMedianIsTheSortedOnesToTheBit) {
   EXPECT_EQ(math::weighted_median<double>(3, value, [&](int l) { return w2[l]; }), -1.0);
 }
 
-// A small reference map and one new point's neighbours among it.
+// A small reference map and one new point's neighbors among it.
 struct Reference {
   MatrixD R;
   std::vector<index_t> nb = {3, 7, 11, 19, 23, 31};
-  std::vector<double> p = {0.3, 0.25, 0.2, 0.1, 0.15, 0.0};  // the last neighbour adds nothing
+  std::vector<double> p = {0.3, 0.25, 0.2, 0.1, 0.15, 0.0};  // the last neighbor adds nothing
 };
 
 Reference reference(int D, unsigned seed) {
@@ -155,7 +155,7 @@ TEST(PlaceMath, FirstStepIsTheInverseAttractionCurvature) {
             1 / (2 * math::kPlaceMinCurvature));
 }
 
-TEST(PlaceMath, StartIsThePerAxisMedianOfTheNeighbours) {
+TEST(PlaceMath, StartIsThePerAxisMedianOfTheNeighbors) {
   const Reference r = reference(2, 13);
   double y[2];
   const int k = static_cast<int>(r.nb.size());

@@ -1,5 +1,5 @@
 // Input affinities: calibrated entropies, symmetry and normalisation, sparse = dense when the
-// neighbour lists cover every point, and the input errors the neighbour-embedding runs rely on.
+// neighbor lists cover every point, and the input errors the neighbor-embedding runs rely on.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -67,7 +67,7 @@ TEST(Affinity, DenseIsSymmetricNormalisedWithZeroDiagonal) {
   EXPECT_NEAR(total, 1.0, 1e-12);
 }
 
-TEST(Affinity, SparseEqualsDenseWhenNeighbourListsCoverAllPoints) {
+TEST(Affinity, SparseEqualsDenseWhenNeighborListsCoverAllPoints) {
   const MatrixD X = gaussian_points(31, 4, 2);  // k = ceil(3 * 10) = 30 = N - 1
   const AffinityResult d = affinities_dense(X, 10.0, 1), s = affinities_sparse(X, 10.0, 3);
   for (index_t i = 0; i < 31; ++i) {
@@ -129,9 +129,9 @@ TEST(AffinityEntries, SymmetrisedScaledAndChecked) {
 }
 
 // Duplicate points are data (scikit-learn, openTSNE and FIt-SNE map them): every path calibrates
-// each row to its perplexity, a point's copies are its most probable neighbours, a point with at
+// each row to its perplexity, a point's copies are its most probable neighbors, a point with at
 // least `perplexity` copies puts its row on them (uniformly, at a finite beta), and only a point
-// whose every candidate neighbour is a copy is an input error, naming its row.
+// whose every candidate neighbor is a copy is an input error, naming its row.
 TEST(Affinity, DuplicatePointsAreData) {
   MatrixD X = gaussian_points(40, 3, 6);
   for (index_t c = 0; c < 3; ++c) X(17, c) = X(4, c), X(30, c) = X(9, c), X(31, c) = X(9, c);

@@ -176,8 +176,9 @@ TEST(FieldTables, CheckFieldsCatchesParamsBuiltInCode) {
 TEST(MemoryPlan, RefusesWhatDoesNotFitAndNamesTheKey) {
   NePlanInput in;
   in.points = 70000;
+  in.perplexity = 30;
   in.dense = true;
-  const MemoryPlan dense = plan_neighbour_embedding(in, false);
+  const MemoryPlan dense = plan_neighbor_embedding(in, false);
   EXPECT_NEAR(dense.host_peak() - kMemoryMargin, 16.0 * 70000.0 * 70000.0, 1.0) << "P and its conditional rows";
   const MemoryInfo small{24.0 * (1 << 30), 0.0};
   try {
@@ -190,20 +191,20 @@ TEST(MemoryPlan, RefusesWhatDoesNotFitAndNamesTheKey) {
       EXPECT_NE(m.find(part), std::string::npos) << part << " in " << m;
   }
   in.dense = false;
-  const MemoryPlan sparse = plan_neighbour_embedding(in, false);
+  const MemoryPlan sparse = plan_neighbor_embedding(in, false);
   EXPECT_LT(sparse.host_peak(), 1e9) << "sparse affinities are O(N k)";
   EXPECT_NO_THROW(check_memory_plan(sparse, small, false));
   // The CPU grid engine's renumbered copy of P (up to 2 N k entries of 16 bytes) and the grid's
   // per-point arrays (N (24 p + 64) bytes at p = 4 nodes per axis).
   in.grid_engine = true;
-  EXPECT_NEAR(plan_neighbour_embedding(in, false).host_peak() - sparse.host_peak(),
+  EXPECT_NEAR(plan_neighbor_embedding(in, false).host_peak() - sparse.host_peak(),
               32.0 * 70000.0 * 90.0 + 70000.0 * (24.0 * 4 + 64.0), 1.0);
   in.grid_engine = false;
   // On a device the engine's arrays count against its memory.
   in.method = NeMethod::nerv;
   in.dense = true;
   in.points = 20000;
-  const MemoryPlan gpu = plan_neighbour_embedding(in, true);
+  const MemoryPlan gpu = plan_neighbor_embedding(in, true);
   EXPECT_NEAR(gpu.device_peak(), 16.0 * 20000.0 * 20000.0, 1.0) << "P, log P and transposes in float";
   try {
     check_memory_plan(gpu, MemoryInfo{1e12, 4e9}, true);
@@ -212,13 +213,13 @@ TEST(MemoryPlan, RefusesWhatDoesNotFitAndNamesTheKey) {
     EXPECT_NE(std::string(e.what()).find("GPU memory"), std::string::npos) << e.what();
   }
   in.dense = false;
-  EXPECT_LT(plan_neighbour_embedding(in, true).device_peak(), 1e8) << "sparse NeRV keeps O(N k) on the device";
+  EXPECT_LT(plan_neighbor_embedding(in, true).device_peak(), 1e8) << "sparse NeRV keeps O(N k) on the device";
   // The device grid's per-point arrays: O(N p), on the device only.
   in.method = NeMethod::hssne;
-  const MemoryPlan lists = plan_neighbour_embedding(in, true);
+  const MemoryPlan lists = plan_neighbor_embedding(in, true);
   in.grid_engine = true;
   in.grid_nodes = 5;
-  const MemoryPlan grid = plan_neighbour_embedding(in, true);
+  const MemoryPlan grid = plan_neighbor_embedding(in, true);
   EXPECT_NEAR(grid.device_peak() - lists.device_peak(), 20000.0 * (24.0 * 5 + 64.0), 1.0);
   EXPECT_NEAR(grid.host_peak(), lists.host_peak(), 1.0) << "no renumbered copy of P on the host for a device";
 }

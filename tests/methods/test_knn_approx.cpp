@@ -1,4 +1,4 @@
-// The approximate neighbour search (HNSW) against the exact one: recall on a planted clustered set,
+// The approximate neighbor search (HNSW) against the exact one: recall on a planted clustered set,
 // exact_knn's conventions, determinism across runs and thread counts, and the recall estimate.
 #include <gtest/gtest.h>
 
@@ -31,7 +31,7 @@ MatrixD planted_clusters(index_t n, int d, int clusters, unsigned seed, std::vec
   return X;
 }
 
-// Exact recall: a listed neighbour counts when it is no farther than the exact k-th.
+// Exact recall: a listed neighbor counts when it is no farther than the exact k-th.
 double recall_against(const KnnGraph& exact, const KnnGraph& g) {
   double found = 0;
   for (index_t i = 0; i < exact.num_points; ++i)
@@ -49,7 +49,7 @@ TEST(ApproximateKnn, PlantedClustersReachTheRecallAndStayInTheirCluster) {
   const KnnGraph g = approximate_knn(X, k, 7, 2);
   EXPECT_GE(recall_against(exact, g), kPlantedRecall);
   for (index_t i = 0; i < X.rows; ++i)
-    for (int l = 0; l < k; ++l) ASSERT_EQ(label[g.neighbours(i)[l]], label[i]) << "point " << i << ", neighbour " << l;
+    for (int l = 0; l < k; ++l) ASSERT_EQ(label[g.neighbors(i)[l]], label[i]) << "point " << i << ", neighbor " << l;
   // The estimate on every point is the exact recall; on a sample it is close to it.
   EXPECT_DOUBLE_EQ(estimate_knn_recall(X, g, X.rows, 3, 2).recall, recall_against(exact, g));
   const KnnRecall est = estimate_knn_recall(X, g, 300, 3, 2);
@@ -65,11 +65,11 @@ TEST(ApproximateKnn, KeepsTheExactSearchConventions) {
   ASSERT_EQ(g.num_points, X.rows);
   ASSERT_EQ(g.k, k);
   for (index_t i = 0; i < X.rows; ++i) {
-    const index_t* nb = g.neighbours(i);
+    const index_t* nb = g.neighbors(i);
     const double* d2 = g.distances2(i);
     for (int l = 0; l < k; ++l) {
-      ASSERT_NE(nb[l], i) << "point " << i << " is its own neighbour";
-      ASSERT_EQ(d2[l], math::squared_distance(X.row(i), X.row(nb[l]), 5)) << "point " << i << ", neighbour " << l;
+      ASSERT_NE(nb[l], i) << "point " << i << " is its own neighbor";
+      ASSERT_EQ(d2[l], math::squared_distance(X.row(i), X.row(nb[l]), 5)) << "point " << i << ", neighbor " << l;
       if (l > 0) {
         ASSERT_TRUE(d2[l - 1] < d2[l] || (d2[l - 1] == d2[l] && nb[l - 1] < nb[l])) << "point " << i;
       }
@@ -87,7 +87,7 @@ TEST(ApproximateKnn, DuplicatesAndTiesGiveTheExactDistances) {
     const KnnGraph exact = exact_knn(X, k, 1), g = approximate_knn(X, k, 5, 2);
     EXPECT_EQ(g.dist2, exact.dist2) << "k = " << k;
     for (index_t i = 0; i < X.rows; ++i)
-      for (int l = 0; l < k; ++l) ASSERT_NE(g.neighbours(i)[l], i);
+      for (int l = 0; l < k; ++l) ASSERT_NE(g.neighbors(i)[l], i);
   }
 }
 

@@ -2,7 +2,7 @@
 // lambda = 1 equals the SNE cost, the row/pair-pass evaluation equals the straightforward N x N one,
 // sparse equals dense when the lists cover every point, the vectorisable exps are within an ulp (two
 // in float) of std::exp, the float evaluation agrees with the double one, and the CG fits lower the
-// cost and keep neighbourhoods.
+// cost and keep neighborhoods.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -289,7 +289,7 @@ TEST(Nerv, SparseEqualsDenseWhenListsCoverAllPoints) {
       const double Es = nerv_objective(full, d.beta, Y, lambda, &gs, 2);
       EXPECT_NEAR(Es, Ed, 1e-10 * std::abs(Ed)) << "lambda " << lambda << " D " << D;
       expect_same(gs, gd, 1e-10, "gradient");
-      // affinities_sparse's own rows (calibrated on the 30 neighbours: the same P up to round-off)
+      // affinities_sparse's own rows (calibrated on the 30 neighbors: the same P up to round-off)
       const double Ea = nerv_objective(s.sparse_conditional, s.beta, Y, lambda, &ga, 2);
       EXPECT_NEAR(Ea, Ed, 1e-7 * std::abs(Ed)) << "lambda " << lambda << " D " << D;
       expect_same(ga, gd, 1e-7, "gradient from affinities_sparse");

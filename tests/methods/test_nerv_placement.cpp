@@ -59,7 +59,7 @@ TEST(NervPlacement, ThreadsAndCompanyChangeNoBitsAndEveryPlaceIsStationary) {
     for (index_t i = 0; i < g.num_points; ++i) {
       double grad[3] = {0, 0, 0};
       const auto si = static_cast<size_t>(i);
-      const double c = nerv_placement_cost(a.coords.row(i), s.R, g.neighbours(i), rows.p.data() + i * g.k, g.k,
+      const double c = nerv_placement_cost(a.coords.row(i), s.R, g.neighbors(i), rows.p.data() + i * g.k, g.k,
                                            rows.beta[si], 0.3, grad);
       EXPECT_DOUBLE_EQ(c, a.cost[si]) << "point " << i;
       // |grad| in cost per bandwidth

@@ -1,5 +1,5 @@
 // Out-of-sample placement into a frozen HSSNE map (place_points) and the pieces it rests on: the
-// query neighbour searches, the frozen grid, PCA's basis.
+// query neighbor searches, the frozen grid, PCA's basis.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -67,7 +67,7 @@ TEST(Placement, GradientMatchesFiniteDifferences) {
 
 // The query searches: exact_knn_to equals a brute-force loop, and with the queries being the
 // reference itself, its lists are exact_knn's with each point's own row (distance 0) in front.
-TEST(Placement, QueryNeighboursAreTheNearestReferencePoints) {
+TEST(Placement, QueryNeighborsAreTheNearestReferencePoints) {
   std::vector<int> labels;
   const MatrixD R = classes(300, 1, labels), Q = classes(40, 2, labels);
   const KnnGraph g = exact_knn_to(R, Q, 7, 2);
@@ -79,12 +79,12 @@ TEST(Placement, QueryNeighboursAreTheNearestReferencePoints) {
       all.emplace_back(d2, j);
     }
     std::sort(all.begin(), all.end());
-    for (int l = 0; l < 7; ++l) EXPECT_EQ(g.neighbours(i)[l], all[static_cast<size_t>(l)].second) << i << " " << l;
+    for (int l = 0; l < 7; ++l) EXPECT_EQ(g.neighbors(i)[l], all[static_cast<size_t>(l)].second) << i << " " << l;
   }
   const KnnGraph self = exact_knn_to(R, R, 6, 2), ref = exact_knn(R, 5, 2);
   for (index_t i = 0; i < R.rows; ++i) {
     EXPECT_EQ(self.distances2(i)[0], 0.0);
-    for (int l = 0; l < 5; ++l) EXPECT_EQ(self.neighbours(i)[l + 1], ref.neighbours(i)[l]) << i;
+    for (int l = 0; l < 5; ++l) EXPECT_EQ(self.neighbors(i)[l + 1], ref.neighbors(i)[l]) << i;
   }
   const KnnGraph approx = approximate_knn_to(R, Q, 7, 3, 2);
   int same = 0;
@@ -127,7 +127,7 @@ TEST(Placement, FrozenGridMatchesTheExactSumsAtNewPoints) {
 // New points from the same classes land among their own class in a fitted map, grid and exact
 // sums agree, no point's cost rises from its start, and the result has the same bits for 1 and 2
 // threads.
-TEST(Placement, NewPointsLandNearTheirNeighbours) {
+TEST(Placement, NewPointsLandNearTheirNeighbors) {
   std::vector<int> labels, new_labels;
   const MatrixD X = classes(600, 1, labels), Xn = classes(80, 9, new_labels);
   HssneParams prm;
@@ -159,7 +159,7 @@ TEST(Placement, NewPointsLandNearTheirNeighbours) {
   }
   EXPECT_GE(right, 78) << "of 80 new points, nearest reference point of the same class";
   EXPECT_LT(moved / spread, 1e-2) << "grid and exact placements agree";
-  // the cost at the start (the median of the neighbours) is not lower than at the end
+  // the cost at the start (the median of the neighbors) is not lower than at the end
   const PlacementResult start = place_points(g, 20.0, Y, 1.0, exact, PlacementParams{0, 1e-4}, *make_cpu_backend(2));
   for (index_t i = 0; i < Xn.rows; ++i) EXPECT_LE(a.cost[static_cast<size_t>(i)], start.cost[static_cast<size_t>(i)]);
 }

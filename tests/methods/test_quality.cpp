@@ -17,7 +17,7 @@ using namespace orrery;
 
 namespace {
 
-// rank[i][j]: 1-based rank of j among i's neighbours (self excluded, ties by index).
+// rank[i][j]: 1-based rank of j among i's neighbors (self excluded, ties by index).
 std::vector<std::vector<int>> brute_ranks(const MatrixD& M) {
   const index_t N = M.rows;
   std::vector<std::vector<int>> rank(N, std::vector<int>(N, 0));
@@ -57,7 +57,7 @@ Brute brute(const MatrixD& X, const MatrixD& Y, int K) {
   double H = 0;
   for (int k = 1; k <= K; ++k) H += std::abs(N - 2 * k + 1) / k;
   H *= N;
-  // K = N - 1 makes G = 0: every point is everyone's neighbour and both measures are 1
+  // K = N - 1 makes G = 0: every point is everyone's neighbor and both measures are 1
   return {G > 0 ? 1 - 2 * t / G : 1.0, G > 0 ? 1 - 2 * c / G : 1.0, wn / H, wv / H, K / (1 - N) + ov / (N * K)};
 }
 
@@ -79,7 +79,7 @@ void expect_matches_brute(const MatrixD& X, const MatrixD& Y, std::vector<int> k
     const QualityAtK& a = rep.at_k[q];
     EXPECT_NEAR(a.trustworthiness, b.T, 1e-12) << what << " K=" << ks[q];
     EXPECT_NEAR(a.continuity, b.C, 1e-12) << what << " K=" << ks[q];
-    EXPECT_NEAR(a.mrre_neighbourhood, b.Wn, 1e-12) << what << " K=" << ks[q];
+    EXPECT_NEAR(a.mrre_neighborhood, b.Wn, 1e-12) << what << " K=" << ks[q];
     EXPECT_NEAR(a.mrre_visual, b.Wv, 1e-12) << what << " K=" << ks[q];
     EXPECT_NEAR(a.lcmc, b.U, 1e-12) << what << " K=" << ks[q];
   }
@@ -93,7 +93,7 @@ TEST(Knn, MatchesBruteForceWithTiesAndDuplicates) {
   for (int k : {1, 7, 69}) {
     const KnnGraph g = exact_knn(X, k, 2);
     for (index_t i = 0; i < X.rows; ++i)
-      for (int l = 0; l < k; ++l) ASSERT_EQ(rank[i][g.neighbours(i)[l]], l + 1) << "i=" << i << " l=" << l;
+      for (int l = 0; l < k; ++l) ASSERT_EQ(rank[i][g.neighbors(i)[l]], l + 1) << "i=" << i << " l=" << l;
   }
   EXPECT_THROW(exact_knn(X, 70, 1), Error);
   EXPECT_THROW(exact_knn(X, 0, 1), Error);
@@ -153,7 +153,7 @@ TEST(Quality, PerfectMapScoresPerfectly) {
   for (const auto& q : rep.at_k) {
     EXPECT_DOUBLE_EQ(q.trustworthiness, 1.0) << q.k;
     EXPECT_DOUBLE_EQ(q.continuity, 1.0) << q.k;
-    EXPECT_DOUBLE_EQ(q.mrre_neighbourhood, 0.0) << q.k;
+    EXPECT_DOUBLE_EQ(q.mrre_neighborhood, 0.0) << q.k;
     EXPECT_DOUBLE_EQ(q.mrre_visual, 0.0) << q.k;
     EXPECT_NEAR(q.lcmc, 1.0 - q.k / 79.0, 1e-12) << "U(K) of a perfect map is 1 - K/(N-1)";
   }
@@ -206,7 +206,7 @@ TEST(Quality, SmoothedPrecisionRecallMatchDefinition) {
 }
 
 TEST(Quality, KnnAccuracyAndHomogeneity) {
-  // Two well separated groups: every neighbour within a group shares its label.
+  // Two well separated groups: every neighbor within a group shares its label.
   MatrixD Y(20, 2, 0.0);
   std::vector<int> labels(20);
   for (int i = 0; i < 20; ++i) {
@@ -220,7 +220,7 @@ TEST(Quality, KnnAccuracyAndHomogeneity) {
   EXPECT_DOUBLE_EQ(rep.homogeneity_1nn, 0.95);
   EXPECT_DOUBLE_EQ(rep.at_k[1].knn_accuracy, 0.95);
   // vote ties go to the label whose member is nearest
-  const std::vector<index_t> nb = {1, 2, 0, 2, 0, 1};  // point 0's neighbours: 1 (label 1), 2 (label 0)
+  const std::vector<index_t> nb = {1, 2, 0, 2, 0, 1};  // point 0's neighbors: 1 (label 1), 2 (label 0)
   EXPECT_DOUBLE_EQ(knn_vote_accuracy(nb, 2, {0, 1, 0}, 2), 1.0 / 3.0);
   // Labels are any integers: a vote is not an array indexed by the label's value.
   EXPECT_DOUBLE_EQ(knn_vote_accuracy(nb, 2, {2147483647, 7, 2147483647}, 2), 1.0 / 3.0);

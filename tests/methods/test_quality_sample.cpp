@@ -68,12 +68,12 @@ TEST(QualitySample, EstimatesAreTheFullFormulasOverTheQueryRows) {
   const auto cpu = make_cpu_backend(2);
   const RankRows full = cpu->rank_rows(d.X, d.Y, kmax, false, {});
   const RankRows part = cpu->rank_rows(d.X, d.Y, kmax, false, q);
-  ASSERT_EQ(part.map_neighbours.size(), q.size() * kmax);
+  ASSERT_EQ(part.map_neighbors.size(), q.size() * kmax);
   EXPECT_EQ(part.queries, q);
   for (size_t r = 0; r < q.size(); ++r)
     for (int l = 0; l < kmax; ++l) {
       const size_t a = r * kmax + l, b = static_cast<size_t>(q[r]) * kmax + l;
-      ASSERT_EQ(part.map_neighbours[a], full.map_neighbours[b]) << "query " << q[r];
+      ASSERT_EQ(part.map_neighbors[a], full.map_neighbors[b]) << "query " << q[r];
       ASSERT_EQ(part.input_rank_of_map_nb[a], full.input_rank_of_map_nb[b]) << "query " << q[r];
       ASSERT_EQ(part.map_rank_of_input_nb[a], full.map_rank_of_input_nb[b]) << "query " << q[r];
     }
@@ -101,7 +101,7 @@ TEST(QualitySample, EstimatesAreTheFullFormulasOverTheQueryRows) {
           if (rho[l] <= kmax) ++coranking[static_cast<size_t>((rho[l] - 1) * kmax + l)];
       if (d.labels[static_cast<size_t>(i)] >= 0) {
         ++known;
-        hit1 += d.labels[static_cast<size_t>(full.map_neighbours[static_cast<size_t>(i) * kmax])] ==
+        hit1 += d.labels[static_cast<size_t>(full.map_neighbors[static_cast<size_t>(i) * kmax])] ==
                 d.labels[static_cast<size_t>(i)];
       }
     }
@@ -112,13 +112,13 @@ TEST(QualitySample, EstimatesAreTheFullFormulasOverTheQueryRows) {
     EXPECT_EQ(e.continuity, 1.0 - 2.0 * static_cast<double>(c) / (Q * K * (2 * N - 3.0 * K - 1))) << "K=" << K;
     EXPECT_EQ(e.lcmc, K / (1.0 - N) + static_cast<double>(ov) / (Q * K)) << "K=" << K;
     // real sums: the same terms, summed in chunks rather than in one run
-    EXPECT_NEAR(e.mrre_neighbourhood, wn / (Q * H), 1e-15) << "K=" << K;
+    EXPECT_NEAR(e.mrre_neighborhood, wn / (Q * H), 1e-15) << "K=" << K;
     EXPECT_NEAR(e.mrre_visual, wv / (Q * H), 1e-15) << "K=" << K;
-    if (K == 1) {  // 1-NN: a hit when the nearest map neighbour (labelled or not) has the same label
+    if (K == 1) {  // 1-NN: a hit when the nearest map neighbor (labelled or not) has the same label
       EXPECT_EQ(rep.homogeneity_1nn, static_cast<double>(hit1) / static_cast<double>(known));
     }
     for (double se : {rep.at_k_se[a].trustworthiness, rep.at_k_se[a].continuity, rep.at_k_se[a].lcmc,
-                      rep.at_k_se[a].mrre_neighbourhood, rep.at_k_se[a].knn_accuracy})
+                      rep.at_k_se[a].mrre_neighborhood, rep.at_k_se[a].knn_accuracy})
       EXPECT_TRUE(se > 0 && se < 0.2) << "K=" << K << " se " << se;
   }
   EXPECT_EQ(rep.coranking, coranking);
@@ -141,7 +141,7 @@ TEST(QualitySample, DeterministicForASeedAndTheThreadCount) {
   for (size_t k = 0; k < r1.at_k.size(); ++k) {
     EXPECT_EQ(r1.at_k[k].trustworthiness, r2.at_k[k].trustworthiness);
     EXPECT_EQ(r1.at_k[k].continuity, r2.at_k[k].continuity);
-    EXPECT_EQ(r1.at_k[k].mrre_neighbourhood, r2.at_k[k].mrre_neighbourhood);
+    EXPECT_EQ(r1.at_k[k].mrre_neighborhood, r2.at_k[k].mrre_neighborhood);
     EXPECT_EQ(r1.at_k[k].mrre_visual, r2.at_k[k].mrre_visual);
     EXPECT_EQ(r1.at_k[k].lcmc, r2.at_k[k].lcmc);
     EXPECT_EQ(r1.at_k[k].knn_accuracy, r2.at_k[k].knn_accuracy);

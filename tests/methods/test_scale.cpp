@@ -1,4 +1,4 @@
-// Scale-free neighbour methods: the input multiplied by any factor c in [1e-30, 1e30] gives the
+// Scale-free neighbor methods: the input multiplied by any factor c in [1e-30, 1e30] gives the
 // same affinities (beta / c^2), the same NeRV map times c (its map is in input units), the same
 // supervised NeRV and HSSNE maps (theirs are unitless), the same PCA times c and the same quality
 // measures, on the double and the float arithmetic. Factors that are powers of two give the same

@@ -20,7 +20,7 @@ using namespace orrery;
 namespace {
 
 // C classes of n points in d dimensions: class c's mean 3 apart along axis c % 2, the other axes
-// noise of spread 2 (so Euclidean neighbours mix classes and the metric has work to do).
+// noise of spread 2 (so Euclidean neighbors mix classes and the metric has work to do).
 void data(int C, int n, int d, unsigned seed, MatrixD& X, std::vector<int>& y) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> z(0.0, 1.0);
@@ -57,7 +57,7 @@ TEST(SnervCandidates, PairDistancesAreTheMatrixEntries) {
   ASSERT_EQ(pairs.size(), g.index.size());
   for (index_t i = 0; i < g.num_points; ++i)
     for (int q = 0; q < g.k; ++q) {
-      const index_t j = g.neighbours(i)[q];
+      const index_t j = g.neighbors(i)[q];
       ASSERT_EQ(pairs[static_cast<size_t>(i * g.k + q)], D(i, j)) << i << " " << j;
       ASSERT_GT(D(i, j), 0.0);
     }
@@ -79,19 +79,19 @@ TEST(SnervCandidates, AllPointsAsCandidatesIsTheExactMetricKnn) {
   ASSERT_EQ(g.k, k);
   EXPECT_EQ(g.index, exact.index);
   for (size_t e = 0; e < g.dist2.size(); ++e) ASSERT_NEAR(g.dist2[e], exact.dist2[e], 1e-12 * exact.dist2[e]) << e;
-  // fewer candidates: each kept neighbour carries its true metric distance, and a list is never
+  // fewer candidates: each kept neighbor carries its true metric distance, and a list is never
   // better than the exact one position by position
   const KnnGraph few = metric_knn(m, X, k, 3 * k / 2, 10, false, {}, 1, *cpu);
   const MatrixD D = learning_metric_distances(m, X, 10, 2);
   int differ = 0;
   for (index_t i = 0; i < X.rows; ++i)
     for (int q = 0; q < k; ++q) {
-      const double d = D(i, few.neighbours(i)[q]);
+      const double d = D(i, few.neighbors(i)[q]);
       ASSERT_EQ(few.distances2(i)[q], d * d);
       ASSERT_GE(few.distances2(i)[q], exact.distances2(i)[q]);
-      differ += few.neighbours(i)[q] != exact.neighbours(i)[q];
+      differ += few.neighbors(i)[q] != exact.neighbors(i)[q];
     }
-  EXPECT_GT(differ, 0) << "the Euclidean candidates should miss some metric neighbours on these data";
+  EXPECT_GT(differ, 0) << "the Euclidean candidates should miss some metric neighbors on these data";
 }
 
 TEST(SnervCandidates, CandidateCountsAndThePathSwitch) {
@@ -156,7 +156,7 @@ TEST(SnervCandidates, SubsampleFitIsDeterministicGivenTheSeed) {
 }
 
 // The candidate path against the exact one on a small labelled set: nearly the same metric
-// neighbours, and maps of the same quality (5-NN accuracy within 0.05).
+// neighbors, and maps of the same quality (5-NN accuracy within 0.05).
 TEST(SnervCandidates, CandidatePathMatchesTheExactPath) {
   MatrixD X;
   std::vector<int> y;
@@ -178,8 +178,8 @@ TEST(SnervCandidates, CandidatePathMatchesTheExactPath) {
   EXPECT_TRUE(c.metric_distances.data.empty());
   EXPECT_EQ(c.candidate_k, 90);
   EXPECT_EQ(c.model.centres.data, e.model.centres.data);
-  // the metric neighbour lists the two paths built their affinities from
-  const int k = sparse_neighbours(10);
+  // the metric neighbor lists the two paths built their affinities from
+  const int k = sparse_neighbors(10);
   const KnnGraph ge = knn_from_distance_matrix(e.metric_distances, k, 2);
   const double scale = input_scale(X);
   MatrixD U = X;
@@ -190,12 +190,12 @@ TEST(SnervCandidates, CandidatePathMatchesTheExactPath) {
   const KnnGraph gc = metric_knn(unit, U, k, c.candidate_k, prm.metric.pieces, false, {}, 11, *cpu);
   index_t shared = 0;
   for (index_t i = 0; i < X.rows; ++i) {
-    const std::set<index_t> s(ge.neighbours(i), ge.neighbours(i) + k);
-    for (int q = 0; q < k; ++q) shared += s.count(gc.neighbours(i)[q]);
+    const std::set<index_t> s(ge.neighbors(i), ge.neighbors(i) + k);
+    for (int q = 0; q < k; ++q) shared += s.count(gc.neighbors(i)[q]);
   }
   const double overlap = static_cast<double>(shared) / static_cast<double>(X.rows * k);
   EXPECT_GT(overlap, 0.95);
-  EXPECT_LT(overlap, 1.0) << "the candidates should miss a few metric neighbours (else this tests nothing)";
+  EXPECT_LT(overlap, 1.0) << "the candidates should miss a few metric neighbors (else this tests nothing)";
   QualityRequest req;
   req.ks = {5};
   req.curve = false;

@@ -59,7 +59,7 @@ class Run:
         return np.load(self.dir / f"{self.coords_name}.npy")
 
     def isolated_point(self):
-        """The point farthest from its nearest neighbour: nothing else lies under it on screen."""
+        """The point farthest from its nearest neighbor: nothing else lies under it on screen."""
         y = self.coords()
         d = ((y[:, None, :] - y[None, :, :]) ** 2).sum(-1)
         np.fill_diagonal(d, np.inf)

@@ -164,7 +164,7 @@ function qualityChart(q) {
   ks.forEach((k, i) => {
     if (i % every === 0) svg += `<line x1="${X(k)}" x2="${X(k)}" y1="${B}" y2="${B + 4}" stroke="#888"/><text x="${X(k)}" y="${B + 14}" text-anchor="middle">${k}</text>`;
   });
-  svg += `<path d="M${L},${T}V${B}H${R}" fill="none" stroke="#888"/><text x="${(L + R) / 2}" y="${H - 4}" text-anchor="middle">K (neighbours)${logx ? ', log scale' : ''}</text>`;
+  svg += `<path d="M${L},${T}V${B}H${R}" fill="none" stroke="#888"/><text x="${(L + R) / 2}" y="${H - 4}" text-anchor="middle">K (neighbors)${logx ? ', log scale' : ''}</text>`;
   let legend = '';
   for (const [key, colour, label = key] of series) {
     const pts = ks.map((k, i) => [k, Number(q[key][i])]).filter(([, v]) => Number.isFinite(v));

@@ -1,5 +1,5 @@
-// Perplexity calibration of one row of Gaussian neighbour probabilities, shared by every path
-// that needs input neighbourhoods (NeRV's smoothed precision/recall, SNE-family affinities).
+// Perplexity calibration of one row of Gaussian neighbor probabilities, shared by every path
+// that needs input neighborhoods (NeRV's smoothed precision/recall, SNE-family affinities).
 //
 //   p_j = exp(-beta d2_j) / sum_l exp(-beta d2_l),   H(p) = log Z + beta E_p[d2]
 //
@@ -8,7 +8,7 @@
 // beta = 1 / mean(d2 - min d2), so it takes the same steps at every scale: multiplying every d2 by
 // c divides beta by c (up to rounding) and leaves p unchanged.
 //
-// Entries tied at the minimum (duplicate points at d2 = 0, or equidistant nearest neighbours) keep
+// Entries tied at the minimum (duplicate points at d2 = 0, or equidistant nearest neighbors) keep
 // H >= log(ties) at every beta: as beta grows p tends to uniform over them. When log(ties) is not
 // below the target the search stops once H is within tol of that floor, at a finite beta where the
 // other entries' mass is negligible (the limit the row tends to), instead of running beta away.

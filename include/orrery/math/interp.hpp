@@ -109,7 +109,7 @@ ORRERY_HD_INLINE T parseval_term(T re, T im, T kernel, long k0, long last) {
 // [-(p-1), p-1]: c[delta + p - 1] = sum_m w_m w_{m - delta}, and the self term is
 // sum over offsets (delta_0, ..., delta_{D-1}) of K(h^2 |delta|^2) prod_d c_d[delta_d]; (2p - 1)^D
 // terms rather than p^(2D). Removing exactly this (not H(0) = 1) leaves the sum over the other
-// points, so an isolated point's h and hs keep the accuracy of its neighbours' contributions.
+// points, so an isolated point's h and hs keep the accuracy of its neighbors' contributions.
 template <class T>
 ORRERY_HD_INLINE void self_overlap(const T* w, int p, T* c) {
   for (int delta = -(p - 1); delta < p; ++delta) {

@@ -1,4 +1,4 @@
-// The arithmetic of the exact neighbour search by a distance GEMM (kernels/knn.cu), here so that the
+// The arithmetic of the exact neighbor search by a distance GEMM (kernels/knn.cu), here so that the
 // CPU tests cover it: the expanded squared distance |x|^2 + |y|^2 - 2 x.y that ranks candidates, the
 // shift that keeps its cancellation small, the number of candidates kept for the exact re-rank, and
 // the plan of query batches and candidate tiles under a memory bound.

@@ -124,7 +124,7 @@ ORRERY_HD T hssne_gradient_coord(T y, T a, T hs, T ay, T hsy, T c, T inv_z) {
 // heavy-ball term beta (y - y_prev) of the accelerated update (step 1, beta 0: the paper's
 // update). A point without affinity (a_c = 0) has T(y) = y.
 // The length is 1 / (4 max(c A_i, B_i)), B_i = sum_j Q_ij S_ij = hs / Z: a point far from its
-// neighbours has A_i ~ P_i / d^2, and 1 / A_i would throw it by its repulsion times d^2 (20,000
+// neighbors has A_i ~ P_i / d^2, and 1 / A_i would throw it by its repulsion times d^2 (20,000
 // Fashion-MNIST images: one point jumped from 55 to 760 map units in a step, which J, summed
 // over all points, barely saw). With B_i the repulsive part of the move is at most the
 // hs-weighted mean distance to the other points. Stationary points are unchanged (the move is

@@ -348,7 +348,7 @@ template <class T, int D>
 struct NervCellsRows {
   const T* y[3];  // coordinates by dimension, input order (the same values the grid holds)
   const T *beta, *dmin, *r2, *lpf, *lz, *kl_qp, *p_sum, *q_scale;
-  // row i's list: entries [row_ptr[i], row_ptr[i + 1]) of col (neighbour), p and lp (floored log p)
+  // row i's list: entries [row_ptr[i], row_ptr[i + 1]) of col (neighbor), p and lp (floored log p)
   const long long *row_ptr, *col;
   const T *p, *lp;
   // the transpose: the rows listing i are t_row[t_ptr[i] .. t_ptr[i + 1]), at entries t_entry

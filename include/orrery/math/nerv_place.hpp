@@ -70,7 +70,7 @@ ORRERY_HD NervPlaceRow<T, I> nerv_place_row(const T* ref, long long N, const I* 
   return {ref, N, nb, p, k, beta, lambda, nerv_place_log_floor(p, k, N), ps};
 }
 
-// The start: the p-weighted mean of the neighbours' places (the uniform mean if every p is 0).
+// The start: the p-weighted mean of the neighbors' places (the uniform mean if every p is 0).
 template <int D, class T, class I>
 ORRERY_HD void nerv_place_start(const T* ref, const I* nb, const T* p, int k, T* y) {
   T w = T(0);

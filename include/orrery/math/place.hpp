@@ -19,7 +19,7 @@ namespace orrery::math {
 // Step length growth after a step that lowered the cost, and its cut after one that did not.
 constexpr double kPlaceGrow = 1.2, kPlaceCut = 0.5;
 // The attraction's curvature below which the first step length stops growing (a point whose
-// neighbours all carry p = 0, or lie far out in a light tail).
+// neighbors all carry p = 0, or lie far out in a light tail).
 constexpr double kPlaceMinCurvature = 1e-12;
 
 // |y - r_j|^2, summed in axis order (not vectorised: the same bits on every path).
@@ -75,8 +75,8 @@ ORRERY_HD T weighted_median(int k, const Value& value, const Weight& weight) {
   return at;
 }
 
-// A new point's start: per axis the p-weighted median of its neighbours' places (robust to a
-// neighbour far out on the map, where a mean would land between clusters).
+// A new point's start: per axis the p-weighted median of its neighbors' places (robust to a
+// neighbor far out on the map, where a mean would land between clusters).
 template <int D, class T, class I>
 ORRERY_HD void place_start(const T* ref, const I* nb, const T* p, int k, T* y) {
   for (int d = 0; d < D; ++d)
@@ -97,7 +97,7 @@ ORRERY_HD T place_first_step(const T* y, const T* ref, const I* nb, const T* p, 
   return T(1) / (T(2) * (a < T(kPlaceMinCurvature) ? T(kPlaceMinCurvature) : a));
 }
 
-// C(y) and dC/dy (above) from the sums h, hs, hsy over the reference at y. Neighbours with
+// C(y) and dC/dy (above) from the sums h, hs, hsy over the reference at y. Neighbors with
 // p_l = 0 add nothing (0 log 0 = 0).
 template <int D, class T, class I>
 ORRERY_HD T place_cost(const T* y, const T* ref, const I* nb, const T* p, int k, T alpha, T h, T hs, const T* hsy,

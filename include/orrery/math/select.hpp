@@ -1,4 +1,4 @@
-// Neighbour selection and rank counting for one query, shared by the CPU row loops and the CUDA
+// Neighbor selection and rank counting for one query, shared by the CPU row loops and the CUDA
 // thread-per-row kernels. Order: (distance, index) lexicographic — nearer first, ties by index.
 //
 // A bounded max-heap keeps the k best seen so far (the worst at the root), so each further
@@ -27,8 +27,8 @@ ORRERY_HD void heap_sift_down(T* hd, I* hi, int size, int pos) {
   while (true) {
     const int l = 2 * pos + 1, r = l + 1;
     int worst = pos;
-    if (l < size && neighbour_before(hd[worst], hi[worst], hd[l], hi[l])) worst = l;
-    if (r < size && neighbour_before(hd[worst], hi[worst], hd[r], hi[r])) worst = r;
+    if (l < size && neighbor_before(hd[worst], hi[worst], hd[l], hi[l])) worst = l;
+    if (r < size && neighbor_before(hd[worst], hi[worst], hd[r], hi[r])) worst = r;
     if (worst == pos) return;
     swap_entries(hd, hi, pos, worst);
     pos = worst;
@@ -44,11 +44,11 @@ ORRERY_HD void heap_offer(T d, I j, T* hd, I* hi, int& size, int k) {
     hi[pos] = j;
     while (pos > 0) {  // sift up
       const int parent = (pos - 1) / 2;
-      if (!neighbour_before(hd[parent], hi[parent], hd[pos], hi[pos])) break;
+      if (!neighbor_before(hd[parent], hi[parent], hd[pos], hi[pos])) break;
       swap_entries(hd, hi, pos, parent);
       pos = parent;
     }
-  } else if (neighbour_before(d, j, hd[0], hi[0])) {
+  } else if (neighbor_before(d, j, hd[0], hi[0])) {
     hd[0] = d;
     hi[0] = j;
     heap_sift_down(hd, hi, size, 0);
@@ -65,7 +65,7 @@ ORRERY_HD void heap_sort_ascending(T* hd, I* hi, int size) {
 }
 
 // The k nearest to row q of the row-major X (d columns) among `count` candidate rows cand[0..count)
-// (q not among them, count >= k), by the exact squared distance and the neighbour order, sorted
+// (q not among them, count >= k), by the exact squared distance and the neighbor order, sorted
 // into hd / hi: the re-rank of the candidates a GEMM search kept. The same distances and order as a
 // scan of all rows, so the result is that scan's whenever the candidates hold its k nearest.
 template <class T, class I>
@@ -76,7 +76,7 @@ ORRERY_HD void nearest_candidates(const T* X, int d, I q, const I* cand, int cou
   heap_sort_ascending(hd, hi, k);
 }
 
-// Sorts m keys ascending by insertion (m is a neighbourhood size), carrying a tag along.
+// Sorts m keys ascending by insertion (m is a neighborhood size), carrying a tag along.
 template <class T, class I>
 ORRERY_HD void sort_keys(T* kd, I* ki, int* tag, int m) {
   for (int a = 1; a < m; ++a) {
@@ -84,7 +84,7 @@ ORRERY_HD void sort_keys(T* kd, I* ki, int* tag, int m) {
     const I i = ki[a];
     const int t = tag[a];
     int b = a - 1;
-    while (b >= 0 && neighbour_before(d, i, kd[b], ki[b])) {
+    while (b >= 0 && neighbor_before(d, i, kd[b], ki[b])) {
       kd[b + 1] = kd[b];
       ki[b + 1] = ki[b];
       tag[b + 1] = tag[b];
@@ -103,7 +103,7 @@ ORRERY_HD int first_key_after(T d, I l, const T* kd, const I* ki, int m) {
   int lo = 0, hi = m;
   while (lo < hi) {
     const int mid = (lo + hi) / 2;
-    if (neighbour_before(d, l, kd[mid], ki[mid])) hi = mid;
+    if (neighbor_before(d, l, kd[mid], ki[mid])) hi = mid;
     else lo = mid + 1;
   }
   return lo;

@@ -94,7 +94,7 @@ Prepared prepare(const RunConfig& run) {
     input_error("input.model: its perplexity " + detail::number_text(p.perplexity) + " asks for k = ceil(3 perplexity) = " +
                 std::to_string(p.k) + " neighbors among its " + std::to_string(m.reference.rows) + " points");
   p.approximate = approximate_placement(in, m.reference.rows, p.d.X.rows);
-  check_memory_plan(placement_plan(p, false), make_backend("cpu", run.threads)->memory(), false);
+  check_memory_plan(placement_plan(p, false), MemoryInfo{available_host_memory(), 0.0}, false);
   return p;
 }
 

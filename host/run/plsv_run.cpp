@@ -84,7 +84,28 @@ struct Loaded {
   double seconds_read = 0.0;
 };
 
-Loaded load(const PlsvRunInput& in) {
+// The corpus readers open up to three files and a fold-in up to three more: an input error about one
+// of them names the key that points to it ("input.vocab: cannot open 'v.txt'"). The vocabulary and
+// labels are tried first, as their paths may hold the corpus's (a directory) as a prefix.
+template <class F>
+auto naming_keys(const PlsvInputSpec& in, F&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    if (e.kind() == ErrorKind::input)
+      for (const auto& [key, path] : {std::pair<std::string, std::string>{"input.vocab", in.vocab},
+                                      {"input.labels", in.labels}, {"input.model", in.model},
+                                      {"input.corpus", in.corpus}})
+        if (!path.empty() && m.find(path) != std::string::npos) {
+          if (m.compare(0, key.size(), key) == 0) throw;
+          input_error(key + ": " + m);
+        }
+    throw;
+  }
+}
+
+Loaded load_files(const PlsvRunInput& in) {
   const auto t0 = Clock::now();
   Loaded L;
   if (in.input.model.empty()) {
@@ -117,6 +138,10 @@ Loaded load(const PlsvRunInput& in) {
   }
   L.seconds_read = seconds_since(t0);
   return L;
+}
+
+Loaded load(const PlsvRunInput& in) {
+  return naming_keys(in.input, [&] { return load_files(in); });
 }
 
 // The run's memory plan, checked against what the backend has (an input error when short). When

@@ -267,6 +267,15 @@ TEST(HostileInputs, AMissingFileIsNamedByItsKey) {
                  {"input.class_names: cannot open", "names.txt"});
   expect_refused(tmp, "pe_labels", run_config(tmp, "pe", "out", {{"posteriors", p}, {"labels", tmp.path("l.txt")}}, json::object()),
                  {"input.labels: cannot open", "l.txt"});
+  const std::string docs = tmp.write("docs.txt", "alpha beta gamma\nbeta gamma delta\ngamma delta alpha\n");
+  expect_refused(tmp, "plsv_corpus", run_config(tmp, "plsv", "out", {{"corpus", tmp.path("none.txt")}}, {{"topics", 2}}),
+                 {"input.corpus: cannot open", "none.txt"});
+  expect_refused(tmp, "plsv_labels",
+                 run_config(tmp, "plsv", "out", {{"corpus", docs}, {"labels", tmp.path("l.txt")}}, {{"topics", 2}}),
+                 {"input.labels: cannot open", "l.txt"});
+  expect_refused(tmp, "plsv_model",
+                 run_config(tmp, "plsv", "out", {{"corpus", docs}, {"model", tmp.path("no_model")}}, {{"topics", 2}}),
+                 {"input.model: cannot open", "no_model"});
   const auto o = orrery::test::run_orrery("evaluate --data " + x + " --embedding " + tmp.path("none.npy") + " --quiet");
   EXPECT_EQ(o.code, 2) << o.output;
   EXPECT_NE(o.output.find("--embedding: cannot open"), std::string::npos) << o.output;

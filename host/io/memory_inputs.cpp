@@ -1,10 +1,12 @@
 #include "io/memory_inputs.hpp"
 
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <variant>
 
+#include "io/text_input.hpp"
 #include "orrery/error.hpp"
 
 namespace orrery::io {
@@ -36,8 +38,11 @@ std::atomic<unsigned long long> next_scope{0};
 
 template <class T>
 std::string put(const std::string& prefix, const std::string& name, T value) {
-  if (name.empty() || name.find('/') != std::string::npos)
-    internal_error("memory input: a name must be non-empty and hold no '/', found '" + name + "'");
+  // folders are allowed; empty, "." and ".." parts are not, so a name stays inside its scope
+  const std::string padded = "/" + name + "/";
+  if (name.empty() || padded.find("//") != std::string::npos || padded.find("/./") != std::string::npos ||
+      padded.find("/../") != std::string::npos)
+    internal_error("memory input: a name must be non-empty, with no empty, '.' or '..' part, found '" + name + "'");
   const std::string path = prefix + name;
   Registry& r = registry();
   std::lock_guard<std::mutex> g(r.lock);
@@ -93,5 +98,32 @@ bool memory_view(const std::string& path, MatrixViewD& out) {
 
 std::shared_ptr<const SparseTriples> memory_sparse(const std::string& path) { return find<const SparseTriples>(path); }
 std::shared_ptr<const std::string> memory_bytes(const std::string& path) { return find<const std::string>(path); }
+
+bool input_is_directory(const std::string& path) {
+  if (!is_memory_path(path)) {
+    std::error_code ec;
+    return std::filesystem::is_directory(path, ec);
+  }
+  const std::string below = path.back() == '/' ? path : path + "/";
+  Registry& r = registry();
+  std::lock_guard<std::mutex> g(r.lock);
+  const auto it = r.entries.lower_bound(below);
+  return it != r.entries.end() && it->first.compare(0, below.size(), below) == 0;
+}
+
+bool input_exists(const std::string& path) {
+  if (!is_memory_path(path)) {
+    std::error_code ec;
+    return std::filesystem::exists(path, ec);
+  }
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> g(r.lock);
+    if (r.entries.count(path)) return true;
+  }
+  return input_is_directory(path);
+}
+
+std::string read_input_bytes(const std::string& path) { return detail::Source(path).read_all(); }
 
 }  // namespace orrery::io

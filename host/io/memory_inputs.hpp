@@ -5,6 +5,10 @@
 // "corpus.mtx" sparse entries). Nothing else changes: the same parsing, checks and messages as for
 // files, so a run from memory gives the bits a run from the same files gives.
 //
+// A name may hold folders ("model/report.json"): the scope then holds a directory-like path
+// ("mem:<n>/model") whose files the readers find by their names, as a run's input.model names the
+// output.dir of an earlier run.
+//
 // A MemoryInputs object registers a scope of inputs for one run and removes them when it is
 // destroyed; scopes are unique within the process and the registry is locked, so runs in several
 // threads do not see each other's inputs.
@@ -46,5 +50,12 @@ class MemoryInputs {
 bool memory_view(const std::string& path, MatrixViewD& out);
 std::shared_ptr<const SparseTriples> memory_sparse(const std::string& path);
 std::shared_ptr<const std::string> memory_bytes(const std::string& path);
+
+// A path as a file or directory of the file system or of a memory scope: whether it names anything,
+// and whether it names a directory (a memory path does when an input is registered below it).
+bool input_exists(const std::string& path);
+bool input_is_directory(const std::string& path);
+// The whole of a file or memory input as bytes (a gzipped file decompressed), as the readers read it.
+std::string read_input_bytes(const std::string& path);
 
 }  // namespace orrery::io

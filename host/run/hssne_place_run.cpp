@@ -4,13 +4,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "run/quality_json.hpp"
 #include "run/nerv_place_run.hpp"
 #include "run/ne_config.hpp"
 #include "run/run_common.hpp"
+#include "io/memory_inputs.hpp"
 #include "io/readers.hpp"
 #include "io/writers.hpp"
 #include "orrery/error.hpp"
@@ -34,15 +33,12 @@ PlacementFiles read_placement_files(const std::string& dir, const std::string& m
   const fs::path d(dir);
   const std::string where = "input.model: " + dir;
   const std::string give = "give a " + method + " run's output.dir";
-  std::error_code ec;
-  if (!fs::is_directory(d, ec)) input_error(where + ": not a directory (" + give + ")");
-  std::ifstream in(d / "report.json", std::ios::binary);
-  if (!in) input_error(where + ": no report.json (" + give + ")");
-  std::ostringstream text;
-  text << in.rdbuf();
+  // the directory may be a memory scope's (io/memory_inputs.hpp: a model handed over in process)
+  if (!io::input_is_directory(dir)) input_error(where + ": not a directory (" + give + ")");
+  if (!io::input_exists((d / "report.json").string())) input_error(where + ": no report.json (" + give + ")");
   PlacementFiles m;
   try {
-    m.report = json::parse(text.str());
+    m.report = json::parse(io::read_input_bytes((d / "report.json").string()));
   } catch (const json::exception& e) {
     input_error(where + "/report.json: not valid JSON: " + e.what());
   }
@@ -66,7 +62,7 @@ PlacementFiles read_placement_files(const std::string& dir, const std::string& m
     m.scale_exponent = static_cast<int>(e->get<long long>());
   }
   for (const char* f : {"model_reference.npy", "model_map.npy"})
-    if (!fs::exists(d / f, ec))
+    if (!io::input_exists((d / f).string()))
       input_error(where + ": no " + f + " (" + method + " runs from input.vectors write it; a run from distances or "
                   "affinities cannot place new points)");
   m.reference = io::read_matrix((d / "model_reference.npy").string());
@@ -74,8 +70,8 @@ PlacementFiles read_placement_files(const std::string& dir, const std::string& m
   if (m.map.rows != m.reference.rows || m.map.cols != m.dim || (m.dim != 2 && m.dim != 3))
     input_error(where + ": model_map.npy is " + std::to_string(m.map.rows) + " x " + std::to_string(m.map.cols) +
                 ", expected " + std::to_string(m.reference.rows) + " x " + std::to_string(m.dim));
-  if (fs::exists(d / "model_pca_mean.npy", ec)) {
-    if (!fs::exists(d / "model_pca_components.npy", ec))
+  if (io::input_exists((d / "model_pca_mean.npy").string())) {
+    if (!io::input_exists((d / "model_pca_components.npy").string()))
       input_error(where + ": model_pca_mean.npy without model_pca_components.npy");
     m.pca.mean = io::read_matrix((d / "model_pca_mean.npy").string());
     m.pca.components = io::read_matrix((d / "model_pca_components.npy").string());

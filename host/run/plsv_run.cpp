@@ -7,6 +7,7 @@
 
 #include "run/run_common.hpp"
 #include "io/corpus.hpp"
+#include "io/memory_inputs.hpp"
 #include "io/readers.hpp"
 #include "io/writers.hpp"
 #include "orrery/knn.hpp"
@@ -115,7 +116,7 @@ Loaded load_files(const PlsvRunInput& in) {
     L.model.topic_coords = io::read_matrix((dir / "topics.npy").string());
     L.model.theta = io::read_matrix((dir / "theta.npy").string());
     const fs::path vocab = dir / "vocab.txt";
-    if (fs::exists(vocab)) {
+    if (io::input_exists(vocab.string())) {  // the model may be a memory scope's (io/memory_inputs.hpp)
       L.corpus = io::read_corpus_with_vocab(in.spec, io::read_names(vocab.string()));
     } else {
       std::vector<std::string> ids(static_cast<size_t>(L.model.theta.cols));

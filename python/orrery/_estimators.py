@@ -3,14 +3,14 @@
 A fit writes the run's config as `orrery run` reads it (params from the keyword parameters, the
 arrays handed over in memory in place of input files) and runs it in process: the same checks,
 readers, methods and report as the CLI, so the same input, parameters and seed give the CLI's
-result bit for bit on the CPU. Fitted attributes end in an underscore; `report_` is the run's
-report (what report.json holds).
+result bit for bit on the CPU. A fitted estimator keeps its model (the files `orrery run` would
+write for a later input.model) in memory, and transform hands it to the placement run the same way:
+neither fit nor transform writes a file. Fitted attributes end in an underscore; `report_` is the
+run's report (what report.json holds).
 """
 import io
 import json
 import numbers
-import os
-import tempfile
 
 import numpy as np
 
@@ -55,21 +55,12 @@ class _MinimalBase:
 _Bases = (_TransformerMixin, _Base) if _Base is not None else (_MinimalBase,)
 
 
-class _ModelDir:
-    """A fitted model's files (as the CLI writes them) in a temporary directory, for a run's input.model."""
-
-    def __init__(self, files):
-        self.files = files
-
-    def __enter__(self):
-        self._tmp = tempfile.TemporaryDirectory(prefix="orrery-model-")
-        for name, data in self.files.items():
-            with open(os.path.join(self._tmp.name, name), "wb") as f:
-                f.write(data)
-        return self._tmp.name
-
-    def __exit__(self, *exc):
-        self._tmp.cleanup()
+def _model_input(inputs, files):
+    """A fitted model's files (as the CLI writes them in output.dir) handed to a run in memory, under
+    the name the run's input.model gives them: nothing is written to disk."""
+    for name, data in files.items():
+        inputs.add_bytes("model/" + name, data)
+    return inputs.prefix + "model"
 
 
 def _npy(data):
@@ -328,9 +319,8 @@ class HSSNE(_Estimator):
         if A.shape[1] != self.n_features_in_:
             raise ValueError(f"X: {A.shape[1]} features, but this map was fitted on {self.n_features_in_}")
         inputs = _core.Inputs()
-        with _ModelDir(self._model) as model:
-            input_json = {"vectors": inputs.add_matrix("X.npy", A), "model": model}
-            report, files = self._run(inputs, input_json, params_json={})
+        input_json = {"vectors": inputs.add_matrix("X.npy", A), "model": _model_input(inputs, self._model)}
+        report, files = self._run(inputs, input_json, params_json={})
         return _npy(files["embedding.npy"])
 
 
@@ -516,7 +506,6 @@ class PLSV(_Estimator):
         self._check_fitted()
         inputs = _core.Inputs()
         input_json, _ = _corpus_inputs(X, inputs, None)
-        with _ModelDir(self._model) as model:
-            input_json["model"] = model
-            report, files = self._run(inputs, input_json)
+        input_json["model"] = _model_input(inputs, self._model)
+        report, files = self._run(inputs, input_json)
         return _npy(files["documents.npy"])

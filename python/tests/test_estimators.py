@@ -147,3 +147,30 @@ def test_evaluate_scores_a_perfect_and_a_random_map():
     assert rnd["at_k"][0]["trustworthiness"] < 0.7
     with pytest.raises(ValueError, match="Y"):
         orrery.evaluate(X, X[:10], y)
+
+
+def test_fit_and_transform_write_no_files(tmp_path, monkeypatch):
+    """Inputs, outputs and a fitted model travel in memory: neither the temporary directory nor the
+    working directory gains a file during any estimator's fit or transform."""
+    import tempfile
+    tmp, cwd = tmp_path / "tmp", tmp_path / "cwd"
+    tmp.mkdir(), cwd.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.chdir(cwd)
+
+    def refuse(*a, **k):
+        raise AssertionError("a temporary file or directory was made")
+    for name in ("mkdtemp", "mkstemp"):  # what TemporaryDirectory, NamedTemporaryFile, ... make theirs with
+        monkeypatch.setattr(tempfile, name, refuse)
+    X, y = blobs(seed=4)
+    for est in (orrery.HSSNE(perplexity=10, max_iter=50), orrery.NeRV(perplexity=10, max_iter=20)):
+        est.fit(X[::2], y[::2])
+        assert est.transform(X[1::2]).shape == (90, 2)
+    P, py = posteriors()
+    pe = orrery.PE(max_iter=20).fit(P, py)
+    assert pe.transform(P[:5]).shape == (5, 2)
+    C, _ = counts()
+    plsv = orrery.PLSV(topics=3, max_iter=20).fit(C)
+    assert plsv.transform(C[:5]).shape[1] == 2
+    assert list(tmp.iterdir()) == [] and list(cwd.iterdir()) == []

@@ -278,8 +278,10 @@ HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const Hs
   if (prm.repulsion == HssneRepulsionMode::interpolated)
     input_error("params.repulsion: interpolated repulsion needs sparse affinities (input.affinities: sparse)");
   auto engine = backend.make_hssne(Pm, prm.alpha, prm.dim);
-  return fit_impl(*engine, entropy_terms(Pm.data), P.rows, resolve_optimizer(prm, P.rows, HssneRepulsion{}), seed,
-                  progress, control);
+  const HssneParams used = resolve_optimizer(prm, P.rows, HssneRepulsion{});
+  HssneResult r = fit_impl(*engine, entropy_terms(Pm.data), P.rows, used, seed, progress, control);
+  r.used = used;
+  return r;
 }
 
 HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& prm, unsigned long long seed, Backend& backend,
@@ -287,8 +289,11 @@ HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& prm, unsigned 
   if (prm.rho > 0) input_error("params.rho: semi-supervised mixing needs dense affinities (input.affinities)");
   const HssneRepulsion repulsion = resolve_repulsion(prm, P.num_points, backend);
   auto engine = backend.make_hssne(P, prm.alpha, prm.dim, repulsion);
-  return fit_impl(*engine, entropy_terms(P.val), P.num_points, resolve_optimizer(prm, P.num_points, repulsion), seed,
-                  progress, control);
+  const HssneParams used = resolve_optimizer(prm, P.num_points, repulsion);
+  HssneResult r = fit_impl(*engine, entropy_terms(P.val), P.num_points, used, seed, progress, control);
+  r.repulsion = repulsion;
+  r.used = used;
+  return r;
 }
 
 }  // namespace orrery

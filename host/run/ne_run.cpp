@@ -228,8 +228,8 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
       result = {{"iterations", r.iterations}, {"evaluations", r.evaluations}, {"stop_reason", r.stop_reason},
                 {"restarts", r.restarts}, {"damped_steps", r.damped_steps},
                 {"objective", trace.empty() ? 0.0 : trace.back()}};
-      const HssneRepulsion rep = plan.sparse ? resolve_repulsion(cfg.hssne, N, *backend) : HssneRepulsion{};
-      const HssneParams used = resolve_optimizer(cfg.hssne, N, rep);
+      const HssneRepulsion& rep = r.repulsion;  // what ran, `auto` resolved (hssne.hpp)
+      const HssneParams& used = r.used;
       result["repulsion"] = rep.interpolated ? "interpolated" : "exact";
       result["optimizer"] = enum_name(used.optimizer);
       if (used.optimizer == HssneOptimizer::gradient) result["learning_rate"] = used.learning_rate;

@@ -113,6 +113,10 @@ struct HssneResult {
   int restarts = 0;      // accelerated fixed-point steps that would have raised J, retaken without momentum
   int damped_steps = 0;  // fixed-point steps that raised J even so and were halved towards the map
   std::string stop_reason;  // "tol", "max_iter"
+  // What ran: the repulsion (exact for dense P) and the parameters with `auto` resolved (the
+  // optimizer, a learning rate of 0 made N / exaggeration), for the report.
+  HssneRepulsion repulsion;
+  HssneParams used;
 };
 
 // The fits drive an HssneEngine (orrery/engines.hpp) from Backend::make_hssne (P dense N x N or

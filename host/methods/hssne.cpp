@@ -43,7 +43,7 @@ const std::vector<Field<HssneParams>>& hssne_fields() {
       {"repulsion", &HssneParams::repulsion,
        "exact (all pairs, O(N^2)), interpolated (FFT grid, O(N) per iteration, FFTW on the CPU and cuFFT on CUDA; "
        "sparse affinities; force error ~6e-3 at the default grid, 2e-4 at interp_box 0.5) or auto: interpolated "
-       "from 20,000 points with sparse affinities (exact at any map where the grid would cost more than the "
+       "from 12,000 points with sparse affinities (exact at any map where the grid would cost more than the "
        "pairs), exact otherwise."},
       {"interp_nodes", &HssneParams::interp_nodes,
        "interpolated: nodes per box and dimension; each point interpolates from the interp_nodes nearest nodes "

@@ -72,8 +72,9 @@ std::vector<F> input_table(NeMethod m) {
                snerv ? "sparse: each point's ceil(3 perplexity) nearest in the metric, NeRV's floor elsewhere; dense: "
                        "every pair; auto = sparse."
                      : "dense: every pair (O(N^2) memory); sparse: each point's ceil(3 perplexity) nearest "
-                       "neighbors (input.neighbors); auto: dense up to 10,000 points when that fits in half the memory "
-                       "available, sparse above or with neighbors approximate (distances: dense)."});
+                       "neighbors (input.neighbors); auto: sparse, but dense where it fits in half the memory available "
+                       "and (hssne) the sparse lists would hold every pair anyway, N - 1 <= 3 perplexity, or (nerv) "
+                       "N <= 10,000; sparse with neighbors approximate, dense from distances."});
   if (snerv)
     t.push_back({"neighbors", &NeInputSpec::neighbors,
                  "How each point's nearest in the learnt metric are found. exact: the metric's distance for every "
@@ -174,7 +175,10 @@ NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bo
       const MemoryPlan dense = plan_neighbor_embedding(p, device);
       const double host = dense.host_peak() + (device ? 0.0 : dense.device_peak());
       const bool fits = 2.0 * host <= available.host_bytes && (!device || 2.0 * dense.device_peak() <= available.device_bytes);
-      plan.sparse = !(N <= kDenseAutoMaxPoints && fits);
+      const bool small = p.method == NeMethod::hssne
+                             ? static_cast<double>(N - 1) <= std::ceil(3.0 * p.perplexity)  // every pair a neighbor
+                             : N <= kDenseAutoMaxPoints;
+      plan.sparse = !(small && fits);
     }
   } else {
     plan.sparse = in.affinities == AffinityMode::sparse;

@@ -92,11 +92,12 @@ struct HssneParams {
 const std::vector<Field<HssneParams>>& hssne_fields();
 
 // From this many points `repulsion: auto` interpolates (with sparse affinities, on a backend that
-// can). Measured on 2 cores, the first N Fashion-MNIST images, 1,000 iterations (bench/README.md):
-// at 20,000 the exact fixed-point fit takes 116 s and reaches KL 1.65, the interpolated gradient fit
-// 54 s and KL 1.83 (5-NN accuracy 0.829 and 0.827); below this size the exact fit's better optimum
-// costs under a minute, above it the exact cost grows as N^2 (70,000: 457 s against 97 s).
-inline constexpr index_t kInterpolatedRepulsionMinPoints = 20000;
+// can). Measured on 2 cores, 1,000 iterations, the first N Fashion-MNIST images (PCA 50, perplexity
+// 30, sparse P; bench/README.md, `orrery_bench hssne --data fashion --repulsion exact|interpolated`):
+// at 10,000 the exact fixed-point fit takes 27.1 s (5-NN 0.820, KL 1.40), the interpolated gradient
+// fit 35.1 s (0.818, 1.47); at 14,000 59.9 s (0.822, 1.49) against 37.0 s (0.822, 1.63); the exact
+// cost grows as N^2, the grid's about as N, so they cross near 12,000.
+inline constexpr index_t kInterpolatedRepulsionMinPoints = 12000;
 
 // What params.repulsion means for N points on a backend: exact or interpolated with its settings.
 HssneRepulsion resolve_repulsion(const HssneParams& params, index_t num_points, const Backend& backend);

@@ -59,15 +59,21 @@ std::vector<Peer> make_peers(const std::vector<std::string>& names, const std::s
                          return "Rscript bench/rtsne.R " + xc + " " + theta + tail + std::to_string(seed) + " " +
                                 std::to_string(threads) + " " + mp;
                        }, mp});
-    } else if (n == "fitsne") {
-      // FIt-SNE 1.2.1 through its fast_tsne.py, from the directory in FITSNE_DIR (bench/fitsne.py)
+    } else if (n == "fitsne" || n == "umap" || n == "orrery_defaults") {
+      // FIt-SNE 1.2.1 through its fast_tsne.py, from the directory in FITSNE_DIR (bench/fitsne.py);
+      // umap-learn with its defaults (bench/umap_peer.py), the method users pick when t-SNE is slow;
+      // `orrery run` with the documented defaults, the whole process timed (bench/orrery_defaults.sh).
+      // Each takes X.npy labels.npy PERPLEXITY ITERS SEED THREADS OUT.npy.
+      const std::string runner = n == "fitsne" ? python + " bench/fitsne.py"
+                                 : n == "umap" ? python + " bench/umap_peer.py"
+                                               : std::string("bash bench/orrery_defaults.sh");
       const std::string mp = "/tmp/orrery_bench_ne_map.npy";
       peers.push_back({n, [=](unsigned long long seed) {
-                         return python + " bench/fitsne.py " + xp + " " + yp + tail + std::to_string(seed) + " " +
+                         return runner + " " + xp + " " + yp + tail + std::to_string(seed) + " " +
                                 std::to_string(threads) + " " + mp;
                        }, mp});
     } else if (n != "none") {
-      input_error("hssne: unknown peer '" + n + "' (sklearn_exact, sklearn_bh, rtsne_bh, rtsne_exact, fitsne, none)");
+      input_error("hssne: unknown peer '" + n + "' (sklearn_exact, sklearn_bh, rtsne_bh, rtsne_exact, fitsne, umap, orrery_defaults, none)");
     }
   }
   return peers;
@@ -222,6 +228,8 @@ int run_ne_bench(int argc, char** argv) {
       }
       for (const Peer& peer : peers) {
         json r = bench::run_json_command(peer.command(seed));
+        // with --orrery off the first peer (e.g. orrery_defaults) is the ratios' base
+        if (!run_orrery && &peer == &peers.front() && r.contains("seconds")) secs = r["seconds"].get<double>();
         if (r.contains("seconds")) {
           const MatrixD Y = io::read_matrix(peer.map_path);
           r["knn5_accuracy"] = bench::knn5_all_points(Y, labels);  // the peer's own figure, if any, is replaced by ours
@@ -244,8 +252,9 @@ int run_ne_bench(int argc, char** argv) {
     for (const Peer& peer : peers) sides.push_back(peer.name);
     const double base = [&] {
       json col = json::array();
+      const std::string first = run_orrery || peers.empty() ? "orrery" : peers.front().name;
       for (const json& r : runs)
-        if (r.contains("orrery")) col.push_back(r["orrery"]);
+        if (r.contains(first)) col.push_back(r[first]);
       return mean_of(col, "seconds");
     }();
     for (const std::string& side : sides) {

@@ -176,7 +176,7 @@ NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bo
       const double host = dense.host_peak() + (device ? 0.0 : dense.device_peak());
       const bool fits = 2.0 * host <= available.host_bytes && (!device || 2.0 * dense.device_peak() <= available.device_bytes);
       const bool small = p.method == NeMethod::hssne
-                             ? static_cast<double>(N - 1) <= std::ceil(3.0 * p.perplexity)  // every pair a neighbor
+                             ? N - 1 <= static_cast<index_t>(sparse_neighbors(p.perplexity))  // every pair a neighbor
                              : N <= kDenseAutoMaxPoints;
       plan.sparse = !(small && fits);
     }

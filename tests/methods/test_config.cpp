@@ -11,6 +11,7 @@
 #include "orrery/error.hpp"
 #include "orrery/hssne.hpp"
 #include "orrery/memory_plan.hpp"
+#include "orrery/ne_input.hpp"
 #include "orrery/nerv.hpp"
 #include "orrery/parity.hpp"
 
@@ -264,4 +265,22 @@ TEST(Parity, EveryNamedToleranceHasAReasonAndAUniqueName) {
     EXPECT_EQ(&tolerance(t.name), &t);
   }
   EXPECT_THROW(tolerance("no.such"), Error);
+}
+
+// input.affinities "auto" (orrery/ne_input.hpp): HSSNE takes dense P only where its sparse lists
+// would hold every pair anyway (N - 1 <= ceil(3 perplexity) = 90 at perplexity 30); NeRV keeps
+// dense up to kDenseAutoMaxPoints; a run that asks for interpolated repulsion is sparse at any N.
+TEST(AutoAffinities, HssneIsDenseOnlyWhereEveryPairIsANeighbor) {
+  NeSpec spec;
+  spec.input.vectors = "X.npy";  // named only: planning reads no file
+  spec.input.perplexity = 30;
+  const MemoryInfo plenty{1e13, 0.0};
+  EXPECT_FALSE(plan_ne_run(spec, 91, plenty, false, 10).sparse);
+  EXPECT_TRUE(plan_ne_run(spec, 92, plenty, false, 10).sparse);
+  EXPECT_TRUE(plan_ne_run(spec, 2000, plenty, false, 10).sparse);
+  EXPECT_TRUE(plan_ne_run(spec, 92, plenty, false, 10).automatic);
+  spec.method = NeMethod::nerv;
+  EXPECT_FALSE(plan_ne_run(spec, 2000, plenty, false, 10).sparse);
+  EXPECT_FALSE(plan_ne_run(spec, kDenseAutoMaxPoints, plenty, false, 10).sparse);
+  EXPECT_TRUE(plan_ne_run(spec, kDenseAutoMaxPoints + 1, plenty, false, 10).sparse);
 }

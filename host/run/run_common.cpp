@@ -65,6 +65,10 @@ void add_coordinates(io::OutputSet& out, json& outputs, const RunConfig& run, co
                      const MatrixD& M) {
   namespace fs = std::filesystem;
   check_finite_result(run, name + " coordinates", M);
+  if (run.result) {  // in process: the matrix itself, no file
+    run.result->arrays[name] = M;
+    return;
+  }
   const fs::path dir(run.output.dir);
   if (run.output.format != "csv") {
     const std::string p = (dir / (name + ".npy")).string();
@@ -178,8 +182,9 @@ void commit_run(io::OutputSet& out, const json& report_in, const RunConfig& run)
       if (!w.empty()) non_finite(run, "the report's " + w);
     }
   out.add((std::filesystem::path(run.output.dir) / "report.json").string(), report.dump(2) + "\n");
-  if (run.capture) {
-    for (const auto& [path, bytes] : out.files()) (*run.capture)[std::filesystem::path(path).filename().string()] = bytes;
+  if (run.result) {
+    for (const auto& [path, bytes] : out.files())
+      run.result->files[std::filesystem::path(path).filename().string()] = bytes;
     return;
   }
   for (const std::string& p : run_inputs(run)) out.protect(p);

@@ -37,6 +37,7 @@ json report_header(const RunConfig& run, const Backend& backend);
 
 // Adds DIR/NAME.npy and/or DIR/NAME.csv (per output.format) holding M, and records the paths in
 // outputs[NAME_npy] / outputs[NAME_csv]. CSV columns are x, y[, z] (or c0.. beyond 3 columns).
+// A run in process (run.result set) hands M over as result->arrays[NAME] instead.
 void add_coordinates(io::OutputSet& out, json& outputs, const RunConfig& run, const std::string& name,
                      const MatrixD& M);
 
@@ -63,7 +64,7 @@ void check_finite_result(const RunConfig& run, const std::string& what, const Ma
 
 // Finishes a run's outputs: checks every number of the report's result and trace is finite (as
 // above), adds OUTPUT_DIR/report.json, protects the run's inputs and commits the set (or, when the
-// run has a capture, hands the files to it by name and writes nothing).
+// run is in process (run.result set), hands the files to it by name and writes nothing).
 void commit_run(io::OutputSet& out, const json& report, const RunConfig& run);
 
 }  // namespace orrery::pipeline

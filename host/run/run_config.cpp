@@ -119,8 +119,6 @@ json read_config_json(const std::string& path) {
   return parse_config_json(text.str(), path);
 }
 
-namespace {
-
 RunConfig run_config_from_json(json raw, const std::string& path) {
   RunConfig cfg;
   cfg.path = path;
@@ -187,8 +185,6 @@ RunConfig run_config_from_json(json raw, const std::string& path) {
   }
   return cfg;
 }
-
-}  // namespace
 
 RunConfig read_run_config(const std::string& path) { return run_config_from_json(read_config_json(path), path); }
 

@@ -21,6 +21,14 @@ struct OutputSpec {
   double checkpoint_seconds = 60.0;  // between checkpoints of a long run (cli/checkpoint.hpp); 0: on stop only
 };
 
+// What a run hands back in process (RunConfig::result) in place of writing output.dir: the
+// coordinate outputs as matrices, by name ("embedding", "objects", "classes", "documents",
+// "topics"), and every other output file (report.json, a fitted model's files) by file name.
+struct RunResult {
+  std::map<std::string, MatrixD> arrays;
+  std::map<std::string, std::string> files;
+};
+
 struct RunConfig {
   std::string path;  // the config file
   json raw;          // the file as read, echoed into the report
@@ -32,10 +40,10 @@ struct RunConfig {
   std::string device = "auto";
   int threads = 0;
   unsigned long long seed = 0;
-  // When set, a run hands its output files here (file name in output.dir -> bytes) instead of
-  // writing them: a program calling the run layer in process (the Python module) takes its results
-  // from memory. The checks before a fit are the same either way.
-  std::map<std::string, std::string>* capture = nullptr;
+  // When set, a run hands its outputs here instead of writing them: a program calling the run
+  // layer in process (the Python module) takes its results from memory, the coordinates as
+  // matrices. The checks before a fit are the same either way.
+  RunResult* result = nullptr;
 };
 
 // Thread counts, wherever they are given (a config's "threads", `evaluate --threads`): 0 = all
@@ -64,6 +72,9 @@ RunConfig read_run_config(const std::string& path);
 // read and parsed by read_config_json, which refuses a directory, an unreadable file, invalid JSON,
 // a number out of double's range and nesting deeper than kMaxJsonDepth, naming `path`.
 RunConfig parse_run_config(const std::string& text, const std::string& path);
+// The same from a config already held as JSON (the Python module builds it from an estimator's
+// keyword arguments); `path` names it in messages.
+RunConfig run_config_from_json(json raw, const std::string& path);
 json read_config_json(const std::string& path);
 json parse_config_json(const std::string& text, const std::string& path);
 

@@ -1,6 +1,6 @@
 """The estimators: scikit-learn's conventions over orrery's run layer.
 
-A fit writes the run's config as `orrery run` reads it (params from the keyword parameters, the
+A fit builds the run's config as `orrery run` reads it (params from the keyword parameters, the
 arrays handed over in memory in place of input files) and runs it in process: the same checks,
 readers, methods and report as the CLI, so the same input, parameters and seed give the CLI's
 result bit for bit on the CPU. A fitted estimator keeps its model (the files `orrery run` would
@@ -59,7 +59,10 @@ def _model_input(inputs, files):
     """A fitted model's files (as the CLI writes them in output.dir) handed to a run in memory, under
     the name the run's input.model gives them: nothing is written to disk."""
     for name, data in files.items():
-        inputs.add_bytes("model/" + name, data)
+        if isinstance(data, np.ndarray):
+            inputs.add_matrix("model/" + name, data)
+        else:
+            inputs.add_bytes("model/" + name, data)
     return inputs.prefix + "model"
 
 
@@ -196,10 +199,10 @@ class _Estimator(*_Bases):
             "seed": _seed(self.random_state),
         }
         try:
-            report, files = _core.run(json.dumps(config), inputs, not self.verbose)
+            report, arrays, files = _core.run(config, inputs, not self.verbose)
         except ValueError as e:
             raise ValueError(_named(str(e))) from None
-        return json.loads(report), files
+        return json.loads(report), arrays, files
 
     def fit_transform(self, X, y=None, **fit_params):
         """Fits the map and returns the coordinates of the fitted points (embedding_)."""
@@ -294,12 +297,12 @@ class HSSNE(_Estimator):
 
     def fit(self, X, y=None):
         inputs = _core.Inputs()
-        report, files = self._run(inputs, _ne_inputs(self, X, y, inputs, allow_affinities=True))
-        self._set_fitted(report, files)
+        report, arrays, files = self._run(inputs, _ne_inputs(self, X, y, inputs, allow_affinities=True))
+        self._set_fitted(report, arrays, files)
         return self
 
-    def _set_fitted(self, report, files):
-        self.embedding_ = _npy(files["embedding.npy"])
+    def _set_fitted(self, report, arrays, files):
+        self.embedding_ = arrays["embedding"]
         self.report_ = report
         self.kl_divergence_ = report["result"]["objective"]
         self.n_iter_ = report["result"]["iterations"]
@@ -320,8 +323,8 @@ class HSSNE(_Estimator):
             raise ValueError(f"X: {A.shape[1]} features, but this map was fitted on {self.n_features_in_}")
         inputs = _core.Inputs()
         input_json = {"vectors": inputs.add_matrix("X.npy", A), "model": _model_input(inputs, self._model)}
-        report, files = self._run(inputs, input_json, params_json={})
-        return _npy(files["embedding.npy"])
+        report, arrays, files = self._run(inputs, input_json, params_json={})
+        return arrays["embedding"]
 
 
 class TSNE(HSSNE):
@@ -349,8 +352,8 @@ class NeRV(_Estimator):
 
     def fit(self, X, y=None):
         inputs = _core.Inputs()
-        report, files = self._run(inputs, _ne_inputs(self, X, y, inputs, allow_metric=self._method == "nerv"))
-        self.embedding_ = _npy(files["embedding.npy"])
+        report, arrays, files = self._run(inputs, _ne_inputs(self, X, y, inputs, allow_metric=self._method == "nerv"))
+        self.embedding_ = arrays["embedding"]
         self.report_ = report
         self.n_iter_ = report["result"]["iterations"]
         HSSNE._keep_model(self, files)
@@ -406,9 +409,9 @@ class PE(_Estimator):
             input_json["posteriors"] = inputs.add_matrix("P.npy", A)
             if y is not None:
                 input_json["labels"] = inputs.add_bytes("labels.txt", _label_bytes(y, A.shape[0]))
-        report, files = self._run(inputs, input_json)
-        self.embedding_ = _npy(files["objects.npy"])
-        self.class_coords_ = _npy(files["classes.npy"])
+        report, arrays, files = self._run(inputs, input_json)
+        self.embedding_ = arrays["objects"]
+        self.class_coords_ = arrays["classes"]
         self.report_ = report
         self.n_features_in_ = A.shape[1]
         return self
@@ -424,8 +427,8 @@ class PE(_Estimator):
         input_json["posteriors"] = inputs.add_matrix("P.npy", A)
         input_json["class_coords"] = inputs.add_matrix("classes.npy", self.class_coords_)
         params = dict(self._params_json(), fit_classes=False)
-        report, files = self._run(inputs, input_json, params_json=params)
-        return _npy(files["objects.npy"])
+        report, arrays, files = self._run(inputs, input_json, params_json=params)
+        return arrays["objects"]
 
 
 # ---------------------------------------------------------------------- PLSV
@@ -487,14 +490,14 @@ class PLSV(_Estimator):
             input_json["text"] = self.text
         if y is not None:
             input_json["labels"] = inputs.add_bytes("labels.txt", _label_bytes(y, n))
-        report, files = self._run(inputs, input_json)
-        self.embedding_ = _npy(files["documents.npy"])
-        self.topic_coords_ = _npy(files["topics.npy"])
+        report, arrays, files = self._run(inputs, input_json)
+        self.embedding_ = arrays["documents"]
+        self.topic_coords_ = arrays["topics"]
         self.theta_ = _npy(files["theta.npy"])
         self.doc_index_ = _npy(files["doc_index.npy"]) if "doc_index.npy" in files else np.arange(n)
         self.vocabulary_ = files["vocab.txt"].decode().splitlines() if "vocab.txt" in files else None
         self.report_ = report
-        self._model = {k: files[k] for k in ("topics.npy", "theta.npy", "vocab.txt") if k in files}
+        self._model = dict({k: files[k] for k in ("theta.npy", "vocab.txt") if k in files}, **{"topics.npy": self.topic_coords_})
         return self
 
     def fit_transform(self, X, y=None, vocabulary=None):
@@ -507,5 +510,5 @@ class PLSV(_Estimator):
         inputs = _core.Inputs()
         input_json, _ = _corpus_inputs(X, inputs, None)
         input_json["model"] = _model_input(inputs, self._model)
-        report, files = self._run(inputs, input_json)
-        return _npy(files["documents.npy"])
+        report, arrays, files = self._run(inputs, input_json)
+        return arrays["documents"]

@@ -1,8 +1,9 @@
 // orrery._core: the run layer and the quality measures, in process, for the Python package
-// (python/orrery). A fit is a run: the package writes the run's config as the CLI reads it, hands
-// the arrays over as in-memory inputs (io/memory_inputs.hpp) in place of files, and takes the
-// output files back from memory (RunConfig::capture). So a fit from Python goes through the same
-// config checks, readers, memory plan, methods and report as `orrery run`, and gives its bits.
+// (python/orrery). A fit is a run: the package builds the run's config from the estimator's keyword
+// arguments (a dict, as a config file holds it), hands the arrays over as in-memory inputs
+// (io/memory_inputs.hpp) in place of files, and takes the coordinates back as arrays and the other
+// outputs as bytes (RunConfig::result). So a fit from Python goes through the same config checks,
+// readers, memory plan, methods and report as `orrery run`, and gives its bits.
 //
 // The GIL is released while a run works; at each of the method's safe points (where a run could
 // stop with a checkpoint) the run takes the GIL for a moment and asks Python for pending signals,
@@ -13,6 +14,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <map>
 #include <memory>
@@ -124,22 +126,66 @@ void without_gil(F&& f, const SignalControl* control = nullptr) {
   }
 }
 
-py::tuple run(const std::string& config, const Inputs&, bool quiet) {
+// An estimator's run config, built from its keyword arguments as Python values (dict, list, str,
+// bool, int, float, None), as JSON for the run layer's one reader of configs: the same keys, checks
+// and messages as a config file. `where` names the key in errors.
+json to_json(const py::handle& v, const std::string& where, int depth = 0) {
+  if (depth > pipeline::kMaxJsonDepth) throw py::value_error(where + ": nested deeper than the config allows");
+  if (v.is_none()) return nullptr;
+  if (py::isinstance<py::bool_>(v)) return v.cast<bool>();
+  if (py::isinstance<py::int_>(v) || (!py::isinstance<py::float_>(v) && py::hasattr(v, "__index__"))) {
+    const py::int_ i(py::reinterpret_borrow<py::object>(v));  // numpy's integers too
+    if (py::int_(0) <= i) return i.cast<unsigned long long>();
+    return i.cast<long long>();
+  }
+  if (py::isinstance<py::float_>(v)) {
+    const double d = v.cast<double>();
+    if (!std::isfinite(d)) throw py::value_error(where + ": expected a finite number, found " + std::string(py::repr(v)));
+    return d;
+  }
+  if (py::isinstance<py::str>(v)) return v.cast<std::string>();
+  if (py::isinstance<py::dict>(v)) {
+    json out = json::object();
+    for (const auto& [k, x] : py::reinterpret_borrow<py::dict>(v)) {
+      const std::string key = py::str(k);
+      out[key] = to_json(x, where.empty() ? key : where + "." + key, depth + 1);
+    }
+    return out;
+  }
+  if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+    json out = json::array();
+    size_t k = 0;
+    for (const auto& x : v) out.push_back(to_json(x, where + "[" + std::to_string(k++) + "]", depth + 1));
+    return out;
+  }
+  throw py::value_error(where + ": a config holds numbers, strings, booleans, lists and dicts, found " +
+                        std::string(py::repr(py::type::of(v))));
+}
+
+py::array_t<double> to_array(const MatrixD& m) {
+  py::array_t<double> out({m.rows, m.cols});
+  std::copy(m.data.begin(), m.data.end(), out.mutable_data());
+  return out;
+}
+
+// Runs the config (a dict, as a run config file holds it) whose input paths name `inputs`.
+py::tuple run(const py::dict& config, const Inputs&, bool quiet) {
   pipeline::RunConfig rc;
   try {
-    rc = pipeline::parse_run_config(config, "<python>");
+    rc = pipeline::run_config_from_json(to_json(config, ""), "<python>");
   } catch (const Error& e) {
     throw py::value_error(e.what());
   }
   const pipeline::MethodEntry* method = pipeline::find_method(rc.method);
-  std::map<std::string, std::string> files;
-  rc.capture = &files;
+  pipeline::RunResult result;
+  rc.result = &result;
   SignalControl control;
   json report;
   without_gil([&] { report = method->run(rc, quiet, &control); }, &control);
-  py::dict out;
-  for (const auto& [name, bytes] : files) out[py::str(name)] = py::bytes(bytes);
-  return py::make_tuple(report.dump(), out);
+  py::dict arrays, files;
+  for (const auto& [name, m] : result.arrays) arrays[py::str(name)] = to_array(m);
+  for (const auto& [name, bytes] : result.files) files[py::str(name)] = py::bytes(bytes);
+  return py::make_tuple(report.dump(), arrays, files);
 }
 
 // Every parameter table: name -> [(key, type, default as text, range, doc)].
@@ -179,9 +225,7 @@ std::string evaluate(const DoubleArray& X, const DoubleArray& Y, const std::vect
 py::array_t<double> read_matrix(const std::string& path, index_t limit) {
   MatrixD m;
   without_gil([&] { m = io::read_matrix(path, limit); });
-  py::array_t<double> out({m.rows, m.cols});
-  std::copy(m.data.begin(), m.data.end(), out.mutable_data());
-  return out;
+  return to_array(m);
 }
 
 }  // namespace
@@ -203,7 +247,8 @@ PYBIND11_MODULE(_core, m) {
            py::arg("col"), py::arg("val"))
       .def("add_bytes", &Inputs::add_bytes, py::arg("name"), py::arg("data"));
   m.def("run", &run, py::arg("config"), py::arg("inputs"), py::arg("quiet") = true,
-        "Runs a config (JSON text) whose input paths name `inputs`; returns (report JSON, {file name: bytes}).");
+        "Runs a config (a dict, as a run config file holds it) whose input paths name `inputs`; returns "
+        "(report JSON, {coordinate output name: array}, {other output file name: bytes}).");
   m.def("read_matrix", &read_matrix, py::arg("path"), py::arg("limit") = 0,
         "A matrix file (npy, IDX, csv/tsv/txt, optionally gzipped) as the runs read it: float64, rows x columns.");
   m.def("tables", &tables, "Every parameter table: {name: [(key, type, default, range, doc)]}.");

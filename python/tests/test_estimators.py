@@ -127,6 +127,16 @@ def test_same_seed_same_map_and_other_seed_other_map():
     assert np.array_equal(a, b) and not np.array_equal(a, c)
 
 
+def test_numpy_scalar_parameters_give_the_python_numbers_map():
+    """A grid search hands parameters as numpy scalars (np.arange, np.linspace): the run's config takes
+    them as the numbers they are."""
+    X, _ = blobs()
+    a = orrery.HSSNE(perplexity=10, max_iter=100, alpha=0.5, random_state=3).fit_transform(X)
+    b = orrery.HSSNE(perplexity=np.float64(10), max_iter=np.int64(100), alpha=np.float32(0.5),
+                     random_state=np.int32(3)).fit_transform(X)
+    assert np.array_equal(a, b)
+
+
 def test_float32_and_fortran_inputs_give_the_float64_result():
     X, _ = blobs()
     X32 = X.astype(np.float32)

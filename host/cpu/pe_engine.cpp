@@ -9,6 +9,7 @@
 #include "cpu/engines.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/pe.hpp"
+#include "prep/clones.hpp"
 
 namespace orrery::cpu {
 namespace {
@@ -16,6 +17,32 @@ namespace {
 // Objects per reduction chunk: large enough to amortise scheduling, fixed so that partial
 // sums, and therefore results, are independent of the thread count.
 constexpr index_t kChunk = 1024;
+
+// Newton steps for objects [begin, end) (math::pe_newton_object, inlined here so that its K loops
+// get the clone's instruction set), their sweep totals added to s and, with gp, their class forces.
+template <int D>
+ORRERY_CLONES void solve_range(const MatrixD& P, const double* log_priors, const double* phi, int K, MatrixD& R,
+                               double eta_r, const PeNewtonOptions& opt, index_t begin, index_t end, double* scratch,
+                               PeSweep& s, double* gp) {
+  for (index_t n = begin; n < end; ++n) {
+    double* r = R.row(n);
+    const auto res = math::pe_newton_object<double, D>(P.row(n), log_priors, phi, K, r, eta_r, opt.eps_r,
+                                                       opt.max_iter, scratch);
+    add_object(s, res, res.objective);
+    if (gp) math::pe_class_forces_from_q<double, D>(P.row(n), res.q, phi, K, r, gp);
+  }
+}
+
+// The objective summed over objects [begin, end) in order.
+template <int D>
+ORRERY_CLONES double eval_range(const MatrixD& P, const double* log_priors, const double* phi, int K, const MatrixD& R,
+                                double eta_r, index_t begin, index_t end, double* scratch) {
+  double s = 0.0;
+  for (index_t n = begin; n < end; ++n)
+    s += math::pe_object_eval<double, D>(P.row(n), log_priors, phi, K, R.row(n), eta_r, nullptr, nullptr, nullptr,
+                                         scratch);
+  return s;
+}
 
 class CpuPeEngine final : public PeEngine {
  public:
@@ -55,14 +82,8 @@ class CpuPeEngine final : public PeEngine {
       PeSweep s;
       double* gp = class_grad ? grad_part.data() + c * K * D : nullptr;
       std::vector<double> scratch(static_cast<size_t>(2 * K));
-      const index_t end = std::min(P_.rows, (c + 1) * kChunk);
-      for (index_t n = c * kChunk; n < end; ++n) {
-        double* r = R_.row(n);
-        const auto res = math::pe_newton_object<double, D>(P_.row(n), log_priors_.data(), phi.data(), K, r, eta_r_,
-                                                           opt.eps_r, opt.max_iter, scratch.data());
-        add_object(s, res, res.objective);
-        if (gp) math::pe_class_forces_from_q<double, D>(P_.row(n), res.q, phi.data(), K, r, gp);
-      }
+      solve_range<D>(P_, log_priors_.data(), phi.data(), K, R_, eta_r_, opt, c * kChunk,
+                     std::min(P_.rows, (c + 1) * kChunk), scratch.data(), s, gp);
       part[static_cast<size_t>(c)] = s;
     }
     const PeSweep total = combine_sweeps(part);
@@ -81,12 +102,9 @@ class CpuPeEngine final : public PeEngine {
     std::vector<double> part(static_cast<size_t>(chunks), 0.0);
 #pragma omp parallel for schedule(static) num_threads(threads_)
     for (index_t c = 0; c < chunks; ++c) {
-      double s = 0.0;
-      const index_t end = std::min(P_.rows, (c + 1) * kChunk);
-      for (index_t n = c * kChunk; n < end; ++n)
-        s += math::pe_object_eval<double, D>(P_.row(n), log_priors_.data(), phi.data(), K, R_.row(n), eta_r_,
-                                             nullptr, nullptr);
-      part[static_cast<size_t>(c)] = s;
+      std::vector<double> scratch(static_cast<size_t>(K));
+      part[static_cast<size_t>(c)] = eval_range<D>(P_, log_priors_.data(), phi.data(), K, R_, eta_r_, c * kChunk,
+                                                   std::min(P_.rows, (c + 1) * kChunk), scratch.data());
     }
     double total = 0.0;
     for (double s : part) total += s;

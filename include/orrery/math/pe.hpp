@@ -16,13 +16,14 @@
 #pragma once
 #include <limits>
 
+#include "orrery/math/exp.hpp"
 #include "orrery/math/hd.hpp"
 #include "orrery/math/linalg.hpp"
 
 namespace orrery::math {
 
 template <class T, int D>
-ORRERY_HD T pe_exponent(T log_prior, const T* phi_k, const T* r) {
+ORRERY_HD_INLINE T pe_exponent(T log_prior, const T* phi_k, const T* r) {
   T d2 = T(0);
   for (int d = 0; d < D; ++d) {
     const T diff = r[d] - phi_k[d];
@@ -35,48 +36,101 @@ ORRERY_HD T pe_exponent(T log_prior, const T* phi_k, const T* r) {
 // receives log sum_k exp(e_k), which later passes use to recover q_k without a second max.
 // q_out (K entries), when non-null, receives q_k; it also serves as scratch that saves
 // recomputing the exponents in the second pass (the CPU passes it; a GPU thread, which has no
-// room for K values, does not and recomputes).
+// room for K values, does not and recomputes). With the scratch the K loops are vectorised on the
+// host: the exponents, then exp_nonpositive (math/exp.hpp, within 1 ulp of exp) of each with the
+// sums over k in SIMD lanes; an exp per class and object is the cost of PE and of PLSV's document
+// steps, and libm's exp does not vectorise.
 template <class T, int D>
-ORRERY_HD T pe_object_eval(const T* p, const T* log_prior, const T* phi, int K, const T* r, T eta_r, T* grad,
-                           T* hess, T* lse_out = nullptr, T* q_out = nullptr) {
-  T emax = pe_exponent<T, D>(log_prior[0], phi, r);
-  int kmax = 0;
-  if (q_out) q_out[0] = emax;
-  for (int k = 1; k < K; ++k) {
-    const T e = pe_exponent<T, D>(log_prior[k], phi + k * D, r);
-    if (q_out) q_out[k] = e;
-    if (e > emax) {
-      emax = e;
-      kmax = k;
-    }
-  }
-  const T* c = phi + kmax * D;  // centre for the covariance accumulation
-  T sw = T(0), sp = T(0), spe = T(0);
+ORRERY_HD_INLINE T pe_object_eval(const T* p, const T* log_prior, const T* phi, int K, const T* r, T eta_r, T* grad,
+                                  T* hess, T* lse_out = nullptr, T* q_out = nullptr) {
+  T emax, sw = T(0), sp = T(0), spe = T(0);
   T m1[D] = {}, m2[D * D] = {}, spu[D] = {};
-  for (int k = 0; k < K; ++k) {
-    const T* ph = phi + k * D;
-    const T e = q_out ? q_out[k] : pe_exponent<T, D>(log_prior[k], ph, r);
-    const T w = hd_exp(e - emax);
-    if (q_out) q_out[k] = w;
-    const T pk = p[k];
-    sw += w;
-    sp += pk;
-    spe += pk * e;
-    T u[D];
-    for (int d = 0; d < D; ++d) {
-      u[d] = ph[d] - c[d];
-      m1[d] += w * u[d];
-      spu[d] += pk * (r[d] - ph[d]);
+  const T* c;  // centre for the covariance accumulation
+  if (q_out) {
+    ORRERY_SIMD()
+    for (int k = 0; k < K; ++k) q_out[k] = pe_exponent<T, D>(log_prior[k], phi + k * D, r);
+    emax = q_out[0];
+    int kmax = 0;
+    for (int k = 1; k < K; ++k)
+      if (q_out[k] > emax) {
+        emax = q_out[k];
+        kmax = k;
+      }
+    c = phi + kmax * D;
+    const T c0 = c[0], c1 = c[1], c2 = D > 2 ? c[2] : T(0);
+    const T r0 = r[0], r1 = r[1], r2 = D > 2 ? r[2] : T(0);
+    // the moments as scalars, so that each is one SIMD reduction
+    T a0 = 0, a1 = 0, a2 = 0, b00 = 0, b10 = 0, b11 = 0, b20 = 0, b21 = 0, b22 = 0, s0 = 0, s1 = 0, s2 = 0;
+    ORRERY_SIMD(reduction(+ : sw, sp, spe, a0, a1, a2, b00, b10, b11, b20, b21, b22, s0, s1, s2))
+    for (int k = 0; k < K; ++k) {
+      const T* ph = phi + k * D;
+      const T e = q_out[k];
+      const T w = exp_nonpositive(e - emax);
+      q_out[k] = w;
+      const T pk = p[k];
+      sw += w;
+      sp += pk;
+      spe += pk * e;
+      const T u0 = ph[0] - c0, u1 = ph[1] - c1;
+      a0 += w * u0;
+      a1 += w * u1;
+      s0 += pk * (r0 - ph[0]);
+      s1 += pk * (r1 - ph[1]);
+      b00 += w * u0 * u0;
+      b10 += w * u1 * u0;
+      b11 += w * u1 * u1;
+      if (D > 2) {
+        const T u2 = ph[D > 2 ? 2 : 0] - c2;
+        a2 += w * u2;
+        s2 += pk * (r2 - ph[D > 2 ? 2 : 0]);
+        b20 += w * u2 * u0;
+        b21 += w * u2 * u1;
+        b22 += w * u2 * u2;
+      }
     }
-    if (hess) {
-      for (int a = 0; a < D; ++a)
-        for (int b = 0; b <= a; ++b) m2[a * D + b] += w * u[a] * u[b];
+    const T a[3] = {a0, a1, a2}, su[3] = {s0, s1, s2};
+    const T b[9] = {b00, 0, 0, b10, b11, 0, b20, b21, b22};
+    for (int d = 0; d < D; ++d) {
+      m1[d] = a[d];
+      spu[d] = su[d];
+      for (int e = 0; e <= d; ++e) m2[d * D + e] = b[d * 3 + e];
+    }
+  } else {
+    emax = pe_exponent<T, D>(log_prior[0], phi, r);
+    int kmax = 0;
+    for (int k = 1; k < K; ++k) {
+      const T e = pe_exponent<T, D>(log_prior[k], phi + k * D, r);
+      if (e > emax) {
+        emax = e;
+        kmax = k;
+      }
+    }
+    c = phi + kmax * D;
+    for (int k = 0; k < K; ++k) {
+      const T* ph = phi + k * D;
+      const T e = pe_exponent<T, D>(log_prior[k], ph, r);
+      const T w = hd_exp(e - emax);
+      const T pk = p[k];
+      sw += w;
+      sp += pk;
+      spe += pk * e;
+      T u[D];
+      for (int d = 0; d < D; ++d) {
+        u[d] = ph[d] - c[d];
+        m1[d] += w * u[d];
+        spu[d] += pk * (r[d] - ph[d]);
+      }
+      if (hess) {
+        for (int a = 0; a < D; ++a)
+          for (int b = 0; b <= a; ++b) m2[a * D + b] += w * u[a] * u[b];
+      }
     }
   }
   const T lse = emax + hd_log(sw);
   if (lse_out) *lse_out = lse;
   if (q_out) {
     const T inv = T(1) / sw;
+    ORRERY_SIMD()
     for (int k = 0; k < K; ++k) q_out[k] *= inv;
   }
   T r2 = T(0);
@@ -120,7 +174,7 @@ struct PeObjectResult {
 // scratch (2K entries, optional) keeps q at the current and the trial point, so that the caller
 // can form class forces without another pass of exponentials (pe_class_forces_from_q).
 template <class T, int D>
-ORRERY_HD PeObjectResult<T> pe_newton_object(const T* p, const T* log_prior, const T* phi, int K, T* r, T eta_r,
+ORRERY_HD_INLINE PeObjectResult<T> pe_newton_object(const T* p, const T* log_prior, const T* phi, int K, T* r, T eta_r,
                                               T eps_r, int max_iter, T* scratch = nullptr) {
   T* q_cur = scratch;
   T* q_try = scratch ? scratch + K : nullptr;

@@ -2,16 +2,16 @@
 // each space by a bounded heap over all points (math/select.hpp), then the ranks that link the two
 // spaces, read from the other space's kept neighbors or counted. OpenMP over query points; each
 // row is independent, so any thread count gives the same integers. O(rows N (d + D)) time, O(N)
-// scratch per thread.
+// scratch per thread, and a transposed copy of X and Y (N (d + D) values).
 #include <omp.h>
 
 #include <algorithm>
 #include <vector>
 
 #include "cpu/engines.hpp"
-#include "orrery/math/distance.hpp"
 #include "orrery/math/select.hpp"
 #include "orrery/quality.hpp"
+#include "prep/clones.hpp"
 
 namespace orrery::cpu {
 namespace {
@@ -42,6 +42,30 @@ void cross_ranks(const std::int64_t* list, int kmax, const std::vector<int>& pos
   for (int q = 0; q < m; ++q) ranks[tag[q]] = 1 + (run += diff[q]);
 }
 
+// Row i's squared distances to every point in both spaces, in loops of their own (the heaps'
+// branches kept out), vectorised across points: Xt (and Yt) hold the coordinates transposed,
+// dimension by dimension, so each dimension adds its squared differences to the whole row in one
+// SIMD pass; compiled for AVX2/AVX-512 where the processor has them (prep/clones.hpp).
+ORRERY_CLONES void add_squared_differences(const double* xt, index_t N, int d, const double* xi, double* out) {
+  for (index_t l = 0; l < N; ++l) out[l] = 0.0;
+  for (int c = 0; c < d; ++c) {
+    const double* col = xt + static_cast<size_t>(c) * static_cast<size_t>(N);
+    const double v = xi[c];
+#pragma omp simd
+    for (index_t l = 0; l < N; ++l) {
+      const double t = col[l] - v;
+      out[l] += t * t;
+    }
+  }
+}
+
+std::vector<double> transposed(const MatrixD& M) {
+  std::vector<double> t(M.data.size());
+  for (index_t r = 0; r < M.rows; ++r)
+    for (index_t c = 0; c < M.cols; ++c) t[static_cast<size_t>(c * M.rows + r)] = M(r, c);
+  return t;
+}
+
 }  // namespace
 
 RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,
@@ -56,6 +80,7 @@ RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_m
   rows.input_rank_of_map_nb.resize(total);
   rows.map_rank_of_input_nb.resize(total);
   const int dx = static_cast<int>(X.cols), dy = static_cast<int>(Y.cols);
+  const std::vector<double> Xt = distance_matrix ? std::vector<double>() : transposed(X), Yt = transposed(Y);
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
   {
     std::vector<double> din(static_cast<size_t>(N)), dout(static_cast<size_t>(N)), hd_in(kmax), hd_out(kmax), kd(kmax);
@@ -66,9 +91,14 @@ RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_m
       const index_t i = queries.empty() ? row : queries[static_cast<size_t>(row)];
       std::int64_t* n = rows.map_neighbors.data() + row * kmax;
       int size_in = 0, size_out = 0;
+      if (distance_matrix) {
+        const double* x = X.row(i);
+        for (index_t l = 0; l < N; ++l) din[l] = x[l] * x[l];
+      } else {
+        add_squared_differences(Xt.data(), N, dx, X.row(i), din.data());
+      }
+      add_squared_differences(Yt.data(), N, dy, Y.row(i), dout.data());
       for (index_t l = 0; l < N; ++l) {
-        din[l] = distance_matrix ? X(i, l) * X(i, l) : math::squared_distance(X.row(i), X.row(l), dx);
-        dout[l] = math::squared_distance(Y.row(i), Y.row(l), dy);
         if (l == i) continue;
         math::heap_offer(din[l], static_cast<std::int64_t>(l), hd_in.data(), v.data(), size_in, kmax);
         math::heap_offer(dout[l], static_cast<std::int64_t>(l), hd_out.data(), n, size_out, kmax);

@@ -1,7 +1,7 @@
 // The quality measures' rank rows on the CPU (orrery/quality.hpp): per point its kmax nearest in
 // each space by a bounded heap over all points (math/select.hpp), then the ranks that link the two
 // spaces, read from the other space's kept neighbors or counted. OpenMP over query points; each
-// row is independent, so any thread count gives the same integers. O(rows N (d + D)) time, O(N)
+// row is independent, so any thread count gives the same integers. O(rows N (d + D + kmax)) time, O(N)
 // scratch per thread, and a transposed copy of X and Y (N (d + D) values).
 #include <omp.h>
 
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cpu/engines.hpp"
+#include "orrery/math/distance.hpp"
 #include "orrery/math/select.hpp"
 #include "orrery/quality.hpp"
 #include "prep/clones.hpp"
@@ -16,11 +17,28 @@
 namespace orrery::cpu {
 namespace {
 
+// For each of the m keys (kd[q], ki[q]): how many points l != self of the row come before it,
+// (dist[l], l) < key in math::neighbor_before's order. One branch-free SIMD count per key over the
+// row (the row stays in the cache), in AVX2/AVX-512 clones (prep/clones.hpp).
+ORRERY_CLONES void count_before(const double* dist, index_t N, index_t self, const double* kd, const std::int64_t* ki,
+                                int m, std::int64_t* out) {
+  for (int q = 0; q < m; ++q) {
+    const double d = kd[q];
+    const std::int64_t k = ki[q];
+    std::int64_t c = 0;
+#pragma omp simd reduction(+ : c)
+    for (index_t l = 0; l < N; ++l) c += static_cast<std::int64_t>((dist[l] < d) | ((dist[l] == d) & (l < k)));
+    if (math::neighbor_before(dist[self], static_cast<std::int64_t>(self), d, k)) --c;
+    out[q] = c;
+  }
+}
+
 // Ranks in `dist` (one row, self excluded) of the points `list` (the other space's neighbors):
-// read from `pos` when the point is among this space's own kept neighbors, counted otherwise.
+// read from `pos` when the point is among this space's own kept neighbors, counted otherwise
+// (1 + the points before it).
 void cross_ranks(const std::int64_t* list, int kmax, const std::vector<int>& pos, const std::vector<double>& dist,
                  index_t self, std::int64_t* ranks, std::vector<double>& kd, std::vector<std::int64_t>& ki,
-                 std::vector<int>& tag, std::vector<std::int64_t>& diff) {
+                 std::vector<int>& tag, std::vector<std::int64_t>& before) {
   int m = 0;
   for (int l = 0; l < kmax; ++l) {
     const int p = pos[static_cast<size_t>(list[l])];
@@ -33,28 +51,34 @@ void cross_ranks(const std::int64_t* list, int kmax, const std::vector<int>& pos
     }
   }
   if (m == 0) return;
-  math::sort_keys(kd.data(), ki.data(), tag.data(), m);
-  std::fill(diff.begin(), diff.begin() + m + 1, 0);
-  const double far = kd[m - 1];
-  for (index_t l = 0; l < static_cast<index_t>(dist.size()); ++l)
-    if (l != self && dist[l] <= far) ++diff[math::first_key_after(dist[l], static_cast<std::int64_t>(l), kd.data(), ki.data(), m)];
-  std::int64_t run = 0;
-  for (int q = 0; q < m; ++q) ranks[tag[q]] = 1 + (run += diff[q]);
+  count_before(dist.data(), static_cast<index_t>(dist.size()), self, kd.data(), ki.data(), m, before.data());
+  for (int q = 0; q < m; ++q) ranks[tag[q]] = 1 + before[q];
 }
 
-// Row i's squared distances to every point in both spaces, in loops of their own (the heaps'
-// branches kept out), vectorised across points: Xt (and Yt) hold the coordinates transposed,
-// dimension by dimension, so each dimension adds its squared differences to the whole row in one
-// SIMD pass; compiled for AVX2/AVX-512 where the processor has them (prep/clones.hpp).
+// Row i's squared distances to every point in one space, in loops of their own (the heaps'
+// branches kept out), vectorised across points: xt holds the coordinates transposed, dimension by
+// dimension, and each four dimensions add their squared differences to the whole row (which stays
+// in the cache) in one SIMD pass; compiled for AVX2/AVX-512 where the processor has them.
 ORRERY_CLONES void add_squared_differences(const double* xt, index_t N, int d, const double* xi, double* out) {
+  const auto col = [&](int c) { return xt + static_cast<size_t>(c) * static_cast<size_t>(N); };
   for (index_t l = 0; l < N; ++l) out[l] = 0.0;
-  for (int c = 0; c < d; ++c) {
-    const double* col = xt + static_cast<size_t>(c) * static_cast<size_t>(N);
-    const double v = xi[c];
+  int c = 0;
+  for (; c + 4 <= d; c += 4) {  // four dimensions per pass over the row
+    const double *c0 = col(c), *c1 = col(c + 1), *c2 = col(c + 2), *c3 = col(c + 3);
+    const double v0 = xi[c], v1 = xi[c + 1], v2 = xi[c + 2], v3 = xi[c + 3];
 #pragma omp simd
     for (index_t l = 0; l < N; ++l) {
-      const double t = col[l] - v;
-      out[l] += t * t;
+      const double t0 = c0[l] - v0, t1 = c1[l] - v1, t2 = c2[l] - v2, t3 = c3[l] - v3;
+      out[l] += (t0 * t0 + t1 * t1) + (t2 * t2 + t3 * t3);
+    }
+  }
+  for (; c < d; ++c) {
+    const double* c0 = col(c);
+    const double v0 = xi[c];
+#pragma omp simd
+    for (index_t l = 0; l < N; ++l) {
+      const double t0 = c0[l] - v0;
+      out[l] += t0 * t0;
     }
   }
 }
@@ -84,7 +108,7 @@ RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_m
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
   {
     std::vector<double> din(static_cast<size_t>(N)), dout(static_cast<size_t>(N)), hd_in(kmax), hd_out(kmax), kd(kmax);
-    std::vector<std::int64_t> v(kmax), ki(kmax), diff(kmax + 1);
+    std::vector<std::int64_t> v(kmax), ki(kmax), before(kmax);
     std::vector<int> pos_in(static_cast<size_t>(N), -1), pos_out(static_cast<size_t>(N), -1), tag(kmax);
 #pragma omp for schedule(dynamic, 16)
     for (index_t row = 0; row < R; ++row) {
@@ -109,8 +133,8 @@ RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_m
         pos_in[static_cast<size_t>(v[p])] = p;
         pos_out[static_cast<size_t>(n[p])] = p;
       }
-      cross_ranks(n, kmax, pos_in, din, i, rows.input_rank_of_map_nb.data() + row * kmax, kd, ki, tag, diff);
-      cross_ranks(v.data(), kmax, pos_out, dout, i, rows.map_rank_of_input_nb.data() + row * kmax, kd, ki, tag, diff);
+      cross_ranks(n, kmax, pos_in, din, i, rows.input_rank_of_map_nb.data() + row * kmax, kd, ki, tag, before);
+      cross_ranks(v.data(), kmax, pos_out, dout, i, rows.map_rank_of_input_nb.data() + row * kmax, kd, ki, tag, before);
       for (int p = 0; p < kmax; ++p) {
         pos_in[static_cast<size_t>(v[p])] = -1;
         pos_out[static_cast<size_t>(n[p])] = -1;

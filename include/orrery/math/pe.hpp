@@ -49,28 +49,32 @@ ORRERY_HD_INLINE T pe_object_eval(const T* p, const T* log_prior, const T* phi, 
   if (q_out) {
     ORRERY_SIMD()
     for (int k = 0; k < K; ++k) q_out[k] = pe_exponent<T, D>(log_prior[k], phi + k * D, r);
-    emax = q_out[0];
-    int kmax = 0;
-    for (int k = 1; k < K; ++k)
-      if (q_out[k] > emax) {
-        emax = q_out[k];
-        kmax = k;
-      }
+    T top = q_out[0];
+    ORRERY_SIMD(reduction(max : top))
+    for (int k = 1; k < K; ++k) top = q_out[k] > top ? q_out[k] : top;
+    emax = top;
+    int kmax = 0;  // the first class with the largest exponent
+    while (kmax < K - 1 && q_out[kmax] != emax) ++kmax;
     c = phi + kmax * D;
     const T c0 = c[0], c1 = c[1], c2 = D > 2 ? c[2] : T(0);
     const T r0 = r[0], r1 = r[1], r2 = D > 2 ? r[2] : T(0);
-    // the moments as scalars, so that each is one SIMD reduction
-    T a0 = 0, a1 = 0, a2 = 0, b00 = 0, b10 = 0, b11 = 0, b20 = 0, b21 = 0, b22 = 0, s0 = 0, s1 = 0, s2 = 0;
-    ORRERY_SIMD(reduction(+ : sw, sp, spe, a0, a1, a2, b00, b10, b11, b20, b21, b22, s0, s1, s2))
+    // the weights first (the exp's constants and temporaries hold most registers), then the moments
+    // as scalars, so that each is one SIMD reduction
+    ORRERY_SIMD(reduction(+ : sw, spe))
     for (int k = 0; k < K; ++k) {
-      const T* ph = phi + k * D;
       const T e = q_out[k];
       const T w = exp_nonpositive(e - emax);
       q_out[k] = w;
-      const T pk = p[k];
       sw += w;
+      spe += p[k] * e;
+    }
+    T a0 = 0, a1 = 0, a2 = 0, b00 = 0, b10 = 0, b11 = 0, b20 = 0, b21 = 0, b22 = 0, s0 = 0, s1 = 0, s2 = 0;
+    ORRERY_SIMD(reduction(+ : sp, a0, a1, a2, b00, b10, b11, b20, b21, b22, s0, s1, s2))
+    for (int k = 0; k < K; ++k) {
+      const T* ph = phi + k * D;
+      const T w = q_out[k];
+      const T pk = p[k];
       sp += pk;
-      spe += pk * e;
       const T u0 = ph[0] - c0, u1 = ph[1] - c1;
       a0 += w * u0;
       a1 += w * u1;

@@ -10,11 +10,36 @@
 #include "orrery/engines.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/plsv.hpp"
+#include "prep/clones.hpp"
 
 namespace orrery::cpu {
 namespace {
 
 constexpr index_t kChunk = 256;  // documents per reduction chunk
+
+// Newton on documents [begin, end) (math::plsv_newton_document, inlined here so that its loops over
+// topics get the clone's instruction set: an exp per topic per step is the cost), their sweep totals
+// added to s and, with gp, their topic forces times M_n.
+template <int D>
+ORRERY_CLONES void solve_documents(const double* R, const double* len, double* X, const double* phi, int Z,
+                                   double gamma, const PeNewtonOptions& opt, index_t begin, index_t end,
+                                   const double* zeros, double* rs, double* scratch, double* force, PeSweep& s,
+                                   double* gp) {
+  for (index_t n = begin; n < end; ++n) {
+    const double M = len[n];
+    const double* r = R + n * Z;
+    for (int z = 0; z < Z; ++z) rs[z] = r[z] / M;
+    double* x = X + n * D;
+    const auto res = math::plsv_newton_document<double, D>(rs, zeros, phi, Z, x, M, gamma, opt.eps_r, opt.max_iter,
+                                                            scratch);
+    add_object(s, res, M * res.objective);
+    if (gp) {
+      std::fill(force, force + Z * D, 0.0);
+      math::pe_class_forces_from_q<double, D>(rs, res.q, phi, Z, x, force);
+      for (int i = 0; i < Z * D; ++i) gp[i] += M * force[i];
+    }
+  }
+}
 
 class CpuPlsvEngine final : public PlsvEngine {
  public:
@@ -196,20 +221,9 @@ class CpuPlsvEngine final : public PlsvEngine {
       for (index_t ch = 0; ch < nc; ++ch) {
         PeSweep s;
         double* gp = topic_grad ? grad_part.data() + ch * Z_ * D : nullptr;
-        for (index_t n = ch * kChunk; n < std::min(N_, (ch + 1) * kChunk); ++n) {
-          const double M = len_[static_cast<size_t>(n)];
-          const double* r = R_.data() + n * Z_;
-          for (int z = 0; z < Z_; ++z) rs[static_cast<size_t>(z)] = r[z] / M;
-          double* x = X_.data() + n * D;
-          const auto res = math::plsv_newton_document<double, D>(rs.data(), zeros.data(), phi.data(), Z_, x, M, gamma,
-                                                                  opt.eps_r, opt.max_iter, scratch.data());
-          add_object(s, res, M * res.objective);
-          if (gp) {
-            std::fill(force.begin(), force.end(), 0.0);
-            math::pe_class_forces_from_q<double, D>(rs.data(), res.q, phi.data(), Z_, x, force.data());
-            for (int i = 0; i < Z_ * D; ++i) gp[i] += M * force[static_cast<size_t>(i)];
-          }
-        }
+        solve_documents<D>(R_.data(), len_.data(), X_.data(), phi.data(), Z_, gamma, opt, ch * kChunk,
+                           std::min(N_, (ch + 1) * kChunk), zeros.data(), rs.data(), scratch.data(), force.data(), s,
+                           gp);
         part[static_cast<size_t>(ch)] = s;
       }
     }

@@ -154,7 +154,7 @@ ORRERY_HD int plsv_relocate_document(T* x, const T* phi, int Z, const int* words
 // eta_r = gamma / (2 M_n), the gradient tolerance per word. r_scaled (Z) holds R_nz / M_n, zeros
 // (Z) log priors of 0; -Q_n = M_n * result.objective.
 template <class T, int D>
-ORRERY_HD PeObjectResult<T> plsv_newton_document(const T* r_scaled, const T* zeros, const T* phi, int Z, T* x,
+ORRERY_HD_INLINE PeObjectResult<T> plsv_newton_document(const T* r_scaled, const T* zeros, const T* phi, int Z, T* x,
                                                   T length, T gamma, T eps_x, int max_iter, T* scratch) {
   return pe_newton_object<T, D>(r_scaled, zeros, phi, Z, x, gamma / (T(2) * length), eps_x, max_iter, scratch);
 }

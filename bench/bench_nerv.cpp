@@ -22,6 +22,7 @@
 #include <stdexcept>
 
 #include "bench_common.hpp"
+#include "run/methods.hpp"
 #include "run/ne_run.hpp"
 #include "run/run_config.hpp"
 #include "io/readers.hpp"
@@ -255,11 +256,11 @@ int run_snerv_cv_bench(int argc, char** argv) {
                       {"output", {{"dir", "/tmp/orrery_bench_snerv_cv"}, {"svg", false}}},
                       {"device", opt(o, "--device", "auto")}, {"threads", std::stoi(opt(o, "--threads", "0"))},
                       {"seed", 1}};
-    std::ofstream("/tmp/orrery_bench_snerv_cv.json") << cfg.dump();
     const auto t0 = Clock::now();
-    const pipeline::RunConfig run = pipeline::read_run_config("/tmp/orrery_bench_snerv_cv.json");
-    const json r =
-        method == "snerv" && cv_only ? pipeline::cross_validate_snerv(run, !progress) : pipeline::run_ne(run, !progress);
+    const pipeline::RunConfig run = pipeline::run_config_from_json(cfg, "snerv-cv (" + method + ")");
+    // --cv-only: SNeRV's folds alone, not a method's whole run
+    const json r = cv_only && run.method == "snerv" ? pipeline::cross_validate_snerv(run, !progress)
+                                                    : pipeline::find_method(run.method)->run(run, !progress, nullptr);
     const double secs = seconds_since(t0);
     const json& cv = r["cross_validation"];
     std::printf("%-8s %6s %-6s %12.4f %s  (%.1f s)\n", data.c_str(), n.c_str(), method.c_str(),

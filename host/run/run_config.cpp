@@ -119,6 +119,16 @@ json read_config_json(const std::string& path) {
   return parse_config_json(text.str(), path);
 }
 
+namespace {
+
+// A JSON integer >= 0: parsed text gives it as unsigned, a config built in a program (a bench,
+// nlohmann's json from an int) may hold it signed.
+bool non_negative_integer(const json& v) {
+  return v.is_number_unsigned() || (v.is_number_integer() && v.get<long long>() >= 0);
+}
+
+}  // namespace
+
 RunConfig run_config_from_json(json raw, const std::string& path) {
   RunConfig cfg;
   cfg.path = path;
@@ -174,13 +184,13 @@ RunConfig run_config_from_json(json raw, const std::string& path) {
   }
   if (j.contains("threads")) {
     const json& t = j["threads"];
-    if (!t.is_number_unsigned() || t.get<unsigned long long>() > static_cast<unsigned long long>(kMaxThreads))
+    if (!non_negative_integer(t) || t.get<unsigned long long>() > static_cast<unsigned long long>(kMaxThreads))
       input_error("threads: expected an integer in [0, " + std::to_string(kMaxThreads) + "] (0 = all cores), found " +
                   detail::shown(t));
     cfg.threads = static_cast<int>(t.get<unsigned long long>());
   }
   if (j.contains("seed")) {
-    if (!j["seed"].is_number_unsigned()) input_error("seed: expected a non-negative integer, found " + detail::shown(j["seed"]));
+    if (!non_negative_integer(j["seed"])) input_error("seed: expected a non-negative integer, found " + detail::shown(j["seed"]));
     cfg.seed = j["seed"].get<unsigned long long>();
   }
   return cfg;

@@ -171,14 +171,17 @@ NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bo
     } else if (p.method == NeMethod::nerv && cfg.nerv.pairs == NervPairs::approximate) {
       plan.sparse = true;  // the truncated cost sums sparse rows only
     } else {
-      p.dense = true;
-      const MemoryPlan dense = plan_neighbor_embedding(p, device);
-      const double host = dense.host_peak() + (device ? 0.0 : dense.device_peak());
-      const bool fits = 2.0 * host <= available.host_bytes && (!device || 2.0 * dense.device_peak() <= available.device_bytes);
       const bool small = p.method == NeMethod::hssne
                              ? N - 1 <= static_cast<index_t>(sparse_neighbors(p.perplexity))  // every pair a neighbor
                              : N <= kDenseAutoMaxPoints;
-      plan.sparse = !(small && fits);
+      // dense where the size rule allows it and its plan fits in half the memory available
+      const auto fits = [&] {
+        p.dense = true;
+        const MemoryPlan dense = plan_neighbor_embedding(p, device);
+        const double host = dense.host_peak() + (device ? 0.0 : dense.device_peak());
+        return 2.0 * host <= available.host_bytes && (!device || 2.0 * dense.device_peak() <= available.device_bytes);
+      };
+      plan.sparse = !(small && fits());
     }
   } else {
     plan.sparse = in.affinities == AffinityMode::sparse;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cpu/engines.hpp"
+#include "cpu/map_rows.hpp"
 #include "orrery/math/distance.hpp"
 #include "orrery/math/select.hpp"
 #include "orrery/quality.hpp"
@@ -83,13 +84,6 @@ ORRERY_CLONES void add_squared_differences(const double* xt, index_t N, int d, c
   }
 }
 
-std::vector<double> transposed(const MatrixD& M) {
-  std::vector<double> t(M.data.size());
-  for (index_t r = 0; r < M.rows; ++r)
-    for (index_t c = 0; c < M.cols; ++c) t[static_cast<size_t>(c * M.rows + r)] = M(r, c);
-  return t;
-}
-
 }  // namespace
 
 RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,
@@ -104,7 +98,8 @@ RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_m
   rows.input_rank_of_map_nb.resize(total);
   rows.map_rank_of_input_nb.resize(total);
   const int dx = static_cast<int>(X.cols), dy = static_cast<int>(Y.cols);
-  const std::vector<double> Xt = distance_matrix ? std::vector<double>() : transposed(X), Yt = transposed(Y);
+  const std::vector<double> Xt = distance_matrix ? std::vector<double>() : by_dimension<double>(X),
+                            Yt = by_dimension<double>(Y);
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
   {
     std::vector<double> din(static_cast<size_t>(N)), dout(static_cast<size_t>(N)), hd_in(kmax), hd_out(kmax), kd(kmax);

@@ -230,6 +230,10 @@ NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bo
                      "use \"exact\" (slower, no index)",
                      static_cast<double>(N) * (12.0 * M + 4.0 * static_cast<double>(dims) + 16.0), 0.0});
   }
+  if (dims > 0 && in.distances.empty())  // the quality measures' rank rows read both spaces by dimension
+    plan.memory.add({"the quality measures' copies of the input and the map by dimension, N (d + 3) doubles",
+                     "input.pca", "a smaller input.pca or fewer points (input.limit)",
+                     8.0 * static_cast<double>(N) * (static_cast<double>(dims) + 3.0), 0.0});
   if (!in.affinity_matrix.empty()) plan.memory = MemoryPlan();  // the given P is read already
   return plan;
 }

@@ -145,7 +145,8 @@ int run_ne_scale_bench(int argc, char** argv) {
           const auto t3 = Clock::now();
           for (int r = 0; r < steps; ++r) engine->propose(1.0, 1.0, 0.0);
           step_s = seconds_since(t3) / steps;
-          // One evaluation at the final map split into its stages (the grid's or all pairs, then the attraction).
+          // One evaluation at the final map split into its stages (the grid's, the tree's or all pairs, then
+          // the attraction).
           const HssneStageTimes after = engine->stage_times();
           const double per = 1e3 / (after.evaluations - before.evaluations);
           stage_ms = {{"pairs", (after.pairs - before.pairs) * per},
@@ -154,6 +155,7 @@ int run_ne_scale_bench(int argc, char** argv) {
                       {"fft", (after.fft - before.fft) * per},
                       {"gather", (after.gather - before.gather) * per},
                       {"far", (after.far - before.far) * per},
+                      {"tree", (after.tree - before.tree) * per},
                       {"attraction", (after.attraction - before.attraction) * per}};
         }
         QualityRequest req;
@@ -171,10 +173,11 @@ int run_ne_scale_bench(int argc, char** argv) {
                     aff_s, fit_s, total, qual_s, fit_s / fit.iterations, pairs / step_s, acc, vs_alpha_one, vs_first);
         if (steps > 0)
           std::printf("%8s ms an evaluation at the final map: pairs %.2f, grid plan %.2f, scatter %.2f, FFT %.2f, gather "
-                      "%.2f, far points %.2f, attraction %.2f\n",
+                      "%.2f, far points %.2f, tree %.2f, attraction %.2f\n",
                       "", stage_ms["pairs"].get<double>(), stage_ms["grid_plan"].get<double>(),
                       stage_ms["scatter"].get<double>(), stage_ms["fft"].get<double>(), stage_ms["gather"].get<double>(),
-                      stage_ms["far"].get<double>(), stage_ms["attraction"].get<double>());
+                      stage_ms["far"].get<double>(), stage_ms["tree"].get<double>(),
+                      stage_ms["attraction"].get<double>());
         std::fflush(stdout);
         const auto finite_or_null = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
         records.push_back({{"bench", "hssne-scale"}, {"device", backend.name()}, {"source", source}, {"n", N},

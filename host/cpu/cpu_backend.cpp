@@ -99,6 +99,7 @@ class CpuBackend final : public Backend {
     return cpu::make_hssne_engine(&P, nullptr, alpha, dim, threads_);
   }
   bool has_interpolated_repulsion() const override { return true; }
+  bool has_tree_repulsion() const override { return true; }
   std::unique_ptr<HssneEngine> make_hssne(const SparseAffinity& P, double alpha, int dim,
                                           const HssneRepulsion& repulsion = {}) override {
     return cpu::make_hssne_engine(nullptr, &P, alpha, dim, threads_, repulsion);

@@ -11,16 +11,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
 
 #include "cpu/engines.hpp"
 #include "cpu/map_rows.hpp"
+#include "cpu/repulsion_tree.hpp"
 #include "orrery/affinity.hpp"
 #include "orrery/engines.hpp"
 #include "orrery/error.hpp"
 #include "orrery/interp.hpp"
+#include "orrery/interp_plan.hpp"
 #include "orrery/math/exp.hpp"
 #include "orrery/math/neighbor.hpp"
 #include "prep/clones.hpp"
@@ -174,24 +177,42 @@ ORRERY_CLONES void dense_row(const double* yt, index_t N, index_t i, const doubl
 // One pass over all pairs. Dense rows take P_ij inside the all-pairs loop (one distance per
 // pair); sparse rows run the repulsion alone, then the attraction over the row's list.
 // With a grid, the repulsion of every row comes from it (orrery/interp.hpp) and the rows run the
-// attraction alone.
+// attraction alone; the same with a tree (repulsion_tree.hpp), used where the grid gives way.
 template <int D>
 void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, int threads,
-              RepulsionGrid* grid, bool exact_when_cheaper, RepulsionSums& rep, HssneSums& out,
+              RepulsionGrid* grid, bool exact_when_cheaper, RepulsionTree* tree, RepulsionSums& rep, HssneSums& out,
               HssneStageTimes& times) {
   const double t0 = omp_get_wtime();
   const index_t N = Y.rows;
   resize_sums(out, N, D);
   const std::vector<double> yt = cpu::by_dimension<double>(Y);
-  // A grid dearer than the pairs (a wide map of few points) gives way to the exact loop. The grid
+  // A grid dearer than the pairs (a wide map of few points) gives way to the exact loop, or to the
+  // tree where the engine has one and the tree costs less than the pairs. In 3-D the tree's cost is
+  // weighed against the grid's at every map (a 3-D grid grows as the map's extent cubed, and the
+  // tree is cheap to plan next to it); in 2-D only where the grid gives way (a 2-D grid grows as the
+  // points do, and planning a tree at every map would add its cost to the grid's). The grid
   // gives its share of Z as one total (rep.z_grid; the rows' h_sum keep the rest), which saves it
   // an inverse transform.
+  const double pair_units = interp::kPairUnits * static_cast<double>(N) * static_cast<double>(N);
+  double tree_units = std::numeric_limits<double>::infinity(), t_tree = 0;
+  const auto timed = [&t_tree](auto&& f) {
+    const double a = omp_get_wtime();
+    f();
+    t_tree += omp_get_wtime() - a;
+  };
+  if (grid && exact_when_cheaper && tree && D == 3) timed([&] { tree_units = tree->plan(Y); });
   if (grid && exact_when_cheaper) {
-    if (!grid->sums_if_cheaper(Y, rep, false)) grid = nullptr;
+    if (!grid->sums_if_cheaper(Y, rep, false, tree_units)) grid = nullptr;
   } else if (grid) {
     grid->sums(Y, rep, false);
   }
   if (!grid) rep.z_grid = 0;
+  if (grid) tree = nullptr;
+  if (tree && D == 2) timed([&] { tree_units = tree->plan(Y); });
+  if (tree && !(tree_units < pair_units)) tree = nullptr;
+  if (tree) timed([&] { tree->sums_of_plan(rep); });
+  times.tree += t_tree;
+  const bool summed = grid || tree;
   const double t1 = omp_get_wtime();
 #pragma omp parallel for schedule(static) num_threads(nthreads(threads))
   for (index_t i = 0; i < N; ++i) {
@@ -200,7 +221,7 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
       dense_row<D>(yt.data(), N, i, P->row(i), alpha, acc);
     } else {
       const index_t lo = S->row_ptr[static_cast<size_t>(i)], hi = S->row_ptr[static_cast<size_t>(i) + 1];
-      if (grid) {
+      if (summed) {
         const auto k = static_cast<size_t>(i);
         acc.h_sum = rep.h[k];
         acc.hs_sum = rep.hs[k];
@@ -222,16 +243,16 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
   }
   // Rows without a grid sum their repulsion and attraction in one pass: all of it counts as pairs.
   const double t2 = omp_get_wtime();
-  if (grid) times.attraction += t2 - t1;
-  else times.pairs += t2 - t0;
+  if (summed) times.attraction += t2 - t1;
+  else times.pairs += t2 - t0 - t_tree;
   ++times.evaluations;
 }
 
 template <int D>
 HssneTotals cpu_evaluate(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, int threads,
-                         RepulsionGrid* grid, bool exact_when_cheaper, RepulsionSums& rep, HssneSums& out,
-                         HssneStageTimes& times) {
-  cpu_sums<D>(Y, alpha, P, S, threads, grid, exact_when_cheaper, rep, out, times);
+                         RepulsionGrid* grid, bool exact_when_cheaper, RepulsionTree* tree, RepulsionSums& rep,
+                         HssneSums& out, HssneStageTimes& times) {
+  cpu_sums<D>(Y, alpha, P, S, threads, grid, exact_when_cheaper, tree, rep, out, times);
   HssneTotals t;
   t.z = rep.z_grid;
   for (size_t i = 0; i < out.h.size(); ++i) {
@@ -304,6 +325,8 @@ class CpuHssneEngine final : public HssneEngine {
       : P_(P), S_(S), alpha_(alpha), dim_(dim), threads_(threads), N_(P ? P->rows : S->num_points) {
     if (repulsion.interpolated) grid_ = std::make_unique<RepulsionGrid>(dim, alpha, repulsion.grid, threads);
     exact_when_cheaper_ = repulsion.exact_when_cheaper;
+    if (grid_ && exact_when_cheaper_ && repulsion.tree_when_grid_dearer)
+      tree_ = std::make_unique<RepulsionTree>(dim, alpha, repulsion.tree_angle, threads);
     if (grid_ && S) {
       order_ = breadth_first_order(*S);
       std::vector<index_t> rank(order_.size());
@@ -411,8 +434,10 @@ class CpuHssneEngine final : public HssneEngine {
   }
 
   HssneTotals evaluate(const MatrixD& Y, HssneSums& out) {
-    return dim_ == 2 ? cpu_evaluate<2>(Y, alpha_, P_, S_, threads_, grid_.get(), exact_when_cheaper_, rep_, out, times_)
-                     : cpu_evaluate<3>(Y, alpha_, P_, S_, threads_, grid_.get(), exact_when_cheaper_, rep_, out, times_);
+    return dim_ == 2 ? cpu_evaluate<2>(Y, alpha_, P_, S_, threads_, grid_.get(), exact_when_cheaper_, tree_.get(), rep_,
+                                       out, times_)
+                     : cpu_evaluate<3>(Y, alpha_, P_, S_, threads_, grid_.get(), exact_when_cheaper_, tree_.get(), rep_,
+                                       out, times_);
   }
 
   const MatrixD* P_;
@@ -424,6 +449,7 @@ class CpuHssneEngine final : public HssneEngine {
   HssneSums sums_, trial_sums_;
   HssneTotals cur_, trial_totals_;
   std::unique_ptr<RepulsionGrid> grid_;  // null: exact repulsion over all pairs
+  std::unique_ptr<RepulsionTree> tree_;  // where the grid gives way (null: the exact loop there)
   HssneStageTimes times_;
   bool exact_when_cheaper_ = false;
   RepulsionSums rep_;

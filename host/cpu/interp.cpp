@@ -428,11 +428,11 @@ void RepulsionGrid::sums(const MatrixD& Y, RepulsionSums& out, bool whole_h) {
   sums(Y, c, out, whole_h);
 }
 
-bool RepulsionGrid::sums_if_cheaper(const MatrixD& Y, RepulsionSums& out, bool whole_h) {
+bool RepulsionGrid::sums_if_cheaper(const MatrixD& Y, RepulsionSums& out, bool whole_h, double other_units) {
   if (Y.cols != impl_->D) internal_error("RepulsionGrid: Y has the wrong dimension");
   Choice c;
   choose(Y, c);
-  if (!cheaper(Y, c)) return false;
+  if (!cheaper(Y, c) || !(c.units < other_units)) return false;
   sums(Y, c, out, whole_h);
   return true;
 }

@@ -43,8 +43,9 @@ const std::vector<Field<HssneParams>>& hssne_fields() {
       {"repulsion", &HssneParams::repulsion,
        "exact (all pairs, O(N^2)), interpolated (FFT grid, O(N) per iteration, FFTW on the CPU and cuFFT on CUDA; "
        "sparse affinities; force error ~6e-3 at the default grid, 2e-4 at interp_box 0.5) or auto: interpolated "
-       "from 12,000 points with sparse affinities (exact at any map where the grid would cost more than the "
-       "pairs), exact otherwise."},
+       "from 12,000 points with sparse affinities, exact otherwise; at a map where the grid would cost more than "
+       "the pairs (or, in 3-D, than a Barnes-Hut tree) the CPU sums on the tree (force error ~1e-3) where that "
+       "costs less than the pairs, a GPU over all pairs."},
       {"interp_nodes", &HssneParams::interp_nodes,
        "interpolated: nodes per box and dimension; each point interpolates from the interp_nodes nearest nodes "
        "per axis.", 2, 8},
@@ -258,6 +259,7 @@ HssneRepulsion resolve_repulsion(const HssneParams& prm, index_t num_points, con
                          num_points >= kInterpolatedRepulsionMinPoints;
   r.interpolated = prm.repulsion == HssneRepulsionMode::interpolated || automatic;
   r.exact_when_cheaper = automatic;  // an explicit `interpolated` keeps the grid at every map
+  r.tree_when_grid_dearer = automatic && backend.has_tree_repulsion();
   return r;
 }
 

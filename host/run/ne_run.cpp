@@ -236,6 +236,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
       if (rep.interpolated)
         result["interpolation"] = {{"nodes", rep.grid.nodes}, {"box_width", rep.grid.box_width},
                                    {"exact_where_cheaper", rep.exact_when_cheaper},
+                                   {"tree_where_grid_dearer", rep.tree_when_grid_dearer},
                                    {"objective_note", "J and its trace use the interpolated normaliser Z"}};
     } else {
       const NervResult r = fit_nerv_run(cfg, d, a, plan.sparse, *backend, progress, control);

@@ -57,6 +57,8 @@ class Backend {
   virtual std::unique_ptr<HssneEngine> make_hssne(const MatrixD& P, double alpha, int dim) = 0;
   // Whether make_hssne can interpolate the repulsion on this device.
   virtual bool has_interpolated_repulsion() const { return false; }
+  // Whether make_hssne honours HssneRepulsion::tree_when_grid_dearer (a Barnes-Hut tree).
+  virtual bool has_tree_repulsion() const { return false; }
   // Sparse P may take its repulsion from an interpolation grid (orrery/interp.hpp) instead of all pairs.
   virtual std::unique_ptr<HssneEngine> make_hssne(const SparseAffinity& P, double alpha, int dim,
                                                   const HssneRepulsion& repulsion = {}) = 0;

@@ -114,6 +114,7 @@ struct HssneState {
 struct HssneStageTimes {
   double pairs = 0;                                                // exact repulsion over all pairs
   double grid_plan = 0, scatter = 0, fft = 0, gather = 0, far = 0;  // interpolated repulsion
+  double tree = 0;                                                 // Barnes-Hut repulsion
   double attraction = 0;
   int evaluations = 0;
 };

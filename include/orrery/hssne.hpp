@@ -75,7 +75,9 @@ struct HssneParams {
   // the same approximation of J, so J never rises);
   // "auto": interpolated from kInterpolatedRepulsionMinPoints points with sparse affinities on a
   // backend that has it, and then the exact loop at any map where the grid would cost more than
-  // the pairs (RepulsionGrid::cheaper_than_exact); exact otherwise.
+  // the pairs (RepulsionGrid::cheaper_than_exact), or on a CPU a Barnes-Hut tree where it costs
+  // less than the pairs and, in 3-D, than the grid (HssneRepulsion::tree_when_grid_dearer); exact
+  // otherwise.
   HssneRepulsionMode repulsion = HssneRepulsionMode::automatic;
   // Interpolation nodes per box and dimension, and the box width (map units; the kernel's length
   // scale is 1): node spacing interp_box / interp_nodes, each point interpolating from its

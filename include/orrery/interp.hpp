@@ -15,6 +15,7 @@
 // run continues with the same bits), and the kernels' transforms are reused while the box counts do
 // not change.
 #pragma once
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -45,6 +46,15 @@ struct HssneRepulsion {
   // Use the exact loop at a map where the grid would cost more than the pairs (cheaper_than_exact):
   // `auto` repulsion does, an explicit `interpolated` does not.
   bool exact_when_cheaper = false;
+  // Where the grid gives way (exact_when_cheaper), sum on a Barnes-Hut tree instead of over all
+  // pairs (a backend with has_tree_repulsion; `auto` sets it there): a wide 3-D map's grid grows as
+  // its extent cubed, a tree as N log N.
+  bool tree_when_grid_dearer = false;
+  // The tree's opening angle: a cell of points stands for them at their centre of mass c where the
+  // farthest of them is within tree_angle of its distance from every point of the leaf that walks
+  // the tree (host/cpu/repulsion_tree.hpp). At 0.4 the force's relative error was at most 1.2e-3
+  // on clustered 2-D and 3-D maps, every tail (tests/cpu/test_repulsion_tree.cpp).
+  double tree_angle = 0.4;
   InterpSettings grid;
 };
 
@@ -74,8 +84,10 @@ class RepulsionGrid {
   // Parseval's theorem, which saves the H potential's inverse transform (one of 2D + 3).
   void sums(const MatrixD& Y, RepulsionSums& out, bool whole_h = true);
   // sums(Y, out, whole_h) where that costs less than the exact sums over all N^2 pairs (the cells
-  // at most 2^27); false, with out untouched, otherwise.
-  bool sums_if_cheaper(const MatrixD& Y, RepulsionSums& out, bool whole_h = true);
+  // at most 2^27) and less than `other_units` (another scheme's cost in the cost model's units,
+  // orrery/interp_plan.hpp: kPairUnits a pair); false, with out untouched, otherwise.
+  bool sums_if_cheaper(const MatrixD& Y, RepulsionSums& out, bool whole_h = true,
+                       double other_units = std::numeric_limits<double>::infinity());
   // A frozen field for placing new points into a fixed map: the reference points' charges and
   // potentials on a grid over their box widened by `margin` map units on every side, made once;
   // then sums_at(Q) gives each query point's sums over ALL reference points (none is excluded) by

@@ -210,6 +210,7 @@ NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bo
                   (cfg.hssne.repulsion == HssneRepulsionMode::interpolated ||
                    (cfg.hssne.repulsion == HssneRepulsionMode::automatic && N >= kInterpolatedRepulsionMinPoints));
   p.grid_nodes = cfg.hssne.interp_nodes;
+  p.repulsion_auto = cfg.hssne.repulsion == HssneRepulsionMode::automatic;
   p.nerv_approximate = p.method != NeMethod::hssne && nerv_approximate(cfg.nerv, N, plan.sparse);
   plan.memory = plan_neighbor_embedding(p, device);
   if (plan.metric_candidates) {

@@ -112,16 +112,13 @@ void RepulsionTree::build(const MatrixD& Y) {
 
 namespace {
 
-// H and H S at squared distance tau (math/interp.hpp's kernels; t-SNE's written out, one division).
+// H and H S at squared distance tau: math/interp.hpp's kernels, with alpha a constant 1 for
+// t-SNE's tail so that its branch folds away and the loops vectorise (one division a pair).
 template <bool kTsne>
 ORRERY_ALWAYS_INLINE void kernels(double tau, double alpha, double& kh, double& khs) {
-  if constexpr (kTsne) {
-    kh = 1.0 / (1.0 + tau);
-    khs = kh * kh;
-  } else {
-    kh = math::tail_kernel_h(tau, alpha);
-    khs = math::tail_kernel_hs(tau, alpha);
-  }
+  const double a = kTsne ? 1.0 : alpha;
+  kh = math::tail_kernel_h(tau, a);
+  khs = math::tail_kernel_hs(tau, a);
 }
 
 // Point y's sums over the points xs[.][lo, hi) (by dimension), vectorised: a point of the range at

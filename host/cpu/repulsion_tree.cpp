@@ -121,44 +121,52 @@ ORRERY_ALWAYS_INLINE void kernels(double tau, double alpha, double& kh, double& 
   khs = math::tail_kernel_hs(tau, a);
 }
 
-// Point y's sums over the points xs[.][lo, hi) (by dimension), vectorised: a point of the range at
-// distance 0 (y itself) is added and taken out after (H = H S = 1 there, for every tail).
-template <int D, bool kTsne>
-ORRERY_ALWAYS_INLINE void add_direct(const double* xs, index_t N, index_t lo, index_t hi, const double* y, double alpha,
-                                     bool self, double* a, index_t stride) {
-  const double* x0 = xs;
-  const double* x1 = xs + N;
-  const double* x2 = xs + (D > 2 ? 2 * N : 0);
-  double h = 0, hs = 0, g0 = 0, g1 = 0, g2 = 0;
-#pragma omp simd reduction(+ : h, hs, g0, g1, g2)
-  for (index_t s = lo; s < hi; ++s) {
-    const double d0 = y[0] - x0[s], d1 = y[1] - x1[s], d2 = D > 2 ? y[2] - x2[s] : 0.0;
-    const double tau = d0 * d0 + d1 * d1 + d2 * d2;
+// The walking leaf's points xs[.][b, b + n) gain the sums of a mass m at c, vectorised over them
+// (their sums stay in acc, by quantity: h, hs, hsy[D], n apart); kUnit: m is 1 (a point), whose
+// products fold away.
+template <int D, bool kTsne, bool kUnit = false>
+ORRERY_ALWAYS_INLINE void add_mass(const double* xs, index_t N, index_t b, index_t n, double c0, double c1,
+                                   double c2, double mass, double alpha, double* acc) {
+  const double m = kUnit ? 1.0 : mass;
+  const double *y0 = xs + b, *y1 = xs + N + b, *y2 = xs + (D > 2 ? 2 * N : 0) + b;
+  double *ah = acc, *ahs = acc + n, *a0 = acc + 2 * n, *a1 = acc + 3 * n, *a2 = acc + (D > 2 ? 4 * n : 0);
+#pragma omp simd
+  for (index_t k = 0; k < n; ++k) {
+    const double o0 = y0[k] - c0, o1 = y1[k] - c1, o2 = D > 2 ? y2[k] - c2 : 0.0;
+    const double tau = o0 * o0 + o1 * o1 + o2 * o2;
     double kh, khs;
     kernels<kTsne>(tau, alpha, kh, khs);
-    h += kh;
-    hs += khs;
-    g0 += khs * x0[s];
-    g1 += khs * x1[s];
-    if constexpr (D > 2) g2 += khs * x2[s];
+    ah[k] += m * kh;
+    ahs[k] += m * khs;
+    a0[k] += m * khs * c0;
+    a1[k] += m * khs * c1;
+    if constexpr (D > 2) a2[k] += m * khs * c2;
   }
-  if (self) {
-    h -= 1.0;
-    hs -= 1.0;
-    g0 -= y[0];
-    g1 -= y[1];
-    if constexpr (D > 2) g2 -= y[2];
+}
+
+// The sums of the walking leaf's points over the points xs[.][lo, hi), one source point at a time
+// (add_mass with m = 1). With own (the leaf itself) each point meets itself at distance 0 (H = H S
+// = 1 for every tail), taken out after.
+template <int D, bool kTsne>
+ORRERY_ALWAYS_INLINE void add_leaf(const double* xs, index_t N, index_t lo, index_t hi, index_t b, index_t n,
+                                   double alpha, bool own, double* acc) {
+  for (index_t s = lo; s < hi; ++s)
+    add_mass<D, kTsne, true>(xs, N, b, n, xs[s], xs[N + s], D > 2 ? xs[2 * N + s] : 0.0, 1.0, alpha, acc);
+  const double *y0 = xs + b, *y1 = xs + N + b, *y2 = xs + (D > 2 ? 2 * N : 0) + b;
+  double *ah = acc, *ahs = acc + n, *a0 = acc + 2 * n, *a1 = acc + 3 * n, *a2 = acc + (D > 2 ? 4 * n : 0);
+  if (!own) return;
+  for (index_t k = 0; k < n; ++k) {
+    ah[k] -= 1.0;
+    ahs[k] -= 1.0;
+    a0[k] -= y0[k];
+    a1[k] -= y1[k];
+    if constexpr (D > 2) a2[k] -= y2[k];
   }
-  a[0] += h;
-  a[stride] += hs;
-  a[2 * stride] += g0;
-  a[3 * stride] += g1;
-  if constexpr (D > 2) a[4 * stride] += g2;
 }
 
 // The points xs[.][b, b + n) of one leaf walk the tree together: a cell is taken whole when it is
 // far enough from the box around them (so from each of them), its sums then taken at each point's
-// own distance from its centre; leaves are summed point by point (add_direct). acc gets each
+// own distance from its centre; leaves opened are summed point by point (add_leaf). acc gets each
 // point's h, hs, hsy[D]; returns the interactions. Without kSum the walk only counts them.
 template <int D, bool kTsne, bool kSum>
 ORRERY_CLONES double walk_leaf(const RepulsionTree::Node* nodes, const double* xs, index_t N, index_t b, index_t n,
@@ -175,11 +183,7 @@ ORRERY_CLONES double walk_leaf(const RepulsionTree::Node* nodes, const double* x
     stack.pop_back();
     if (node.first_child < 0) {
       const bool own = node.begin == b;
-      for (index_t k = 0; k < n && kSum; ++k) {
-        double y[3] = {0, 0, 0};
-        for (int d = 0; d < D; ++d) y[d] = xs[d * N + b + k];
-        add_direct<D, kTsne>(xs, N, node.begin, node.end, y, alpha, own, acc + k, n);
-      }
+      if (kSum) add_leaf<D, kTsne>(xs, N, node.begin, node.end, b, n, alpha, own, acc);
       visits += static_cast<double>(n) * static_cast<double>(node.end - node.begin) - (own ? n : 0);
       continue;
     }
@@ -193,22 +197,8 @@ ORRERY_CLONES double walk_leaf(const RepulsionTree::Node* nodes, const double* x
       continue;
     }
     if (node.radius2 < angle2 * gap) {
-      const double m = static_cast<double>(node.end - node.begin), c0 = node.com[0], c1 = node.com[1],
-                   c2 = D > 2 ? node.com[D - 1] : 0.0;
-      const double *y0 = xs + b, *y1 = xs + N + b, *y2 = xs + (D > 2 ? 2 * N : 0) + b;
-      double *ah = acc, *ahs = acc + n, *a0 = acc + 2 * n, *a1 = acc + 3 * n, *a2 = acc + (D > 2 ? 4 * n : 0);
-#pragma omp simd
-      for (index_t k = 0; k < n; ++k) {
-        const double o0 = y0[k] - c0, o1 = y1[k] - c1, o2 = D > 2 ? y2[k] - c2 : 0.0;
-        const double tau = o0 * o0 + o1 * o1 + o2 * o2;
-        double kh, khs;
-        kernels<kTsne>(tau, alpha, kh, khs);
-        ah[k] += m * kh;
-        ahs[k] += m * khs;
-        a0[k] += m * khs * c0;
-        a1[k] += m * khs * c1;
-        if constexpr (D > 2) a2[k] += m * khs * c2;
-      }
+      add_mass<D, kTsne>(xs, N, b, n, node.com[0], node.com[1], D > 2 ? node.com[2] : 0.0,
+                         static_cast<double>(node.end - node.begin), alpha, acc);
       visits += static_cast<double>(n);
       continue;
     }

@@ -5,15 +5,17 @@
 // "far enough" meaning r < angle |y_i - c|, r the distance from c to the farthest corner of the
 // box around the cell's points (a bound on every point's distance from c). The points of one leaf
 // (at most kLeafPoints) walk the tree together, testing the distance from c to their box, so the
-// cells' tests are made once a leaf and the sums run in vectors; cells that fail the test are
-// opened, leaves are summed exactly, point i's own term left out. Leaves of 128 points: on a 3-D
-// map of 20,000 points 3.5x faster than leaves of 8 (more interactions, 1,900 a point, but in
-// vectors), 5x faster than the exact loop.
+// cells' tests are made once a leaf and the sums run in vectors over the leaf's points (a cell
+// taken whole, and each point of a leaf opened, as one source for all of them); cells that fail the
+// test are opened, point i's own term left out. Leaves of 32 points: on a 2-D map of 10,000 points
+// 4.8 ms an evaluation (2 cores), against 7.1 ms for leaves of 16, 7.8 ms for 64 and 12.4 ms for
+// 128; on a 3-D map of 20,000 points 24 ms, against 26 ms for 128 and 36 ms for 16.
 //
-// This is for the maps the grid cannot afford: a grid's nodes grow as the map's extent to the power
-// D, and 3-D maps of clustered data span ~150 units at 20,000 points (a grid of ~6 10^8 nodes at the
-// default box width), where the exact O(N^2) loop was the only other path. A tree costs
-// O(N log N) per evaluation whatever the extent. Each point's sums run in a fixed order over a tree
+// For the maps of 5,000 to 50,000 points, where the tree costs less than the pairs (O(N^2)) and
+// the grid (sized by the map's extent, not by N; hssne.hpp's kTreeRepulsionMaxPoints), and for the
+// maps the grid cannot afford: a grid's nodes grow as the map's extent to the power D, and 3-D maps
+// of clustered data span ~150 units at 20,000 points (a grid of ~6 10^8 nodes at the default box
+// width). A tree costs O(N log N) per evaluation whatever the extent. Each point's sums run in a fixed order over a tree
 // that depends on the map alone, so they are the same bits for any number of threads.
 #pragma once
 #include <vector>
@@ -25,7 +27,7 @@ namespace orrery::cpu {
 
 class RepulsionTree {
  public:
-  static constexpr int kLeafPoints = 128;
+  static constexpr int kLeafPoints = 32;
   // dim 2 or 3; alpha the tail; angle >= 0 the opening angle (0: every cell opened, the exact sums).
   RepulsionTree(int dim, double alpha, double angle, int threads);
 

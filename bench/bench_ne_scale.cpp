@@ -183,7 +183,7 @@ int run_ne_scale_bench(int argc, char** argv) {
         records.push_back({{"bench", "hssne-scale"}, {"device", backend.name()}, {"source", source}, {"n", N},
                            {"dim", dim}, {"alpha", alphas[a]}, {"pca", pca}, {"perplexity", perplexity},
                            {"neighbors", approx ? "approximate" : "exact"}, {"knn_recall_estimate", recall},
-                           {"repulsion", rep.interpolated ? "interpolated" : "exact"},
+                           {"repulsion", repulsion_name(rep)},
                            {"optimizer", EnumNames<HssneOptimizer>::names[static_cast<size_t>(resolved.optimizer)]},
                            {"iterations", fit.iterations}, {"evaluations", fit.evaluations}, {"restarts", fit.restarts},
                            {"damped_steps", fit.damped_steps}, {"pca_seconds", pca_s}, {"knn_seconds", knn_s},
@@ -274,7 +274,7 @@ int run_gpu_vs_cpu_bench(int argc, char** argv) {
     std::fflush(stdout);
     records.push_back({{"bench", "gpu-vs-cpu"}, {"device", device.backend->name()}, {"source", source}, {"n", N},
                        {"dim", dim}, {"alpha", alpha}, {"iterations", fit.iterations}, {"seed", seed},
-                       {"repulsion", rep.interpolated ? "interpolated" : "exact"}, {"fit_seconds", fit_s},
+                       {"repulsion", repulsion_name(rep)}, {"fit_seconds", fit_s},
                        {"knn5_accuracy", knn5}, {"kl", std::isfinite(kl) ? json(kl) : json(nullptr)},
                        {"knn5_difference", d_knn}, {"kl_relative_difference", std::isfinite(d_kl) ? json(d_kl) : json(nullptr)},
                        {"within_targets", within}, {"tol_knn", tol_knn}, {"tol_kl", tol_kl}});

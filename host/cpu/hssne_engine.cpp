@@ -193,6 +193,8 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
   // points do, and planning a tree at every map would add its cost to the grid's). The grid
   // gives its share of Z as one total (rep.z_grid; the rows' h_sum keep the rest), which saves it
   // an inverse transform.
+  // A tree without a grid (`repulsion: tree`) sums every map.
+  const bool tree_only = tree && !grid;
   const double pair_units = interp::kPairUnits * static_cast<double>(N) * static_cast<double>(N);
   double tree_units = std::numeric_limits<double>::infinity(), t_tree = 0;
   const auto timed = [&t_tree](auto&& f) {
@@ -200,6 +202,7 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
     f();
     t_tree += omp_get_wtime() - a;
   };
+  if (tree_only) timed([&] { tree->sums(Y, rep); });
   if (grid && exact_when_cheaper && tree && D == 3) timed([&] { tree_units = tree->plan(Y); });
   if (grid && exact_when_cheaper) {
     if (!grid->sums_if_cheaper(Y, rep, false, tree_units)) grid = nullptr;
@@ -208,9 +211,11 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
   }
   if (!grid) rep.z_grid = 0;
   if (grid) tree = nullptr;
-  if (tree && D == 2) timed([&] { tree_units = tree->plan(Y); });
-  if (tree && !(tree_units < pair_units)) tree = nullptr;
-  if (tree) timed([&] { tree->sums_of_plan(rep); });
+  if (tree && !tree_only) {
+    if (D == 2) timed([&] { tree_units = tree->plan(Y); });
+    if (tree_units < pair_units) timed([&] { tree->sums_of_plan(rep); });
+    else tree = nullptr;
+  }
   times.tree += t_tree;
   const bool summed = grid || tree;
   const double t1 = omp_get_wtime();
@@ -325,9 +330,9 @@ class CpuHssneEngine final : public HssneEngine {
       : P_(P), S_(S), alpha_(alpha), dim_(dim), threads_(threads), N_(P ? P->rows : S->num_points) {
     if (repulsion.interpolated) grid_ = std::make_unique<RepulsionGrid>(dim, alpha, repulsion.grid, threads);
     exact_when_cheaper_ = repulsion.exact_when_cheaper;
-    if (grid_ && exact_when_cheaper_ && repulsion.tree_when_grid_dearer)
+    if ((grid_ && exact_when_cheaper_ && repulsion.tree_when_grid_dearer) || repulsion.tree)
       tree_ = std::make_unique<RepulsionTree>(dim, alpha, repulsion.tree_angle, threads);
-    if (grid_ && S) {
+    if ((grid_ || tree_) && S) {
       order_ = breadth_first_order(*S);
       std::vector<index_t> rank(order_.size());
       for (size_t r = 0; r < order_.size(); ++r) rank[static_cast<size_t>(order_[r])] = static_cast<index_t>(r);
@@ -536,7 +541,8 @@ namespace orrery::cpu {
 
 std::unique_ptr<HssneEngine> make_hssne_engine(const MatrixD* dense, const SparseAffinity* sparse, double alpha, int dim,
                                                int threads, const HssneRepulsion& repulsion) {
-  if (dense && repulsion.interpolated) internal_error("make_hssne_engine: interpolated repulsion needs sparse P");
+  if (dense && (repulsion.interpolated || repulsion.tree))
+    internal_error("make_hssne_engine: interpolated and tree repulsion need sparse P");
   if ((dense == nullptr) == (sparse == nullptr)) internal_error("make_hssne_engine: give dense or sparse P");
   if (dim != 2 && dim != 3) internal_error("make_hssne_engine: D must be 2 or 3");
   return std::make_unique<CpuHssneEngine>(dense, sparse, alpha, dim, threads, repulsion);

@@ -42,10 +42,14 @@ const std::vector<Field<HssneParams>>& hssne_fields() {
       {"init_scale", &HssneParams::init_scale, "Standard deviation of the seeded Gaussian start.", 0, 1e3, true},
       {"repulsion", &HssneParams::repulsion,
        "exact (all pairs, O(N^2)), interpolated (FFT grid, O(N) per iteration, FFTW on the CPU and cuFFT on CUDA; "
-       "sparse affinities; force error ~6e-3 at the default grid, 2e-4 at interp_box 0.5) or auto: interpolated "
-       "from 12,000 points with sparse affinities, exact otherwise; at a map where the grid would cost more than "
-       "the pairs (or, in 3-D, than a Barnes-Hut tree) the CPU sums on the tree (force error ~1e-3) where that "
-       "costs less than the pairs, a GPU over all pairs."},
+       "sparse affinities; force error ~6e-3 at the default grid, 2e-4 at interp_box 0.5), tree (a Barnes-Hut "
+       "tree, O(N log N), CPU only, sparse affinities; force error ~4e-3 at tree_angle 0.4) or auto, with "
+       "sparse affinities: on a CPU exact below 5,000 points, the tree from 5,000, the grid from 50,000 (where a "
+       "map's grid would cost more than the pairs, or in 3-D than the tree, the tree where it costs less than "
+       "the pairs); on a GPU exact below 12,000 points, the grid from 12,000 (the pairs where it costs more)."},
+      {"tree_angle", &HssneParams::tree_angle,
+       "tree: opening angle; a cell of points counts as one at its centre of mass where their farthest is "
+       "within tree_angle of its distance (0: every pair).", 0, 1},
       {"interp_nodes", &HssneParams::interp_nodes,
        "interpolated: nodes per box and dimension; each point interpolates from the interp_nodes nearest nodes "
        "per axis.", 2, 8},
@@ -251,22 +255,35 @@ HssneResult fit_impl(HssneEngine& engine, const Entropy& ent, index_t N, const H
 
 }  // namespace
 
+HssneRepulsionMode auto_repulsion(index_t num_points, bool has_grid, bool has_tree) {
+  if (has_tree && num_points >= kTreeRepulsionMinPoints && num_points < kTreeRepulsionMaxPoints)
+    return HssneRepulsionMode::tree;
+  if (has_grid && num_points >= kInterpolatedRepulsionMinPoints) return HssneRepulsionMode::interpolated;
+  return HssneRepulsionMode::exact;
+}
+
 HssneRepulsion resolve_repulsion(const HssneParams& prm, index_t num_points, const Backend& backend) {
   HssneRepulsion r;
   r.grid.nodes = prm.interp_nodes;
   r.grid.box_width = prm.interp_box;
-  const bool automatic = prm.repulsion == HssneRepulsionMode::automatic && backend.has_interpolated_repulsion() &&
-                         num_points >= kInterpolatedRepulsionMinPoints;
-  r.interpolated = prm.repulsion == HssneRepulsionMode::interpolated || automatic;
-  r.exact_when_cheaper = automatic;  // an explicit `interpolated` keeps the grid at every map
-  r.tree_when_grid_dearer = automatic && backend.has_tree_repulsion();
+  r.tree_angle = prm.tree_angle;
+  const bool automatic = prm.repulsion == HssneRepulsionMode::automatic;
+  const HssneRepulsionMode mode =
+      automatic ? auto_repulsion(num_points, backend.has_interpolated_repulsion(), backend.has_tree_repulsion())
+                : prm.repulsion;
+  if (mode == HssneRepulsionMode::tree && !backend.has_tree_repulsion())
+    input_error("params.repulsion: tree runs on a CPU backend only; use device cpu, or repulsion interpolated");
+  r.tree = mode == HssneRepulsionMode::tree;
+  r.interpolated = mode == HssneRepulsionMode::interpolated;
+  r.exact_when_cheaper = automatic && r.interpolated;  // an explicit `interpolated` keeps the grid at every map
+  r.tree_when_grid_dearer = r.exact_when_cheaper && backend.has_tree_repulsion();
   return r;
 }
 
 HssneParams resolve_optimizer(const HssneParams& prm, index_t num_points, const HssneRepulsion& repulsion) {
   HssneParams out = prm;
   if (out.optimizer == HssneOptimizer::automatic)
-    out.optimizer = repulsion.interpolated ? HssneOptimizer::gradient : HssneOptimizer::fixed_point;
+    out.optimizer = repulsion.interpolated || repulsion.tree ? HssneOptimizer::gradient : HssneOptimizer::fixed_point;
   if (out.learning_rate == 0.0)
     out.learning_rate = std::max(200.0, static_cast<double>(num_points) / std::max(1.0, prm.exaggeration));
   return out;
@@ -277,8 +294,9 @@ HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const Hs
                       RunControl* control) {
   const MatrixD mixed = prm.rho > 0 ? mix_same_class_pairs(P, labels, prm.rho) : MatrixD();
   const MatrixD& Pm = prm.rho > 0 ? mixed : P;
-  if (prm.repulsion == HssneRepulsionMode::interpolated)
-    input_error("params.repulsion: interpolated repulsion needs sparse affinities (input.affinities: sparse)");
+  if (prm.repulsion == HssneRepulsionMode::interpolated || prm.repulsion == HssneRepulsionMode::tree)
+    input_error(std::string("params.repulsion: ") + enum_name(prm.repulsion) +
+                " repulsion needs sparse affinities (input.affinities: sparse)");
   auto engine = backend.make_hssne(Pm, prm.alpha, prm.dim);
   const HssneParams used = resolve_optimizer(prm, P.rows, HssneRepulsion{});
   HssneResult r = fit_impl(*engine, entropy_terms(Pm.data), P.rows, used, seed, progress, control);

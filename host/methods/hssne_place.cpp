@@ -27,6 +27,7 @@ constexpr double kTypicalSteps = 100;
 HssneRepulsion placement_repulsion(const HssneRepulsion& repulsion, const MatrixD& R, double alpha, index_t M) {
   HssneRepulsion r = repulsion;
   r.exact_when_cheaper = false;
+  r.tree = false;  // the placement engines have no tree: exact sums over the reference instead
   if (!repulsion.interpolated) return r;
   const int D = static_cast<int>(R.cols);
   const double cells = RepulsionGrid(D, alpha, repulsion.grid, 1).planned_cells(R, kPlacementGridMargin);

@@ -82,9 +82,11 @@ MemoryPlan plan_neighbor_embedding(const NePlanInput& in, bool device) {
       p.add({"the HSSNE engine's P, N^2 floats on the GPU (and staged on the host)", "input.affinities",
              "use \"sparse\"" + fewer, 4.0 * nn, 4.0 * nn});
     if (!in.dense && device) p.add({"the HSSNE engine's lists", "input.perplexity", "a smaller perplexity" + fewer, 0.0, 32.0 * n * k});
+    if (!in.dense && !device && (in.grid_engine || in.tree_engine))
+      p.add({std::string("the ") + (in.grid_engine ? "grid" : "tree") +
+                 " engine's copy of P in breadth-first order, up to 32 N k bytes",
+             "input.perplexity", "a smaller perplexity" + fewer, 32.0 * n * k, 0.0});
     if (!in.dense && !device && in.grid_engine) {
-      p.add({"the grid engine's copy of P in breadth-first order, up to 32 N k bytes", "input.perplexity",
-             "a smaller perplexity" + fewer, 32.0 * n * k, 0.0});
       // per point: D p stencil weights, D centred coordinates, cell, order and sorted cell, the sums h, hs
       p.add({"the interpolation grid's per-point arrays, up to N (24 p + 64) bytes", "params.interp_nodes",
              "fewer nodes per box (p)" + fewer, n * (24.0 * in.grid_nodes + 64.0), 0.0});
@@ -93,6 +95,8 @@ MemoryPlan plan_neighbor_embedding(const NePlanInput& in, bool device) {
         p.add({"the Barnes-Hut tree of auto repulsion, about 48 N bytes", "params.repulsion",
                "\"interpolated\" (the grid alone)" + fewer, 48.0 * n, 0.0});
     }
+    if (!in.dense && !device && in.tree_engine)
+      p.add({"the Barnes-Hut tree, about 48 N bytes", "params.repulsion", "\"interpolated\"" + fewer, 48.0 * n, 0.0});
     if (!in.dense && device && in.grid_engine)
       p.add({"the interpolation grid's per-point arrays on the GPU, up to N (24 p + 64) bytes", "params.interp_nodes",
              "fewer nodes per box (p)" + fewer, 0.0, n * (24.0 * in.grid_nodes + 64.0)});

@@ -164,8 +164,9 @@ NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bo
       plan.sparse = true;
     } else if (p.from_distances || p.mixing) {
       plan.sparse = false;  // distances have no neighbor search; mixing needs dense P
-    } else if (p.method == NeMethod::hssne && cfg.hssne.repulsion == HssneRepulsionMode::interpolated) {
-      plan.sparse = true;  // the grid replaces the all-pairs repulsion of sparse P only
+    } else if (p.method == NeMethod::hssne && (cfg.hssne.repulsion == HssneRepulsionMode::interpolated ||
+                                                cfg.hssne.repulsion == HssneRepulsionMode::tree)) {
+      plan.sparse = true;  // the grid and the tree replace the all-pairs repulsion of sparse P only
     } else if (in.neighbors == NeighborsMode::approximate) {
       plan.sparse = true;  // asked for a neighbor search: only sparse affinities have one
     } else if (p.method == NeMethod::nerv && cfg.nerv.pairs == NervPairs::approximate) {
@@ -206,9 +207,11 @@ NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bo
     plan.approximate = !device && N > kExactNeighborsMaxPoints;
     p.method = NeMethod::nerv;
   }
-  p.grid_engine = p.method == NeMethod::hssne && plan.sparse &&
-                  (cfg.hssne.repulsion == HssneRepulsionMode::interpolated ||
-                   (cfg.hssne.repulsion == HssneRepulsionMode::automatic && N >= kInterpolatedRepulsionMinPoints));
+  const HssneRepulsionMode repulsion = cfg.hssne.repulsion == HssneRepulsionMode::automatic
+                                           ? auto_repulsion(N, true, !device)
+                                           : cfg.hssne.repulsion;
+  p.grid_engine = p.method == NeMethod::hssne && plan.sparse && repulsion == HssneRepulsionMode::interpolated;
+  p.tree_engine = p.method == NeMethod::hssne && plan.sparse && repulsion == HssneRepulsionMode::tree;
   p.grid_nodes = cfg.hssne.interp_nodes;
   p.repulsion_auto = cfg.hssne.repulsion == HssneRepulsionMode::automatic;
   p.nerv_approximate = p.method != NeMethod::hssne && nerv_approximate(cfg.nerv, N, plan.sparse);

@@ -230,7 +230,8 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
                 {"objective", trace.empty() ? 0.0 : trace.back()}};
       const HssneRepulsion& rep = r.repulsion;  // what ran, `auto` resolved (hssne.hpp)
       const HssneParams& used = r.used;
-      result["repulsion"] = rep.interpolated ? "interpolated" : "exact";
+      result["repulsion"] = repulsion_name(rep);
+      if (rep.tree) result["tree_angle"] = rep.tree_angle;
       result["optimizer"] = enum_name(used.optimizer);
       if (used.optimizer == HssneOptimizer::gradient) result["learning_rate"] = used.learning_rate;
       if (rep.interpolated)

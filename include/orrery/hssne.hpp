@@ -27,10 +27,10 @@ struct EnumNames<HssneOptimizer> {
 };
 
 // HssneParams::repulsion.
-enum class HssneRepulsionMode { automatic, exact, interpolated };
+enum class HssneRepulsionMode { automatic, exact, interpolated, tree };
 template <>
 struct EnumNames<HssneRepulsionMode> {
-  static constexpr std::array<const char*, 3> names = {"auto", "exact", "interpolated"};
+  static constexpr std::array<const char*, 4> names = {"auto", "exact", "interpolated", "tree"};
 };
 
 struct HssneParams {
@@ -73,12 +73,19 @@ struct HssneParams {
   // extent, with a relative force error of ~6e-3 at the defaults below (1.9e-3 to 6.3e-3 measured
   // on Fashion-MNIST maps; sparse affinities only; the optimisers and the fixed-point guard then see
   // the same approximation of J, so J never rises);
-  // "auto": interpolated from kInterpolatedRepulsionMinPoints points with sparse affinities on a
-  // backend that has it, and then the exact loop at any map where the grid would cost more than
-  // the pairs (RepulsionGrid::cheaper_than_exact), or on a CPU a Barnes-Hut tree where it costs
-  // less than the pairs and, in 3-D, than the grid (HssneRepulsion::tree_when_grid_dearer); exact
-  // otherwise.
+  // "tree": a Barnes-Hut tree at every map (a CPU backend, sparse affinities), O(N log N);
+  // "auto" (auto_repulsion): with sparse affinities on a CPU the tree from kTreeRepulsionMinPoints
+  // to kTreeRepulsionMaxPoints, the grid from there, on a GPU the grid from
+  // kInterpolatedRepulsionMinPoints; the grid then gives way at any map where it would cost more
+  // than the pairs (RepulsionGrid::cheaper_than_exact), to the pairs or on a CPU to the tree where
+  // that costs less than the pairs and, in 3-D, than the grid (HssneRepulsion::tree_when_grid_dearer);
+  // exact otherwise.
   HssneRepulsionMode repulsion = HssneRepulsionMode::automatic;
+  // The tree's opening angle: a cell of points stands for them at their centre of mass c where the
+  // farthest of them is within tree_angle of its distance from every point of the leaf that walks
+  // the tree (host/cpu/repulsion_tree.hpp); 0 sums every pair. At 0.4 the force's relative error
+  // was at most 1.2e-3 on clustered 2-D and 3-D maps, every tail (tests/cpu/test_repulsion_tree.cpp).
+  double tree_angle = 0.4;
   // Interpolation nodes per box and dimension, and the box width (map units; the kernel's length
   // scale is 1): node spacing interp_box / interp_nodes, each point interpolating from its
   // interp_nodes nearest nodes per axis. The force error falls as the spacing^interp_nodes: 4 nodes
@@ -101,7 +108,26 @@ const std::vector<Field<HssneParams>>& hssne_fields();
 // cost grows as N^2, the grid's about as N, so they cross near 12,000.
 inline constexpr index_t kInterpolatedRepulsionMinPoints = 12000;
 
-// What params.repulsion means for N points on a backend: exact or interpolated with its settings.
+// `repulsion: auto` on a CPU (a backend with a tree) from this many points up to (not including)
+// kTreeRepulsionMaxPoints: the Barnes-Hut tree with the gradient optimizer. Measured on 2 cores,
+// 1,000 iterations, the first N Fashion-MNIST images (PCA 50, perplexity 30, sparse P; bench/README.md,
+// `orrery_bench hssne --data fashion --sparse --repulsion R --optimizer O`), seconds (5-NN, KL):
+//   N        exact, fixed point      tree, gradient          interpolated, gradient
+//   2,000    1.44 (0.783, 0.846)     1.88 (0.763, 0.892)     13.1 (0.781, 0.885)
+//   5,000    8.32 (0.817, 1.136)     5.03 (0.813, 1.208)     20.4 (0.812, 1.200)
+//   20,000   125.4 (0.829, 1.653)    23.1 (0.828, 1.801)     48.7 (0.826, 1.800)
+// Below 5,000 the exact fixed point costs little and gives the lowest KL.
+inline constexpr index_t kTreeRepulsionMinPoints = 5000;
+inline constexpr index_t kTreeRepulsionMaxPoints = 50000;
+
+// What `repulsion: auto` resolves to for N points with sparse affinities on a backend with (or
+// without) the grid and the tree: the tree from kTreeRepulsionMinPoints up to
+// kTreeRepulsionMaxPoints, the grid from kInterpolatedRepulsionMinPoints where no tree runs, exact
+// otherwise.
+HssneRepulsionMode auto_repulsion(index_t num_points, bool has_grid, bool has_tree);
+
+// What params.repulsion means for N points on a backend: exact, interpolated or the tree, with
+// their settings.
 HssneRepulsion resolve_repulsion(const HssneParams& params, index_t num_points, const Backend& backend);
 
 // The parameters a fit of N points runs with: optimizer auto resolved by the repulsion (fixed_point

@@ -50,13 +50,17 @@ struct HssneRepulsion {
   // pairs (a backend with has_tree_repulsion; `auto` sets it there): a wide 3-D map's grid grows as
   // its extent cubed, a tree as N log N.
   bool tree_when_grid_dearer = false;
-  // The tree's opening angle: a cell of points stands for them at their centre of mass c where the
-  // farthest of them is within tree_angle of its distance from every point of the leaf that walks
-  // the tree (host/cpu/repulsion_tree.hpp). At 0.4 the force's relative error was at most 1.2e-3
-  // on clustered 2-D and 3-D maps, every tail (tests/cpu/test_repulsion_tree.cpp).
-  double tree_angle = 0.4;
+  // Sum on the tree at every map, without a grid (`repulsion: tree`, a backend with a tree).
+  bool tree = false;
+  // The tree's opening angle (HssneParams::tree_angle, which resolve_repulsion copies here).
+  double tree_angle = 0.0;
   InterpSettings grid;
 };
+
+// The report's name for what sums an engine's repulsion: "tree", "interpolated" or "exact".
+inline const char* repulsion_name(const HssneRepulsion& r) {
+  return r.tree ? "tree" : r.interpolated ? "interpolated" : "exact";
+}
 
 struct RepulsionSums {
   std::vector<double> h, hs;  // N

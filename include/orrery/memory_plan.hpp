@@ -62,6 +62,7 @@ struct NePlanInput {
   // HSSNE with interpolated repulsion: on the CPU a renumbered copy of P; on either device the
   // grid's per-point arrays (weights of grid_nodes per axis, keys, orders, far-point lists)
   bool grid_engine = false;
+  bool tree_engine = false;  // HSSNE's repulsion tree (the CPU engine's tree at every map)
   bool repulsion_auto = false;  // HSSNE's repulsion auto: the CPU engine may also build a tree
   int grid_nodes = 4;
 };

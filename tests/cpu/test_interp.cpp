@@ -410,13 +410,13 @@ TEST(InterpolatedRepulsion, FitDescendsSeparatesAndIsDeterministic) {
   }
 }
 
-// What auto means: the grid from kInterpolatedRepulsionMinPoints points on the CPU (exact where the
-// grid would cost more), the gradient method with it and a learning rate of N / exaggeration.
+// What auto means: the grid from kTreeRepulsionMaxPoints points on the CPU (exact where the grid
+// would cost more), the gradient method with it and a learning rate of N / exaggeration.
 TEST(InterpolatedRepulsion, AutoChoosesByPointsAndBackend) {
   auto cpu = make_backend("cpu", 1);
   HssneParams prm;
-  const HssneRepulsion small = resolve_repulsion(prm, kInterpolatedRepulsionMinPoints - 1, *cpu);
-  const HssneRepulsion large = resolve_repulsion(prm, kInterpolatedRepulsionMinPoints, *cpu);
+  const HssneRepulsion small = resolve_repulsion(prm, kTreeRepulsionMinPoints - 1, *cpu);
+  const HssneRepulsion large = resolve_repulsion(prm, kTreeRepulsionMaxPoints, *cpu);
   EXPECT_FALSE(small.interpolated);
   EXPECT_TRUE(large.interpolated);
   EXPECT_TRUE(large.exact_when_cheaper);

@@ -55,15 +55,15 @@ TEST(RepulsionTree, AngleZeroIsTheExactSum) {
 
 // The default angle: the force's relative L2 error (repulsion_errors) within 5e-3 and Z's within
 // 2e-3 on wide clustered maps, 2-D and 3-D, for every tail (measured at 4,000 points: force at most
-// 1.2e-3, t-SNE's 5.8e-4 in 2-D and 2.2e-4 in 3-D, ten times under the grid's default); under a
-// quarter of the pairs' interactions (leaves of 128 points summed directly: 11% in 3-D, 16% in 2-D).
+// 3.6e-3 in 2-D and 1.1e-3 in 3-D, t-SNE's 3.0e-3 and 2.6e-4, under the grid's default 6e-3); under
+// a quarter of the pairs' interactions (leaves of 32 points: 10% in 2-D, 9% in 3-D).
 TEST(RepulsionTree, DefaultAngleIsAccurateAndCheap) {
   for (int D : {2, 3})
     for (double alpha : {0.0, 0.5, 1.0, 2.0}) {
       const MatrixD Y = clustered(4000, D, 80.0, 2);
       RepulsionSums ex, tr;
       exact_repulsion(Y, alpha, ex, 2);
-      cpu::RepulsionTree tree(D, alpha, HssneRepulsion{}.tree_angle, 2);
+      cpu::RepulsionTree tree(D, alpha, HssneParams{}.tree_angle, 2);
       tree.sums(Y, tr);
       const RepulsionErrors e = repulsion_errors(Y, tr, ex);
       EXPECT_LT(e.force, 5e-3) << "D " << D << " alpha " << alpha;
@@ -106,8 +106,8 @@ TEST(RepulsionTree, AutoUsesTheTreeWhereTheGridGivesWay) {
   const SparseAffinity P = four_classes(12000, 5);
   auto cpu = make_backend("cpu", 2);
   HssneParams prm;
-  HssneRepulsion rep = resolve_repulsion(prm, kInterpolatedRepulsionMinPoints, *cpu);
-  ASSERT_TRUE(rep.interpolated && rep.exact_when_cheaper && rep.tree_when_grid_dearer);
+  HssneRepulsion rep = resolve_repulsion(prm, kTreeRepulsionMaxPoints, *cpu);
+  ASSERT_TRUE(rep.interpolated && rep.exact_when_cheaper && rep.tree_when_grid_dearer && !rep.tree);
   auto exact = cpu->make_hssne(P, 1.0, 3), approx = cpu->make_hssne(P, 1.0, 3, rep);
   const MatrixD wide = clustered(12000, 3, 400.0, 6);
   const HssneTotals te = exact->start(wide), ta = approx->start(wide);
@@ -135,6 +135,57 @@ TEST(RepulsionTree, AutoUsesTheTreeWhereTheGridGivesWay) {
   plain->start(wide);
   EXPECT_GT(plain->stage_times().pairs, 0.0);
   EXPECT_EQ(plain->stage_times().tree, 0.0);
+}
+
+// `repulsion: tree` fits on the tree at every map: its KL within 2% of the exact fit's, the same
+// bits for any number of threads, and refused for dense affinities.
+TEST(RepulsionTree, TreeRepulsionFitsAsTheExactOne) {
+  const SparseAffinity P = four_classes(1500, 7);
+  for (int D : {2, 3}) {
+    HssneParams prm;
+    prm.dim = D;
+    prm.max_iter = 300;
+    prm.optimizer = HssneOptimizer::gradient;
+    prm.repulsion = HssneRepulsionMode::tree;
+    auto two = make_backend("cpu", 2);
+    const HssneResult fit = fit_hssne(P, prm, 1, *two);
+    EXPECT_TRUE(fit.repulsion.tree && !fit.repulsion.interpolated);
+    prm.repulsion = HssneRepulsionMode::exact;
+    const double exact_kl = fit_hssne(P, prm, 1, *two).objective_trace.back();
+    EXPECT_NEAR(fit.objective_trace.back(), exact_kl, 0.02 * exact_kl) << "D " << D;
+    prm.repulsion = HssneRepulsionMode::tree;
+    EXPECT_EQ(fit_hssne(P, prm, 1, *make_backend("cpu", 1)).coords.data, fit.coords.data) << "D " << D;
+  }
+  HssneParams prm;
+  prm.repulsion = HssneRepulsionMode::tree;
+  const MatrixD dense(4, 4, 1.0 / 12);
+  try {
+    fit_hssne(dense, {}, prm, 1, *make_backend("cpu", 1));
+    ADD_FAILURE() << "tree repulsion of dense affinities ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::input);
+    EXPECT_NE(std::string(e.what()).find("params.repulsion: tree"), std::string::npos) << e.what();
+  }
+}
+
+// What auto means on a CPU: the exact fixed point below kTreeRepulsionMinPoints, the tree with the
+// gradient method up to kTreeRepulsionMaxPoints, the grid from there; without a tree, the grid from
+// kInterpolatedRepulsionMinPoints.
+TEST(RepulsionTree, AutoChoosesTheTreeBetweenItsBounds) {
+  auto cpu = make_backend("cpu", 1);
+  HssneParams prm;
+  const HssneRepulsion below = resolve_repulsion(prm, kTreeRepulsionMinPoints - 1, *cpu);
+  const HssneRepulsion from = resolve_repulsion(prm, kTreeRepulsionMinPoints, *cpu);
+  const HssneRepulsion last = resolve_repulsion(prm, kTreeRepulsionMaxPoints - 1, *cpu);
+  const HssneRepulsion above = resolve_repulsion(prm, kTreeRepulsionMaxPoints, *cpu);
+  EXPECT_FALSE(below.tree || below.interpolated);
+  EXPECT_TRUE(from.tree && !from.interpolated && last.tree);
+  EXPECT_TRUE(above.interpolated && !above.tree);
+  EXPECT_EQ(resolve_optimizer(prm, 4000, below).optimizer, HssneOptimizer::fixed_point);
+  EXPECT_EQ(resolve_optimizer(prm, 10000, from).optimizer, HssneOptimizer::gradient);
+  EXPECT_EQ(auto_repulsion(10000, true, false), HssneRepulsionMode::exact);
+  EXPECT_EQ(auto_repulsion(kInterpolatedRepulsionMinPoints, true, false), HssneRepulsionMode::interpolated);
+  EXPECT_EQ(auto_repulsion(kInterpolatedRepulsionMinPoints, false, false), HssneRepulsionMode::exact);
 }
 
 }  // namespace

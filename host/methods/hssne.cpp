@@ -21,9 +21,10 @@ const std::vector<Field<HssneParams>>& hssne_fields() {
       {"dim", &HssneParams::dim, "Output dimension D of the map.", 2, 3},
       {"alpha", &HssneParams::alpha, "Tail heaviness: 0 Gaussian SSNE, 1 t-SNE, larger heavier.", 0, 1e6},
       {"optimizer", &HssneParams::optimizer,
-       "fixed_point (the paper's update, no learning rate, accelerated), gradient (momentum and gains) or "
-       "auto: fixed_point with exact repulsion, gradient with interpolated repulsion (whose grid grows with "
-       "the map, which the fixed point spreads faster)."},
+       "fixed_point (the paper's update, no learning rate, accelerated; not with repulsion tree, whose cost "
+       "changes in steps), gradient (momentum and gains) or auto: fixed_point with exact repulsion, gradient "
+       "with the tree and with interpolated repulsion (whose grid grows with the map, which the fixed point "
+       "spreads faster)."},
       {"max_iter", &HssneParams::max_iter, "Iteration cap.", 1, 1e8},
       {"tol", &HssneParams::tol,
        "fixed_point stops when J falls by less than tol * J in an iteration (after the exaggeration).", 0, 1},
@@ -255,8 +256,17 @@ HssneResult fit_impl(HssneEngine& engine, const Entropy& ent, index_t N, const H
 
 }  // namespace
 
-HssneRepulsionMode auto_repulsion(index_t num_points, bool has_grid, bool has_tree) {
-  if (has_tree && num_points >= kTreeRepulsionMinPoints && num_points < kTreeRepulsionMaxPoints)
+void check_tree_optimizer(const HssneParams& prm) {
+  if (prm.repulsion == HssneRepulsionMode::tree && prm.optimizer == HssneOptimizer::fixed_point)
+    input_error("params.optimizer: fixed_point needs a smooth cost, and the tree's changes in steps as points cross "
+                "its opening test; use gradient (or auto) with repulsion tree");
+}
+
+HssneRepulsionMode auto_repulsion(const HssneParams& prm, index_t num_points, bool has_grid, bool has_tree) {
+  if (prm.repulsion != HssneRepulsionMode::automatic) return prm.repulsion;
+  // the fixed point reads the tree's steps in J as rises (resolve_repulsion refuses the pair)
+  if (has_tree && prm.optimizer != HssneOptimizer::fixed_point && num_points >= kTreeRepulsionMinPoints &&
+      num_points < kTreeRepulsionMaxPoints)
     return HssneRepulsionMode::tree;
   if (has_grid && num_points >= kInterpolatedRepulsionMinPoints) return HssneRepulsionMode::interpolated;
   return HssneRepulsionMode::exact;
@@ -269,10 +279,10 @@ HssneRepulsion resolve_repulsion(const HssneParams& prm, index_t num_points, con
   r.tree_angle = prm.tree_angle;
   const bool automatic = prm.repulsion == HssneRepulsionMode::automatic;
   const HssneRepulsionMode mode =
-      automatic ? auto_repulsion(num_points, backend.has_interpolated_repulsion(), backend.has_tree_repulsion())
-                : prm.repulsion;
+      auto_repulsion(prm, num_points, backend.has_interpolated_repulsion(), backend.has_tree_repulsion());
   if (mode == HssneRepulsionMode::tree && !backend.has_tree_repulsion())
     input_error("params.repulsion: tree runs on a CPU backend only; use device cpu, or repulsion interpolated");
+  check_tree_optimizer(prm);
   r.tree = mode == HssneRepulsionMode::tree;
   r.interpolated = mode == HssneRepulsionMode::interpolated;
   r.exact_when_cheaper = automatic && r.interpolated;  // an explicit `interpolated` keeps the grid at every map

@@ -207,9 +207,7 @@ NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bo
     plan.approximate = !device && N > kExactNeighborsMaxPoints;
     p.method = NeMethod::nerv;
   }
-  const HssneRepulsionMode repulsion = cfg.hssne.repulsion == HssneRepulsionMode::automatic
-                                           ? auto_repulsion(N, true, !device)
-                                           : cfg.hssne.repulsion;
+  const HssneRepulsionMode repulsion = auto_repulsion(cfg.hssne, N, true, !device);
   p.grid_engine = p.method == NeMethod::hssne && plan.sparse && repulsion == HssneRepulsionMode::interpolated;
   p.tree_engine = p.method == NeMethod::hssne && plan.sparse && repulsion == HssneRepulsionMode::tree;
   p.grid_nodes = cfg.hssne.interp_nodes;

@@ -115,10 +115,8 @@ Checks check_ne_run(const RunConfig& run, Backend& ref, Backend& dev, int iterat
     // Where `auto` resolves differently on the two sides (a CPU's auto may take a tree the device
     // has not), both run what it gives the device.
     HssneParams p = cfg.hssne;
-    const HssneRepulsionMode on_dev = auto_repulsion(N, dev.has_interpolated_repulsion(), dev.has_tree_repulsion());
-    if (p.repulsion == HssneRepulsionMode::automatic &&
-        on_dev != auto_repulsion(N, ref.has_interpolated_repulsion(), ref.has_tree_repulsion()))
-      p.repulsion = on_dev;
+    const HssneRepulsionMode on_dev = auto_repulsion(p, N, dev.has_interpolated_repulsion(), dev.has_tree_repulsion());
+    if (on_dev != auto_repulsion(p, N, ref.has_interpolated_repulsion(), ref.has_tree_repulsion())) p.repulsion = on_dev;
     const MatrixD Y = gaussian(N, p.dim, run.seed, p.init_scale);
     // The engines repel as the run's would (the grid where the config or `auto` gives it), so a
     // grid config compares the grid's sums engine against engine, not only through the fit's trace.

@@ -77,6 +77,7 @@ NeRunConfig read_ne_config(const RunConfig& run) {
       if (!in.distances.empty()) input_error(what + ", which a distance matrix does not give");
       if (p.rho > 0) input_error(what + ", but params.rho > 0 needs dense ones");
     }
+    check_tree_optimizer(p);
     if (p.rho > 0 && in.neighbors == NeighborsMode::approximate)
       input_error("params.rho: semi-supervised mixing needs dense affinities, which input.neighbors approximate excludes");
   } else {

@@ -120,11 +120,15 @@ inline constexpr index_t kInterpolatedRepulsionMinPoints = 12000;
 inline constexpr index_t kTreeRepulsionMinPoints = 5000;
 inline constexpr index_t kTreeRepulsionMaxPoints = 50000;
 
-// What `repulsion: auto` resolves to for N points with sparse affinities on a backend with (or
-// without) the grid and the tree: the tree from kTreeRepulsionMinPoints up to
-// kTreeRepulsionMaxPoints, the grid from kInterpolatedRepulsionMinPoints where no tree runs, exact
-// otherwise.
-HssneRepulsionMode auto_repulsion(index_t num_points, bool has_grid, bool has_tree);
+// What params.repulsion resolves to for N points with sparse affinities on a backend with (or
+// without) the grid and the tree: itself unless `auto`; `auto` gives the tree from
+// kTreeRepulsionMinPoints up to kTreeRepulsionMaxPoints (unless params.optimizer is fixed_point,
+// which the tree's stepped cost defeats), the grid from kInterpolatedRepulsionMinPoints where no
+// tree runs, exact otherwise.
+HssneRepulsionMode auto_repulsion(const HssneParams& params, index_t num_points, bool has_grid, bool has_tree);
+
+// Refuses repulsion tree with optimizer fixed_point (an input error naming params.optimizer).
+void check_tree_optimizer(const HssneParams& params);
 
 // What params.repulsion means for N points on a backend: exact, interpolated or the tree, with
 // their settings.

@@ -135,3 +135,25 @@ TEST(NeighborsCli, InterpolatedRepulsionNeedsSparseAffinities) {
   EXPECT_EQ(r["result"]["repulsion"], "interpolated");
   EXPECT_EQ(r["result"]["interpolation"]["nodes"], 4);
 }
+
+// The tree too: dense affinities and the fixed point are refused naming the key, before any output;
+// with affinities auto it selects sparse ones, and the report says the tree ran, with its angle.
+TEST(NeighborsCli, TreeRepulsionNeedsSparseAffinitiesAndTheGradientMethod) {
+  orrery::test::TempDir tmp;
+  const std::string x = small_points(tmp);
+  const json tree = {{"repulsion", "tree"}, {"max_iter", 20}};
+  expect_refused(config(tmp, "dense.json", "hssne", {{"vectors", x}, {"perplexity", 5}, {"affinities", "dense"}}, tree),
+                 "params.repulsion");
+  json fixed = tree;
+  fixed["optimizer"] = "fixed_point";
+  expect_refused(config(tmp, "fixed.json", "hssne", {{"vectors", x}, {"perplexity", 5}}, fixed), "params.optimizer");
+  EXPECT_FALSE(fs::exists(tmp.path("out")));
+  const auto o = orrery::test::run_orrery("run " + config(tmp, "ok.json", "hssne", {{"vectors", x}, {"perplexity", 5}}, tree) +
+                                          " --quiet");
+  ASSERT_EQ(o.code, 0) << o.output;
+  const json r = report(tmp);
+  EXPECT_EQ(r["input"]["affinities"], "sparse");
+  EXPECT_EQ(r["result"]["repulsion"], "tree");
+  EXPECT_EQ(r["result"]["optimizer"], "gradient");
+  EXPECT_DOUBLE_EQ(r["result"]["tree_angle"].get<double>(), 0.4);
+}

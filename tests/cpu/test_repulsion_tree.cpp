@@ -183,9 +183,22 @@ TEST(RepulsionTree, AutoChoosesTheTreeBetweenItsBounds) {
   EXPECT_TRUE(above.interpolated && !above.tree);
   EXPECT_EQ(resolve_optimizer(prm, 4000, below).optimizer, HssneOptimizer::fixed_point);
   EXPECT_EQ(resolve_optimizer(prm, 10000, from).optimizer, HssneOptimizer::gradient);
-  EXPECT_EQ(auto_repulsion(10000, true, false), HssneRepulsionMode::exact);
-  EXPECT_EQ(auto_repulsion(kInterpolatedRepulsionMinPoints, true, false), HssneRepulsionMode::interpolated);
-  EXPECT_EQ(auto_repulsion(kInterpolatedRepulsionMinPoints, false, false), HssneRepulsionMode::exact);
+  EXPECT_EQ(auto_repulsion(prm, 10000, true, false), HssneRepulsionMode::exact);
+  EXPECT_EQ(auto_repulsion(prm, kInterpolatedRepulsionMinPoints, true, false), HssneRepulsionMode::interpolated);
+  EXPECT_EQ(auto_repulsion(prm, kInterpolatedRepulsionMinPoints, false, false), HssneRepulsionMode::exact);
+  // An explicit fixed point keeps auto off the tree (its stepped cost reads as rises), and an
+  // explicit tree with the fixed point is refused naming params.optimizer.
+  prm.optimizer = HssneOptimizer::fixed_point;
+  EXPECT_EQ(auto_repulsion(prm, 10000, true, true), HssneRepulsionMode::exact);
+  EXPECT_EQ(auto_repulsion(prm, 20000, true, true), HssneRepulsionMode::interpolated);
+  prm.repulsion = HssneRepulsionMode::tree;
+  try {
+    resolve_repulsion(prm, 10000, *cpu);
+    ADD_FAILURE() << "tree with the fixed point resolved";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::input);
+    EXPECT_NE(std::string(e.what()).find("params.optimizer"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -152,9 +152,9 @@ ORRERY_ALWAYS_INLINE void add_leaf(const double* xs, index_t N, index_t lo, inde
                                    double alpha, bool own, double* acc) {
   for (index_t s = lo; s < hi; ++s)
     add_mass<D, kTsne, true>(xs, N, b, n, xs[s], xs[N + s], D > 2 ? xs[2 * N + s] : 0.0, 1.0, alpha, acc);
+  if (!own) return;
   const double *y0 = xs + b, *y1 = xs + N + b, *y2 = xs + (D > 2 ? 2 * N : 0) + b;
   double *ah = acc, *ahs = acc + n, *a0 = acc + 2 * n, *a1 = acc + 3 * n, *a2 = acc + (D > 2 ? 4 * n : 0);
-  if (!own) return;
   for (index_t k = 0; k < n; ++k) {
     ah[k] -= 1.0;
     ahs[k] -= 1.0;

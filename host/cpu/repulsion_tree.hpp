@@ -15,8 +15,9 @@
 // the grid (sized by the map's extent, not by N; hssne.hpp's kTreeRepulsionMaxPoints), and for the
 // maps the grid cannot afford: a grid's nodes grow as the map's extent to the power D, and 3-D maps
 // of clustered data span ~150 units at 20,000 points (a grid of ~6 10^8 nodes at the default box
-// width). A tree costs O(N log N) per evaluation whatever the extent. Each point's sums run in a fixed order over a tree
-// that depends on the map alone, so they are the same bits for any number of threads.
+// width). A tree costs O(N log N) per evaluation whatever the extent. Each point's sums run in a
+// fixed order over a tree that depends on the map alone, so they are the same bits for any number
+// of threads.
 #pragma once
 #include <vector>
 

@@ -304,7 +304,7 @@ HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const Hs
                       RunControl* control) {
   const MatrixD mixed = prm.rho > 0 ? mix_same_class_pairs(P, labels, prm.rho) : MatrixD();
   const MatrixD& Pm = prm.rho > 0 ? mixed : P;
-  if (prm.repulsion == HssneRepulsionMode::interpolated || prm.repulsion == HssneRepulsionMode::tree)
+  if (needs_sparse_affinities(prm.repulsion))
     input_error(std::string("params.repulsion: ") + enum_name(prm.repulsion) +
                 " repulsion needs sparse affinities (input.affinities: sparse)");
   auto engine = backend.make_hssne(Pm, prm.alpha, prm.dim);

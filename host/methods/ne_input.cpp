@@ -164,8 +164,7 @@ NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bo
       plan.sparse = true;
     } else if (p.from_distances || p.mixing) {
       plan.sparse = false;  // distances have no neighbor search; mixing needs dense P
-    } else if (p.method == NeMethod::hssne && (cfg.hssne.repulsion == HssneRepulsionMode::interpolated ||
-                                                cfg.hssne.repulsion == HssneRepulsionMode::tree)) {
+    } else if (p.method == NeMethod::hssne && needs_sparse_affinities(cfg.hssne.repulsion)) {
       plan.sparse = true;  // the grid and the tree replace the all-pairs repulsion of sparse P only
     } else if (in.neighbors == NeighborsMode::approximate) {
       plan.sparse = true;  // asked for a neighbor search: only sparse affinities have one

@@ -71,7 +71,7 @@ NeRunConfig read_ne_config(const RunConfig& run) {
     if (p.rho > 0 && in.labels.empty()) input_error("params.rho > 0 needs input.labels (-1 for unknown)");
     if (p.rho > 0 && (in.affinities == AffinityMode::sparse || !in.affinity_matrix.empty()))
       input_error("params.rho: semi-supervised mixing needs dense affinities (input.affinities)");
-    if (p.repulsion == HssneRepulsionMode::interpolated || p.repulsion == HssneRepulsionMode::tree) {
+    if (needs_sparse_affinities(p.repulsion)) {
       const std::string what = "params.repulsion: " + enum_name(p.repulsion) + " repulsion needs sparse affinities";
       if (in.affinities == AffinityMode::dense) input_error(what + ", but input.affinities is dense");
       if (!in.distances.empty()) input_error(what + ", which a distance matrix does not give");

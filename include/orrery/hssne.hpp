@@ -127,6 +127,11 @@ inline constexpr index_t kTreeRepulsionMaxPoints = 50000;
 // tree runs, exact otherwise.
 HssneRepulsionMode auto_repulsion(const HssneParams& params, index_t num_points, bool has_grid, bool has_tree);
 
+// Whether a repulsion mode needs sparse affinities (the grid's and the tree's engines sum P's lists).
+inline bool needs_sparse_affinities(HssneRepulsionMode mode) {
+  return mode == HssneRepulsionMode::interpolated || mode == HssneRepulsionMode::tree;
+}
+
 // Refuses repulsion tree with optimizer fixed_point (an input error naming params.optimizer).
 void check_tree_optimizer(const HssneParams& params);
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <type_traits>
 
 #include "orrery/error.hpp"
 #include "orrery/interp_plan.hpp"
@@ -114,68 +115,84 @@ namespace {
 
 // H and H S at squared distance tau: math/interp.hpp's kernels, with alpha a constant 1 for
 // t-SNE's tail so that its branch folds away and the loops vectorise (one division a pair).
-template <bool kTsne>
-ORRERY_ALWAYS_INLINE void kernels(double tau, double alpha, double& kh, double& khs) {
-  const double a = kTsne ? 1.0 : alpha;
+template <bool kTsne, class R>
+ORRERY_ALWAYS_INLINE void kernels(R tau, R alpha, R& kh, R& khs) {
+  const R a = kTsne ? R(1) : alpha;
   kh = math::tail_kernel_h(tau, a);
   khs = math::tail_kernel_hs(tau, a);
 }
 
-// The walking leaf's points xs[.][b, b + n) gain the sums of a mass m at c, vectorised over them
-// (their sums stay in acc, by quantity: h, hs, hsy[D], n apart); kUnit: m is 1 (a point), whose
-// products fold away.
-template <int D, bool kTsne, bool kUnit = false>
-ORRERY_ALWAYS_INLINE void add_mass(const double* xs, index_t N, index_t b, index_t n, double c0, double c1,
-                                   double c2, double mass, double alpha, double* acc) {
-  const double m = kUnit ? 1.0 : mass;
-  const double *y0 = xs + b, *y1 = xs + N + b, *y2 = xs + (D > 2 ? 2 * N : 0) + b;
-  double *ah = acc, *ahs = acc + n, *a0 = acc + 2 * n, *a1 = acc + 3 * n, *a2 = acc + (D > 2 ? 4 * n : 0);
-#pragma omp simd
-  for (index_t k = 0; k < n; ++k) {
-    const double o0 = y0[k] - c0, o1 = y1[k] - c1, o2 = D > 2 ? y2[k] - c2 : 0.0;
-    const double tau = o0 * o0 + o1 * o1 + o2 * o2;
-    double kh, khs;
-    kernels<kTsne>(tau, alpha, kh, khs);
-    ah[k] += m * kh;
-    ahs[k] += m * khs;
-    a0[k] += m * khs * c0;
-    a1[k] += m * khs * c1;
-    if constexpr (D > 2) a2[k] += m * khs * c2;
-  }
-}
+// The walk's arithmetic type: t-SNE's tail (a division a pair) runs in float, eight to an AVX2
+// vector, with the coordinates taken relative to the walking leaf's centre so that nearby points'
+// offsets keep their digits; its error (about 1e-6 of a point's sums) is far below the tree's
+// (about 1e-3). Other tails (an exp and a log1p a pair) stay in double.
+template <bool kTsne>
+using WalkReal = std::conditional_t<kTsne, float, double>;
 
-// The sums of the walking leaf's points over the points xs[.][lo, hi), one source point at a time
-// (add_mass with m = 1). With own (the leaf itself) each point meets itself at distance 0 (H = H S
-// = 1 for every tail), taken out after.
-template <int D, bool kTsne>
-ORRERY_ALWAYS_INLINE void add_leaf(const double* xs, index_t N, index_t lo, index_t hi, index_t b, index_t n,
-                                   double alpha, bool own, double* acc) {
-  for (index_t s = lo; s < hi; ++s)
-    add_mass<D, kTsne, true>(xs, N, b, n, xs[s], xs[N + s], D > 2 ? xs[2 * N + s] : 0.0, 1.0, alpha, acc);
-  if (!own) return;
-  const double *y0 = xs + b, *y1 = xs + N + b, *y2 = xs + (D > 2 ? 2 * N : 0) + b;
-  double *ah = acc, *ahs = acc + n, *a0 = acc + 2 * n, *a1 = acc + 3 * n, *a2 = acc + (D > 2 ? 4 * n : 0);
+// What a leaf's walk meets: masses (a cell's point count, or 1 for a point of a leaf opened) at
+// offsets from the walking leaf's centre, by quantity, in the walk's type.
+template <class R>
+struct Sources {
+  std::vector<R> c[3], mass;
+  void clear() {
+    for (auto& v : c) v.clear();
+    mass.clear();
+  }
+  void add(const R* x, int dims, R m) {
+    for (int d = 0; d < dims; ++d) c[d].push_back(x[d]);
+    mass.push_back(m);
+  }
+};
+
+// Each of the walking leaf's n points (offsets ys[d n + k]) sums H, H S and H S y over the
+// sources, in their order, vectorised over the sources: a point's sums stay in registers and the
+// sources stream from the cache. acc gets, by quantity n apart: h, hs, hsy[D] (offsets).
+template <int D, bool kTsne, class R>
+ORRERY_CLONES void sum_sources(const R* ys, index_t n, const Sources<R>& s, R alpha, R* acc) {
+  const auto m = static_cast<index_t>(s.mass.size());
+  const R *s0 = s.c[0].data(), *s1 = s.c[1].data(), *s2 = D > 2 ? s.c[2].data() : nullptr, *sm = s.mass.data();
   for (index_t k = 0; k < n; ++k) {
-    ah[k] -= 1.0;
-    ahs[k] -= 1.0;
-    a0[k] -= y0[k];
-    a1[k] -= y1[k];
-    if constexpr (D > 2) a2[k] -= y2[k];
+    const R y0 = ys[k], y1 = ys[n + k], y2 = D > 2 ? ys[2 * n + k] : R(0);
+    R h = 0, hs = 0, g0 = 0, g1 = 0, g2 = 0;
+#pragma omp simd reduction(+ : h, hs, g0, g1, g2)
+    for (index_t q = 0; q < m; ++q) {
+      const R o0 = y0 - s0[q], o1 = y1 - s1[q], o2 = D > 2 ? y2 - s2[q] : R(0);
+      const R tau = o0 * o0 + o1 * o1 + o2 * o2;
+      R kh, khs;
+      kernels<kTsne>(tau, alpha, kh, khs);
+      const R mhs = sm[q] * khs;
+      h += sm[q] * kh;
+      hs += mhs;
+      g0 += mhs * s0[q];
+      g1 += mhs * s1[q];
+      if constexpr (D > 2) g2 += mhs * s2[q];
+    }
+    const R g[3] = {g0, g1, g2};
+    acc[k] = h;
+    acc[n + k] = hs;
+    for (int d = 0; d < D; ++d) acc[(2 + d) * n + k] = g[d];
   }
 }
 
 // The points xs[.][b, b + n) of one leaf walk the tree together: a cell is taken whole when it is
-// far enough from the box around them (so from each of them), its sums then taken at each point's
-// own distance from its centre; leaves opened are summed point by point (add_leaf). acc gets each
-// point's h, hs, hsy[D]; returns the interactions. Without kSum the walk only counts them.
-template <int D, bool kTsne, bool kSum>
-ORRERY_CLONES double walk_leaf(const RepulsionTree::Node* nodes, const double* xs, index_t N, index_t b, index_t n,
-                               double angle2, double alpha, std::vector<index_t>& stack, double* acc) {
+// far enough from the box around them (so from each of them), as one mass at its centre; a leaf
+// opened gives its points, the walking leaf's own among them (each point meets itself at distance
+// 0, H = H S = 1 for every tail, taken out after). acc then gets each point's h, hs and hsy[D]
+// relative to the leaf's centre (centre[]), in the walk's type R; ys is room for n D offsets.
+// Returns the interactions. Without kSum the walk only counts them.
+template <int D, bool kTsne, bool kSum, class R>
+double walk_leaf(const RepulsionTree::Node* nodes, const double* xs, index_t N, index_t b, index_t n, double angle2,
+                 double alpha, std::vector<index_t>& stack, Sources<R>& sources, R* ys, double* centre, R* acc) {
   double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
   for (int d = 0; d < D; ++d) {
     lo[d] = hi[d] = xs[d * N + b];
     for (index_t r = b; r < b + n; ++r) lo[d] = std::min(lo[d], xs[d * N + r]), hi[d] = std::max(hi[d], xs[d * N + r]);
   }
+  for (int d = 0; d < D && kSum; ++d) {
+    centre[d] = 0.5 * (lo[d] + hi[d]);
+    for (index_t k = 0; k < n; ++k) ys[d * n + k] = static_cast<R>(xs[d * N + b + k] - centre[d]);
+  }
+  sources.clear();
   double visits = 0;
   stack.assign(1, 0);
   while (!stack.empty()) {
@@ -183,7 +200,11 @@ ORRERY_CLONES double walk_leaf(const RepulsionTree::Node* nodes, const double* x
     stack.pop_back();
     if (node.first_child < 0) {
       const bool own = node.begin == b;
-      if (kSum) add_leaf<D, kTsne>(xs, N, node.begin, node.end, b, n, alpha, own, acc);
+      for (index_t s = node.begin; s < node.end && kSum; ++s) {
+        R x[3];
+        for (int d = 0; d < D; ++d) x[d] = static_cast<R>(xs[d * N + s] - centre[d]);
+        sources.add(x, D, R(1));
+      }
       visits += static_cast<double>(n) * static_cast<double>(node.end - node.begin) - (own ? n : 0);
       continue;
     }
@@ -192,17 +213,23 @@ ORRERY_CLONES double walk_leaf(const RepulsionTree::Node* nodes, const double* x
       const double c = node.com[d], o = c < lo[d] ? lo[d] - c : (c > hi[d] ? c - hi[d] : 0.0);
       gap += o * o;
     }
-    if (node.radius2 < angle2 * gap && !kSum) {
-      visits += static_cast<double>(n);
-      continue;
-    }
     if (node.radius2 < angle2 * gap) {
-      add_mass<D, kTsne>(xs, N, b, n, node.com[0], node.com[1], D > 2 ? node.com[2] : 0.0,
-                         static_cast<double>(node.end - node.begin), alpha, acc);
+      if (kSum) {
+        R x[3];
+        for (int d = 0; d < D; ++d) x[d] = static_cast<R>(node.com[d] - centre[d]);
+        sources.add(x, D, static_cast<R>(node.end - node.begin));
+      }
       visits += static_cast<double>(n);
       continue;
     }
     for (int c = node.children - 1; c >= 0; --c) stack.push_back(node.first_child + c);
+  }
+  if (!kSum) return visits;
+  sum_sources<D, kTsne>(ys, n, sources, static_cast<R>(alpha), acc);
+  for (index_t k = 0; k < n; ++k) {  // the walking leaf met itself
+    acc[k] -= R(1);
+    acc[n + k] -= R(1);
+    for (int d = 0; d < D; ++d) acc[(2 + d) * n + k] -= ys[d * n + k];
   }
   return visits;
 }
@@ -225,24 +252,28 @@ void RepulsionTree::sum_points(RepulsionSums* out) {
     if (nodes_[q].first_child < 0) leaves.push_back(static_cast<index_t>(q));
   const auto L = static_cast<index_t>(leaves.size());
   double interactions = 0;
+  using R = WalkReal<kTsne>;
   // Each point's sums are its own and run in the tree's order, so the schedule changes no bits.
 #pragma omp parallel num_threads(nthreads(threads_)) reduction(+ : interactions)
   {
     std::vector<index_t> stack;
-    std::vector<double> acc;
+    std::vector<R> acc, ys;
+    Sources<R> sources;
+    double centre[3] = {0, 0, 0};
 #pragma omp for schedule(dynamic, 64)
     for (index_t l = 0; l < L; ++l) {
       const Node& leaf = nodes_[static_cast<size_t>(leaves[static_cast<size_t>(l)])];
       const index_t b = leaf.begin, n = leaf.end - leaf.begin;
-      if (kSum) acc.assign(static_cast<size_t>(n * (D + 2)), 0.0);
-      interactions +=
-          walk_leaf<D, kTsne, kSum>(nodes_.data(), sorted_.data(), N, b, n, angle2, alpha_, stack, acc.data());
+      if (kSum) acc.resize(static_cast<size_t>(n * (D + 2))), ys.resize(static_cast<size_t>(n * D));
+      interactions += walk_leaf<D, kTsne, kSum>(nodes_.data(), sorted_.data(), N, b, n, angle2, alpha_, stack,
+                                                sources, ys.data(), centre, acc.data());
       for (index_t k = 0; k < n && kSum; ++k) {
         const index_t i = order_[static_cast<size_t>(b + k)];
-        const double* a = acc.data() + k;
+        const R* a = acc.data() + k;
+        const double hs = a[n];
         out->h[static_cast<size_t>(i)] = a[0];
-        out->hs[static_cast<size_t>(i)] = a[n];
-        for (int d = 0; d < D; ++d) out->hsy(i, d) = a[(2 + d) * n];
+        out->hs[static_cast<size_t>(i)] = hs;
+        for (int d = 0; d < D; ++d) out->hsy(i, d) = static_cast<double>(a[(2 + d) * n]) + centre[d] * hs;
       }
     }
   }

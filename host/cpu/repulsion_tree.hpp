@@ -5,13 +5,14 @@
 // "far enough" meaning r < angle |y_i - c|, r the distance from c to the farthest corner of the
 // box around the cell's points (a bound on every point's distance from c). The points of one leaf
 // (at most kLeafPoints) walk the tree together, testing the distance from c to their box, so the
-// cells' tests are made once a leaf and the sums run in vectors over the leaf's points (a cell
-// taken whole, and each point of a leaf opened, as one source for all of them); cells that fail the
-// test are opened, point i's own term left out. Leaves of 32 points: on a 2-D map of 10,000 points
-// 4.8 ms an evaluation (2 cores), against 7.1 ms for leaves of 16, 7.8 ms for 64 and 12.4 ms for
-// 128; on a 3-D map of 20,000 points 24 ms, against 26 ms for 128 and 36 ms for 16.
+// cells' tests are made once a leaf; the walk lists its sources (a cell taken whole, each point of a
+// leaf opened), and each of the leaf's points sums the list in vectors over it, t-SNE's tail in
+// float relative to the leaf's centre; cells that fail the test are opened, point i's own term left
+// out. Leaves of 32 points: on a 2-D map of 10,000 points
+// 3.9 ms an evaluation (2 cores), against 4.0 ms for leaves of 16 and 4.3 ms for 64; on a 3-D map of
+// 20,000 points 16 ms, against 21 ms for 16 and 18 ms for 64.
 //
-// For the maps of 5,000 to 50,000 points, where the tree costs less than the pairs (O(N^2)) and
+// For the maps of 5,000 to 80,000 points, where the tree costs less than the pairs (O(N^2)) and
 // the grid (sized by the map's extent, not by N; hssne.hpp's kTreeRepulsionMaxPoints), and for the
 // maps the grid cannot afford: a grid's nodes grow as the map's extent to the power D, and 3-D maps
 // of clustered data span ~150 units at 20,000 points (a grid of ~6 10^8 nodes at the default box

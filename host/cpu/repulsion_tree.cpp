@@ -189,9 +189,15 @@ double walk_leaf(const RepulsionTree::Node* nodes, const double* xs, index_t N, 
     lo[d] = hi[d] = xs[d * N + b];
     for (index_t r = b; r < b + n; ++r) lo[d] = std::min(lo[d], xs[d * N + r]), hi[d] = std::max(hi[d], xs[d * N + r]);
   }
+  const auto offset = [&](double v, int d) { return static_cast<R>(v - centre[d]); };
+  const auto add_source = [&](auto coord, R mass) {  // coord(d): the source's coordinate d
+    R x[3] = {0, 0, 0};
+    for (int d = 0; d < D; ++d) x[d] = offset(coord(d), d);
+    sources.add(x, D, mass);
+  };
   for (int d = 0; d < D && kSum; ++d) {
     centre[d] = 0.5 * (lo[d] + hi[d]);
-    for (index_t k = 0; k < n; ++k) ys[d * n + k] = static_cast<R>(xs[d * N + b + k] - centre[d]);
+    for (index_t k = 0; k < n; ++k) ys[d * n + k] = offset(xs[d * N + b + k], d);
   }
   sources.clear();
   double visits = 0;
@@ -201,11 +207,7 @@ double walk_leaf(const RepulsionTree::Node* nodes, const double* xs, index_t N, 
     stack.pop_back();
     if (node.first_child < 0) {
       const bool own = node.begin == b;
-      for (index_t s = node.begin; s < node.end && kSum; ++s) {
-        R x[3];
-        for (int d = 0; d < D; ++d) x[d] = static_cast<R>(xs[d * N + s] - centre[d]);
-        sources.add(x, D, R(1));
-      }
+      for (index_t s = node.begin; s < node.end && kSum; ++s) add_source([&](int d) { return xs[d * N + s]; }, R(1));
       visits += static_cast<double>(n) * static_cast<double>(node.end - node.begin) - (own ? n : 0);
       continue;
     }
@@ -215,11 +217,7 @@ double walk_leaf(const RepulsionTree::Node* nodes, const double* xs, index_t N, 
       gap += o * o;
     }
     if (node.radius2 < angle2 * gap) {
-      if (kSum) {
-        R x[3];
-        for (int d = 0; d < D; ++d) x[d] = static_cast<R>(node.com[d] - centre[d]);
-        sources.add(x, D, static_cast<R>(node.end - node.begin));
-      }
+      if (kSum) add_source([&](int d) { return node.com[d]; }, static_cast<R>(node.end - node.begin));
       visits += static_cast<double>(n);
       continue;
     }

@@ -21,10 +21,18 @@ std::vector<F> input_table(NeMethod m) {
   t.push_back({"vectors", &NeInputSpec::vectors,
                snerv ? "N x d points: npy, csv/tsv/txt (optionally .gz) or IDX. Required."
                      : "N x d points: npy, csv/tsv/txt (optionally .gz) or IDX. Give exactly one of vectors, distances"
-                       "" + std::string(hssne ? ", affinity_matrix." : ".")});
+                       "" + std::string(hssne ? ", neighbor_graph, affinity_matrix." : ".")});
   if (!snerv)
     t.push_back({"distances", &NeInputSpec::distances,
                  "A symmetric N x N distance matrix (zero diagonal) instead of vectors; dense affinities."});
+  if (hssne)
+    t.push_back({"neighbor_graph", &NeInputSpec::neighbor_graph,
+                 "A kNN graph of distances (not squared) instead of vectors: a sparse N x N Matrix Market coordinate "
+                 "file (.mtx[.gz]), row i listing point i's neighbors at their distances, rows of any length (scikit-"
+                 "learn's kneighbors_graph(mode=\"distance\"), Scanpy's obsp[\"distances\"]). Each row is calibrated "
+                 "to input.perplexity on its own list, then made symmetric as the sparse affinities are; a row of at "
+                 "most perplexity neighbors gets uniform probabilities, and the report's input.neighbor_graph counts "
+                 "such rows and the perplexity every row reaches."});
   if (hssne)
     t.push_back({"affinity_matrix", &NeInputSpec::affinity_matrix,
                  "Precomputed affinities: a sparse N x N Matrix Market coordinate file (.mtx[.gz]; real, integer or "
@@ -107,7 +115,7 @@ std::vector<F> input_table(NeMethod m) {
                std::string("accept: identical points are data (each one's copies are its nearest neighbors), counted in "
                            "the report as input.duplicate_points; refuse: an error naming the first two identical rows. "
                            "Either way a point whose every candidate neighbor is a copy of it is an error.") +
-                   (hssne ? " Not with affinity_matrix." : "")});
+                   (hssne ? " Not with affinity_matrix or neighbor_graph." : "")});
   if (snerv)
     t.push_back({"metric", sub_table(&NeInputSpec::metric, "metric", &class_mixture_fields),
                  "The class-posterior model behind the learning metric."});
@@ -156,7 +164,7 @@ NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bo
   p.mixing = p.method == NeMethod::hssne && cfg.hssne.rho > 0;
   p.from_distances = !in.distances.empty();
   NePlan plan;
-  if (!in.affinity_matrix.empty()) {
+  if (given_affinities(in)) {
     plan.sparse = true;
   } else if (in.affinities == AffinityMode::automatic) {
     plan.automatic = true;
@@ -189,13 +197,13 @@ NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bo
   p.dense = !plan.sparse;
   // snerv's perplexity 0 (its default) resolves after the model's fit, to at least 2
   if (p.method == NeMethod::snerv && in.perplexity <= 0) snerv_perplexity(0.0, N, 1);
-  if (plan.sparse && in.affinity_matrix.empty() && (p.method != NeMethod::snerv || in.perplexity > 0) &&
+  if (plan.sparse && !given_affinities(in) && (p.method != NeMethod::snerv || in.perplexity > 0) &&
       in.distances.empty() && static_cast<index_t>(sparse_neighbors(in.perplexity)) > N - 1)
     input_error("input.perplexity: sparse affinities search k = ceil(3 perplexity) = " +
                 std::to_string(sparse_neighbors(in.perplexity)) + " neighbors of each point, which needs k <= N - 1 = " +
                 std::to_string(N - 1) + " for the " + std::to_string(N) + " points; found perplexity " +
                 detail::number_text(in.perplexity));
-  plan.approximate = plan.sparse && in.affinity_matrix.empty() && p.method != NeMethod::snerv &&
+  plan.approximate = plan.sparse && !given_affinities(in) && p.method != NeMethod::snerv &&
                      (in.neighbors == NeighborsMode::approximate ||
                       (in.neighbors == NeighborsMode::automatic && !device && N > kExactNeighborsMaxPoints));
   // snerv: approximate = the metric's candidate re-ranking, whose Euclidean search is HNSW where
@@ -235,7 +243,7 @@ NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bo
     plan.memory.add({"the quality measures' copies of the input and the map by dimension, N (d + 3) doubles",
                      "input.pca", "a smaller input.pca or fewer points (input.limit)",
                      8.0 * static_cast<double>(N) * (static_cast<double>(dims) + 3.0), 0.0});
-  if (!in.affinity_matrix.empty()) plan.memory = MemoryPlan();  // the given P is read already
+  if (given_affinities(in)) plan.memory = MemoryPlan();  // the given P is read already
   return plan;
 }
 
@@ -247,7 +255,7 @@ AffinityResult ne_affinities(const NeSpec& cfg, const NeData& d, const NePlan& p
   const NeInputSpec& in = cfg.input;
   const int threads = backend.threads();
   AffinityResult a;
-  if (!in.affinity_matrix.empty()) a.sparse = d.given;
+  if (given_affinities(in)) a.sparse = d.given;
   else if (!in.distances.empty()) a = affinities_from_distances(d.X, in.perplexity, threads);
   else if (plan.sparse) {
     // the neighbor search may square coordinates in float (CUDA, HNSW): it runs at unit scale, and

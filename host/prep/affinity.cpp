@@ -398,4 +398,84 @@ SparseAffinity affinities_from_entries(index_t N, index_t cols, const std::vecto
   return P;
 }
 
+SparseAffinity affinities_from_neighbor_graph(index_t N, index_t cols, const std::vector<index_t>& row,
+                                              const std::vector<index_t>& col, const std::vector<double>& dist,
+                                              double perplexity, const std::string& what, int threads,
+                                              NeighborGraphSummary* summary) {
+  if (N != cols)
+    input_error(what + ": expected a square N x N neighbor graph, found " + std::to_string(N) + " x " +
+                std::to_string(cols));
+  if (N < 3) input_error(what + ": needs at least 3 points");
+  if (!(perplexity > 1.0)) internal_error("affinities_from_neighbor_graph: perplexity must exceed 1");
+  // the same guard as affinities_from_entries: a header declaring far more points than entries
+  if (static_cast<double>(N) > static_cast<double>(dist.size()))
+    input_error(what + ": declares " + std::to_string(N) + " points but lists " + std::to_string(dist.size()) +
+                " neighbor pairs, so some row has no neighbor; every point needs at least one");
+  const auto n = static_cast<size_t>(N);
+  // rows by a counting sort (diagonal entries left out), then each row's columns sorted
+  std::vector<index_t> ptr(n + 1, 0);
+  for (size_t q = 0; q < dist.size(); ++q) {
+    if (!(dist[q] >= 0.0) || !std::isfinite(dist[q]))
+      input_error(what + ": entry (" + std::to_string(row[q] + 1) + ", " + std::to_string(col[q] + 1) + "): distance " +
+                  std::to_string(dist[q]) + " is not a finite non-negative number");
+    if (row[q] != col[q]) ++ptr[static_cast<size_t>(row[q]) + 1];
+  }
+  for (size_t i = 0; i < n; ++i) ptr[i + 1] += ptr[i];
+  std::vector<std::pair<index_t, double>> e(static_cast<size_t>(ptr[n]));
+  {
+    std::vector<index_t> next(ptr.begin(), ptr.end() - 1);
+    for (size_t q = 0; q < dist.size(); ++q)
+      if (row[q] != col[q]) e[static_cast<size_t>(next[static_cast<size_t>(row[q])]++)] = {col[q], dist[q] * dist[q]};
+  }
+  NeighborGraphSummary s;
+  s.entries = ptr[n];
+  s.min_neighbors = N;
+  for (size_t i = 0; i < n; ++i) {
+    const index_t m = ptr[i + 1] - ptr[i];
+    if (m == 0)
+      input_error(what + ": row " + std::to_string(i + 1) + " lists no neighbor (diagonal entries do not count); every "
+                  "point needs at least one");
+    s.min_neighbors = std::min(s.min_neighbors, m);
+    s.max_neighbors = std::max(s.max_neighbors, m);
+    if (static_cast<double>(m) <= perplexity) ++s.short_rows;
+    auto b = e.begin() + ptr[i], f = e.begin() + ptr[i + 1];
+    std::sort(b, f, [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (auto it = b + 1; it < f; ++it)
+      if (it->first == (it - 1)->first)
+        input_error(what + ": the pair (" + std::to_string(i + 1) + ", " + std::to_string(it->first + 1) +
+                    ") is listed twice");
+    if (std::all_of(b, f, [](const auto& x) { return x.second == 0.0; }))
+      input_error(what + ": row " + std::to_string(i + 1) + ": every listed neighbor is at distance 0 (identical to "
+                  "it), so its neighbor probabilities are not defined; remove duplicates or list more neighbors");
+  }
+  s.reachable_perplexity = std::min(perplexity, static_cast<double>(s.min_neighbors));
+  // each row's p_{j|i}, calibrated on its own list: rows that cannot reach the perplexity are uniform
+  std::vector<index_t> rows_out(e.size()), cols_out(e.size());
+  std::vector<double> p(e.size());
+#pragma omp parallel num_threads(threads_or_default(threads))
+  {
+    std::vector<double> d2;
+#pragma omp for schedule(dynamic, 256)
+    for (index_t i = 0; i < N; ++i) {
+      const index_t lo = ptr[static_cast<size_t>(i)], m = ptr[static_cast<size_t>(i) + 1] - lo;
+      d2.resize(static_cast<size_t>(m));
+      for (index_t l = 0; l < m; ++l) d2[static_cast<size_t>(l)] = e[static_cast<size_t>(lo + l)].second;
+      const double beta = static_cast<double>(m) <= perplexity
+                              ? 0.0
+                              : math::bandwidth_for_perplexity<double, index_t>(d2.data(), m, -1, perplexity,
+                                                                                 kEntropyTol, kBisectionSteps);
+      double log_z, shift;
+      math::row_entropy<double, index_t>(d2.data(), m, -1, beta, &log_z, &shift);
+      for (index_t l = 0; l < m; ++l) {
+        const auto q = static_cast<size_t>(lo + l);
+        rows_out[q] = i;
+        cols_out[q] = e[q].first;
+        p[q] = std::exp(-beta * (d2[static_cast<size_t>(l)] - shift) - log_z);
+      }
+    }
+  }
+  if (summary) *summary = s;
+  return affinities_from_entries(N, N, rows_out, cols_out, p, what, threads);
+}
+
 }  // namespace orrery

@@ -172,7 +172,7 @@ Checks check_ne_run(const RunConfig& run, Backend& ref, Backend& dev, int iterat
     c.push_back(compare_traces("cost per iteration", "nerv.fit_last", fr.objective_trace, fd.objective_trace));
     out.push_back({"nerv fit", c});
   }
-  if (cfg.input.affinity_matrix.empty()) {
+  if (!given_affinities(cfg.input)) {
     // The rank rows of the quality measures, against the input space the run would use.
     const MatrixD& input = snerv ? metric : d.X;
     const bool dm = snerv || !cfg.input.distances.empty();

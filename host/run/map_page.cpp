@@ -141,7 +141,7 @@ void ne_page(report::MapPage& page, const RunConfig& run, const json& report, co
   const NeInputSpec& in = cfg.input;
   page.points = read_coordinates(output, "embedding");
   const index_t n = page.points.rows;
-  const std::string source = !in.vectors.empty() ? in.vectors : !in.distances.empty() ? in.distances : in.affinity_matrix;
+  const std::string source = ne_input_source(in);
   const bool hssne = cfg.method == NeMethod::hssne;
   page.title = std::string(ne_method_title(cfg.method)) +
                (in.model.empty() ? "" : " placement") + ": " + thousands(n) + " points";

@@ -31,18 +31,28 @@ NeRunConfig read_ne_config(const RunConfig& run) {
   // Keys another neighbor method takes: say why not here, before the table's "unknown key".
   if (!hssne && run.input.contains("affinity_matrix"))
     input_error("input.affinity_matrix: only hssne takes precomputed affinities");
+  if (!hssne && run.input.contains("neighbor_graph"))
+    input_error("input.neighbor_graph: only hssne takes a precomputed neighbor graph");
   if (!snerv && run.input.contains("metric")) input_error("input.metric: applies to method snerv only");
   if (snerv && run.input.contains("distances"))
     input_error("input.distances: snerv needs vectors (its metric is learnt)");
   read_fields(run.input, in, ne_input_fields(cfg.method), "input");
-  if (in.vectors.empty() + in.distances.empty() + in.affinity_matrix.empty() != 2)
+  if (in.vectors.empty() + in.distances.empty() + in.affinity_matrix.empty() + in.neighbor_graph.empty() != 3)
     input_error(snerv ? "input.vectors: required (N x d points)"
                              : "input: give exactly one of 'vectors' (N x d points: npy, csv/tsv/txt or IDX), 'distances' "
                                "(a symmetric N x N distance matrix)" +
-                                   std::string(hssne ? " or 'affinity_matrix' (a sparse N x N Matrix Market file)" : ""));
+                                   std::string(hssne ? ", 'neighbor_graph' (a sparse N x N Matrix Market file of kNN "
+                                                       "distances) or 'affinity_matrix' (a sparse N x N Matrix Market "
+                                                       "file of affinities)"
+                                                     : ""));
   if (!in.affinity_matrix.empty())
     for (const char* k : {"pca", "perplexity", "affinities", "limit", "duplicates", "neighbors", "neighbor_ef"})
       if (run.input.contains(k)) input_error(std::string("input.") + k + ": does not apply to a precomputed affinity_matrix");
+  if (!in.neighbor_graph.empty())
+    for (const char* k : {"pca", "affinities", "limit", "duplicates", "neighbors", "neighbor_ef"})
+      if (run.input.contains(k))
+        input_error(std::string("input.") + k + ": does not apply to a precomputed neighbor_graph (its lists are the "
+                    "neighbors; input.perplexity calibrates them)");
   if (in.pca > 0 && !in.distances.empty()) input_error("input.pca: applies to vectors, not to a distance matrix");
   if (!in.model.empty()) {
     if (in.vectors.empty()) input_error("input.model: places new points given as input.vectors");
@@ -69,7 +79,7 @@ NeRunConfig read_ne_config(const RunConfig& run) {
     const HssneParams& p = cfg.hssne;
     if (p.rho > 0 && !in.model.empty()) input_error("params.rho: does not apply to a placement into input.model");
     if (p.rho > 0 && in.labels.empty()) input_error("params.rho > 0 needs input.labels (-1 for unknown)");
-    if (p.rho > 0 && (in.affinities == AffinityMode::sparse || !in.affinity_matrix.empty()))
+    if (p.rho > 0 && (in.affinities == AffinityMode::sparse || given_affinities(in)))
       input_error("params.rho: semi-supervised mixing needs dense affinities (input.affinities)");
     if (needs_sparse_affinities(p.repulsion)) {
       const std::string what = "params.repulsion: " + enum_name(p.repulsion) + " repulsion needs sparse affinities";
@@ -121,8 +131,11 @@ NeLabels read_ne_labels(const NeInputSpec& in, index_t n, const std::string& sou
 NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent) {
   const NeInputSpec& in = cfg.input;
   NeData d;
-  const std::string source = !in.vectors.empty() ? in.vectors : !in.distances.empty() ? in.distances : in.affinity_matrix;
-  const std::string key = !in.vectors.empty() ? "input.vectors" : !in.distances.empty() ? "input.distances" : "input.affinity_matrix";
+  const std::string source = ne_input_source(in);
+  const std::string key = !in.vectors.empty()          ? "input.vectors"
+                          : !in.distances.empty()      ? "input.distances"
+                          : !in.neighbor_graph.empty() ? "input.neighbor_graph"
+                                                       : "input.affinity_matrix";
   // In-memory vectors to project (io/memory_inputs.hpp) are read in place by the duplicate check and
   // the PCA: only their projection is stored, never a copy of the caller's array.
   MatrixViewD raw;
@@ -133,6 +146,11 @@ NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent) {
   } else if (!in.affinity_matrix.empty()) {
     const io::SparseTriples t = read_keyed(key, [&] { return io::read_mtx(in.affinity_matrix); });
     d.given = affinities_from_entries(t.rows, t.cols, t.row, t.col, t.val, "input.affinity_matrix " + in.affinity_matrix);
+    d.X = MatrixD(t.rows, 0);
+  } else if (!in.neighbor_graph.empty()) {
+    const io::SparseTriples t = read_keyed(key, [&] { return io::read_mtx(in.neighbor_graph); });
+    d.given = affinities_from_neighbor_graph(t.rows, t.cols, t.row, t.col, t.val, in.perplexity,
+                                             "input.neighbor_graph " + in.neighbor_graph, cfg.run.threads, &d.graph);
     d.X = MatrixD(t.rows, 0);
   } else {
     d.X = read_keyed(key, [&] { return io::read_matrix(source, in.limit); });
@@ -147,7 +165,7 @@ NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent) {
     input_error(in.distances + ": expected a square N x N distance matrix, found " + std::to_string(d.X.rows) + " x " +
                 std::to_string(d.X.cols));
   if (!in_place) raw = d.X;
-  if (in.affinity_matrix.empty()) {
+  if (!given_affinities(in)) {
     // Squares of the input overflow or underflow in double beyond a scale of about 2^+-500, and
     // every step below squares it: data of an extreme scale (beyond 2^+-64) is taken in units of
     // 2^e (an exact scaling; a copy of an in-place view), which no step's result depends on. A placement takes
@@ -159,7 +177,7 @@ NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent) {
       d.scale_exponent = e;
     }
   }
-  if (in.affinity_matrix.empty()) {
+  if (!given_affinities(in)) {
     d.duplicates = find_duplicates(raw, !in.distances.empty());
     if (in.duplicates == DuplicatesMode::refuse && d.duplicates.count > 0)
       input_error("input.duplicates: refuse: rows " + std::to_string(d.duplicates.first + 1) + " and " +
@@ -179,7 +197,7 @@ NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent) {
     return read_point_names(in.names, d.X.rows, in.limit, "input.names", source);
   });
   // (a placement's perplexity is checked against the model's points instead)
-  if (in.model.empty() && in.affinity_matrix.empty()) check_perplexity_bound(in.perplexity, d.X.rows, source);
+  if (in.model.empty() && !given_affinities(in)) check_perplexity_bound(in.perplexity, d.X.rows, source);
   return d;
 }
 

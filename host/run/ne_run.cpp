@@ -43,8 +43,9 @@ json plan_json(const NePlan& plan, const MemoryInfo& available) {
 std::string describe(const NeRunConfig& cfg, const NeData& d) {
   const NeInputSpec& in = cfg.input;
   return cfg.run.method + ", " + std::to_string(d.points()) + " points" +
-         (!in.affinity_matrix.empty() ? " (precomputed affinities)"
-          : !in.distances.empty()     ? " (distance matrix)"
+         (!in.affinity_matrix.empty()  ? " (precomputed affinities)"
+          : !in.neighbor_graph.empty() ? " (neighbor graph)"
+          : !in.distances.empty()      ? " (distance matrix)"
                                       : " of dimension " + std::to_string(d.X.cols));
 }
 
@@ -214,10 +215,17 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
         cfg, d, plan, *backend,
         [&](const char* what) { return std::function<void(index_t, index_t)>(StageProgress{method, what, quiet}); },
         &search);
-    if (!quiet && plan.sparse && cfg.input.affinity_matrix.empty() && cfg.input.distances.empty())
+    if (!quiet && plan.sparse && !given_affinities(cfg.input) && cfg.input.distances.empty())
       std::fprintf(stderr, "[%s] %s neighbors (k = %d): %s%s\n", method.c_str(), search.approximate ? "approximate" : "exact",
                    sparse_neighbors(cfg.input.perplexity), format_seconds(search.seconds).c_str(),
                    search.approximate ? (", estimated recall " + detail::number_text(search.recall)).c_str() : "");
+    if (!quiet && !cfg.input.neighbor_graph.empty() && d.graph.short_rows > 0)
+      std::fprintf(stderr,
+                   "[%s] neighbor graph: %lld of its rows list at most perplexity %s neighbors (the shortest %lld) and "
+                   "get uniform probabilities; every row reaches perplexity %s\n",
+                   method.c_str(), static_cast<long long>(d.graph.short_rows),
+                   detail::number_text(cfg.input.perplexity).c_str(), static_cast<long long>(d.graph.min_neighbors),
+                   detail::number_text(d.graph.reachable_perplexity).c_str());
     t_aff = seconds_since(t1);
     if (cfg.method == NeMethod::hssne) {
       const HssneResult r = plan.sparse ? fit_hssne(a.sparse, cfg.hssne, run.seed, *backend, progress, control)
@@ -267,7 +275,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   const bool metric_input = cfg.method == NeMethod::snerv && !metric_distances.empty();
   req.input_is_distance_matrix = !cfg.input.distances.empty() || metric_input;
   // with precomputed affinities there is no input space to compare the map with
-  const json quality = !cfg.input.affinity_matrix.empty()
+  const json quality = given_affinities(cfg.input)
                            ? json()
                            : quality_json(evaluate_quality(metric_input ? metric_distances : d.X, Y, d.labels, req,
                                                            *backend));
@@ -304,7 +312,13 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   report["input"]["points"] = N;
   report["input"]["dims"] = d.X.cols;
   report["input"]["scale_exponent"] = d.scale_exponent;
-  if (cfg.input.affinity_matrix.empty()) report["input"]["duplicate_points"] = d.duplicates.count;
+  if (!given_affinities(cfg.input)) report["input"]["duplicate_points"] = d.duplicates.count;
+  if (!cfg.input.neighbor_graph.empty())
+    report["input"]["neighbor_graph"] = {{"pairs", d.graph.entries},
+                                         {"min_neighbors", d.graph.min_neighbors},
+                                         {"max_neighbors", d.graph.max_neighbors},
+                                         {"rows_below_perplexity", d.graph.short_rows},
+                                         {"reachable_perplexity", d.graph.reachable_perplexity}};
   report["input"]["perplexity"] = perplexity;
   report["input"]["affinities_requested"] = enum_name(cfg.input.affinities);
   report["input"]["affinities"] = plan.sparse ? "sparse" : "dense";
@@ -321,7 +335,8 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
       report["input"]["neighbor_recall_sample"] = search.recall_sample;
     }
   }
-  report["input"]["source"] = !cfg.input.affinity_matrix.empty() ? "affinity_matrix"
+  report["input"]["source"] = !cfg.input.affinity_matrix.empty()  ? "affinity_matrix"
+                              : !cfg.input.neighbor_graph.empty() ? "neighbor_graph"
                               : !cfg.input.distances.empty()     ? "distances"
                                                                  : "vectors";
   report["memory"] = plan_json(plan, mem);

@@ -55,6 +55,26 @@ struct KnnGraph;
 SparseAffinity affinities_from_entries(index_t N, index_t cols, const std::vector<index_t>& row,
                                        const std::vector<index_t>& col, const std::vector<double>& val,
                                        const std::string& what, int threads = 0);
+// A kNN graph of distances (not squared) given as N x N entries (row, col, distance), 0-based, any
+// order, rows of any length (scikit-learn's kneighbors_graph(mode="distance"), Scanpy's
+// obsp["distances"]): each row's listed neighbors calibrated to the perplexity as p_{j|i} (Gaussian in
+// the distance, as affinities_sparse does on its searched lists), then symmetrised and scaled to sum
+// 1 as affinities_from_entries does. A row of m <= perplexity neighbors cannot reach the perplexity
+// (its largest entropy is log m, at uniform probabilities): it gets uniform probabilities, and the
+// summary counts such rows. Diagonal entries are left out (a point is not its own neighbor); a
+// distance of 0 is a duplicate point. Errors (input, naming `what` and the 1-based row/column): not
+// square, a negative or non-finite distance, a pair listed twice, a row with no neighbor, a row whose
+// neighbors are all at distance 0, and what affinities_from_entries refuses.
+struct NeighborGraphSummary {
+  index_t entries = 0;            // neighbor pairs used (diagonal entries left out)
+  index_t min_neighbors = 0, max_neighbors = 0;  // per row
+  index_t short_rows = 0;         // rows of at most `perplexity` neighbors (uniform probabilities)
+  double reachable_perplexity = 0;  // the largest perplexity every row reaches: min(perplexity, min_neighbors)
+};
+SparseAffinity affinities_from_neighbor_graph(index_t N, index_t cols, const std::vector<index_t>& row,
+                                              const std::vector<index_t>& col, const std::vector<double>& dist,
+                                              double perplexity, const std::string& what, int threads = 0,
+                                              NeighborGraphSummary* summary = nullptr);
 // Each row's conditional probabilities p_{j|i} over its k listed neighbors, calibrated to the
 // perplexity (1 < perplexity < k), in the list's order (num_points x k), with each row's beta. The
 // rows of affinities_from_knn, and of new points placed into a map (their neighbors among the

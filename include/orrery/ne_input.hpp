@@ -60,6 +60,7 @@ inline constexpr index_t kNeighborRecallSample = 1000;
 
 struct NeInputSpec {
   std::string vectors, distances, affinity_matrix, labels;
+  std::string neighbor_graph;  // hssne: a sparse kNN distance graph, calibrated to the perplexity
   std::string names;  // one name per point, for the interactive map
   std::string model;  // hssne: an earlier run's directory to place the vectors into
   ListInput<std::string> class_names;
@@ -94,13 +95,23 @@ struct NeSpec {
 void check_perplexity_bound(double perplexity, index_t N, const std::string& source);
 
 
+// Whether P comes finished from the input (affinity_matrix) or from a given neighbor graph: either
+// way there are no vectors, no neighbor search and no input space for the quality measures.
+inline bool given_affinities(const NeInputSpec& in) { return !in.affinity_matrix.empty() || !in.neighbor_graph.empty(); }
+// The file (or in-memory name) the points come from, for messages.
+inline const std::string& ne_input_source(const NeInputSpec& in) {
+  return !in.vectors.empty() ? in.vectors : !in.distances.empty() ? in.distances
+                                            : !in.neighbor_graph.empty() ? in.neighbor_graph : in.affinity_matrix;
+}
+
 // The input files, read and checked.
 struct NeData {
   MatrixD X;               // N x d vectors, or the N x N distance matrix; N x 0 with given affinities
   std::vector<int> labels;  // empty, or N entries: classes 0..C-1 (io::read_categories), -1 unknown
   std::vector<std::string> class_names;
   std::vector<std::string> legend;  // C entries: class c's name in the map (class_names by value)
-  SparseAffinity given;    // hssne: input.affinity_matrix
+  SparseAffinity given;    // hssne: input.affinity_matrix, or made from input.neighbor_graph
+  NeighborGraphSummary graph;  // input.neighbor_graph: its rows' lengths and the perplexity they reach
   PcaBasis pca;            // input.pca > 0: the projection applied to the vectors
   DuplicatePoints duplicates;  // among the vectors or in the distance matrix (none with given affinities)
   // X holds the input times 2^-scale_exponent (before input.pca): 0 for data of an ordinary scale,

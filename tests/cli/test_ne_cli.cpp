@@ -2,6 +2,7 @@
 // test time): outputs complete, classes separated, bad input named with exit 2.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -9,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <tuple>
+#include <vector>
 
 #include "common/cli_runner.hpp"
 #include "common/temp_dir.hpp"
@@ -31,6 +34,31 @@ std::string patched(const orrery::test::TempDir& tmp, const std::string& name, c
 json report(const orrery::test::TempDir& tmp) {
   std::ifstream in(tmp.path("out/report.json"));
   return json::parse(in);
+}
+
+// out/embedding.csv holds two groups of `per` points, first one then the other: every point lies
+// nearer its own group's centre than the other's.
+void expect_two_groups(const orrery::test::TempDir& tmp, int per) {
+  std::ifstream in(tmp.path("out/embedding.csv"));
+  std::vector<std::pair<double, double>> y;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || !(std::isdigit(static_cast<unsigned char>(line[0])) || line[0] == '-')) continue;
+    std::istringstream ls(line);
+    double a, b;
+    char comma;
+    ls >> a >> comma >> b;
+    y.emplace_back(a, b);
+  }
+  ASSERT_EQ(y.size(), static_cast<size_t>(2 * per));
+  double cx[2] = {0, 0}, cy[2] = {0, 0};
+  for (int i = 0; i < 2 * per; ++i) cx[i / per] += y[i].first / per, cy[i / per] += y[i].second / per;
+  for (int i = 0; i < 2 * per; ++i) {
+    const int own = i / per, other = 1 - own;
+    EXPECT_LT(std::hypot(y[i].first - cx[own], y[i].second - cy[own]),
+              std::hypot(y[i].first - cx[other], y[i].second - cy[other]))
+        << "point " << i;
+  }
 }
 
 class NeConfigs : public ::testing::TestWithParam<const char*> {};
@@ -223,26 +251,7 @@ TEST(NeCli, HssneTakesAPrecomputedAffinityMatrix) {
   const json r = report(tmp);
   EXPECT_EQ(r["input"]["source"], "affinity_matrix");
   EXPECT_EQ(r["input"]["points"], 24);
-  std::ifstream in(tmp.path("out/embedding.csv"));
-  std::vector<std::pair<double, double>> y;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || !(std::isdigit(static_cast<unsigned char>(line[0])) || line[0] == '-')) continue;
-    std::istringstream ls(line);
-    double a, b;
-    char comma;
-    ls >> a >> comma >> b;
-    y.emplace_back(a, b);
-  }
-  ASSERT_EQ(y.size(), 24u);
-  double cx[2] = {0, 0}, cy[2] = {0, 0};
-  for (int i = 0; i < 24; ++i) cx[i / 12] += y[i].first / 12, cy[i / 12] += y[i].second / 12;
-  for (int i = 0; i < 24; ++i) {
-    const int own = i / 12, other = 1 - own;
-    const double d_own = std::hypot(y[i].first - cx[own], y[i].second - cy[own]);
-    const double d_other = std::hypot(y[i].first - cx[other], y[i].second - cy[other]);
-    EXPECT_LT(d_own, d_other) << "point " << i;
-  }
+  expect_two_groups(tmp, 12);
   // the precomputed input goes with hssne only, and without vector options
   const std::string bad = tmp.write("b.json", json({{"method", "nerv"},
                                                      {"input", {{"affinity_matrix", mtx}}},
@@ -251,6 +260,66 @@ TEST(NeCli, HssneTakesAPrecomputedAffinityMatrix) {
   const auto e = orrery::test::run_orrery("run " + bad + " --quiet");
   EXPECT_EQ(e.code, 2);
   EXPECT_NE(e.output.find("input.affinity_matrix"), std::string::npos) << e.output;
+}
+
+// HSSNE from a kNN distance graph (input.neighbor_graph): two groups of 15 points on two lines, each
+// point listing its 8 nearest in its own group (rows of unequal length: point 1 lists 3), calibrated
+// at perplexity 5. The map keeps the groups apart; the report counts the short row; the graph goes
+// with hssne only, without the vector options, and a negative distance is refused by its entry with
+// nothing written.
+TEST(NeCli, HssneTakesAKnnDistanceGraph) {
+  orrery::test::TempDir tmp;
+  std::ostringstream body;
+  int entries = 0;
+  for (int g = 0; g < 2; ++g)
+    for (int a = 0; a < 15; ++a) {
+      std::vector<std::pair<double, int>> nb;
+      for (int b = 0; b < 15; ++b)
+        if (b != a) nb.emplace_back(std::abs(a - b) * (1.0 + 0.1 * g), b);
+      std::sort(nb.begin(), nb.end());
+      const int keep = g == 0 && a == 0 ? 3 : 8;
+      for (int l = 0; l < keep; ++l, ++entries)
+        body << g * 15 + a + 1 << " " << g * 15 + nb[l].second + 1 << " " << nb[l].first << "\n";
+    }
+  std::ostringstream m;
+  m << "%%MatrixMarket matrix coordinate real general\n30 30 " << entries << "\n" << body.str();
+  const std::string mtx = tmp.write("g.mtx", m.str());
+  const auto config = [&](const std::string& method, const json& extra, const std::string& graph) {
+    json in = {{"neighbor_graph", graph}, {"perplexity", 5}};
+    in.update(extra);
+    return tmp.write(method + std::to_string(entries++) + ".json",
+                     json({{"method", method},
+                           {"input", in},
+                           {"params", {{"max_iter", 300}}},
+                           {"output", {{"dir", tmp.path("out")}, {"format", "csv"}}},
+                           {"device", "cpu"}})
+                         .dump());
+  };
+  const auto o = orrery::test::run_orrery("run " + config("hssne", json::object(), mtx) + " --quiet");
+  ASSERT_EQ(o.code, 0) << o.output;
+  const json r = report(tmp);
+  EXPECT_EQ(r["input"]["source"], "neighbor_graph");
+  EXPECT_EQ(r["input"]["points"], 30);
+  EXPECT_EQ(r["input"]["neighbor_graph"]["min_neighbors"], 3);
+  EXPECT_EQ(r["input"]["neighbor_graph"]["max_neighbors"], 8);
+  EXPECT_EQ(r["input"]["neighbor_graph"]["rows_below_perplexity"], 1);
+  EXPECT_EQ(r["input"]["neighbor_graph"]["reachable_perplexity"], 3.0);
+  expect_two_groups(tmp, 15);
+  fs::remove_all(tmp.path("out"));
+  for (const auto& [method, extra, key] :
+       {std::tuple<std::string, json, std::string>{"nerv", json::object(), "input.neighbor_graph"},
+        {"hssne", json{{"pca", 2}}, "input.pca"},
+        {"hssne", json{{"neighbors", "exact"}}, "input.neighbors"}}) {
+    const auto e = orrery::test::run_orrery("run " + config(method, extra, mtx) + " --quiet");
+    EXPECT_EQ(e.code, 2) << key;
+    EXPECT_NE(e.output.find(key), std::string::npos) << e.output;
+  }
+  const std::string negative = tmp.write("neg.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 3\n"
+                                                    "1 2 1.0\n2 3 -1.0\n3 1 1.0\n");
+  const auto e = orrery::test::run_orrery("run " + config("hssne", json::object(), negative) + " --quiet");
+  EXPECT_EQ(e.code, 2);
+  EXPECT_NE(e.output.find("neg.mtx: entry (2, 3)"), std::string::npos) << e.output;
+  EXPECT_FALSE(fs::exists(tmp.path("out")));
 }
 
 // Memory is planned before any large allocation: dense affinities for 200,000 points (about 600 GiB)

@@ -2,6 +2,7 @@
 // neighbor lists cover every point, and the input errors the neighbor-embedding runs rely on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -10,6 +11,7 @@
 
 #include "orrery/affinity.hpp"
 #include "orrery/error.hpp"
+#include "orrery/knn.hpp"
 #include "orrery/math/affinity.hpp"
 
 using namespace orrery;
@@ -126,6 +128,105 @@ TEST(AffinityEntries, SymmetrisedScaledAndChecked) {
   } catch (const orrery::Error& e) {
     EXPECT_NE(std::string(e.what()).find("declares 2147483647 points"), std::string::npos) << e.what();
   }
+}
+
+// A kNN distance graph (scikit-learn's kneighbors_graph(mode="distance"), Scanpy's distances): the
+// exact search's lists given as (row, col, distance) entries, shuffled, with a diagonal entry added,
+// give the sparse affinities of the points themselves; rows of unequal length calibrate each on its
+// own list, a row too short for the perplexity is uniform and counted; bad graphs are refused by row.
+TEST(AffinityNeighborGraph, EqualsTheSearchedAffinitiesAndCalibratesUnequalRows) {
+  const MatrixD X = gaussian_points(300, 5, 11);
+  const double perplexity = 10.0;
+  const AffinityResult want = affinities_sparse(X, perplexity, 2);
+  const KnnGraph g = exact_knn(X, sparse_neighbors(perplexity), 2);
+  std::vector<index_t> r, c;
+  std::vector<double> dist;
+  for (index_t i = 0; i < g.num_points; ++i)
+    for (int l = 0; l < g.k; ++l) {
+      r.push_back(i);
+      c.push_back(g.neighbors(i)[l]);
+      dist.push_back(std::sqrt(g.distances2(i)[l]));
+    }
+  r.push_back(7), c.push_back(7), dist.push_back(0.0);  // a point is not its own neighbor
+  std::mt19937_64 rng(3);
+  std::vector<size_t> order(r.size());
+  for (size_t q = 0; q < order.size(); ++q) order[q] = q;
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<index_t> rs, cs;
+  std::vector<double> ds;
+  for (size_t q : order) rs.push_back(r[q]), cs.push_back(c[q]), ds.push_back(dist[q]);
+  NeighborGraphSummary s;
+  const SparseAffinity P = affinities_from_neighbor_graph(300, 300, rs, cs, ds, perplexity, "graph", 2, &s);
+  ASSERT_EQ(P.col, want.sparse.col);
+  ASSERT_EQ(P.row_ptr, want.sparse.row_ptr);
+  for (size_t q = 0; q < P.val.size(); ++q) EXPECT_NEAR(P.val[q], want.sparse.val[q], 1e-12 * want.sparse.val[q]);
+  EXPECT_EQ(s.entries, 300 * g.k);
+  EXPECT_EQ(s.min_neighbors, g.k);
+  EXPECT_EQ(s.short_rows, 0);
+  EXPECT_EQ(s.reachable_perplexity, perplexity);
+
+  // unequal rows: row 0 keeps 20 neighbors (calibrated on them: entropy log 10), row 1 keeps 6 (<=
+  // perplexity: uniform, 1/6 each before the symmetrisation)
+  std::vector<index_t> r2, c2;
+  std::vector<double> d2;
+  for (size_t q = 0; q < r.size(); ++q) {
+    const index_t i = r[q];
+    const int l = static_cast<int>(q % static_cast<size_t>(g.k));
+    if (i == 7 && c[q] == 7) continue;
+    if ((i == 0 && l >= 20) || (i == 1 && l >= 6)) continue;
+    r2.push_back(i), c2.push_back(c[q]), d2.push_back(dist[q]);
+  }
+  const SparseAffinity Q = affinities_from_neighbor_graph(300, 300, r2, c2, d2, perplexity, "graph", 2, &s);
+  EXPECT_EQ(s.min_neighbors, 6);
+  EXPECT_EQ(s.max_neighbors, g.k);
+  EXPECT_EQ(s.short_rows, 1);
+  EXPECT_EQ(s.reachable_perplexity, 6.0);
+  // P_ij = (p_{j|i} + p_{i|j}) / 2N: recover row 1's p_{j|i} where j does not list 1
+  double total = 0;
+  for (double v : Q.val) total += v;
+  EXPECT_NEAR(total, 1.0, 1e-12);
+  const index_t* nb1 = g.neighbors(1);
+  for (int l = 0; l < 6; ++l) {
+    const index_t j = nb1[l];
+    const index_t* nbj = g.neighbors(j);
+    if (std::find(nbj, nbj + g.k, index_t(1)) != nbj + g.k || j == 0) continue;
+    EXPECT_NEAR(Q.at(1, j) * 2.0 * 300.0, 1.0 / 6.0, 1e-12);
+  }
+  // row 0: its conditional over its 20 listed neighbors, at the perplexity
+  const double beta0 =
+      math::bandwidth_for_perplexity<double, index_t>(g.distances2(0), 20, -1, perplexity, 1e-10, 200);
+  double lz, sh;
+  const double h = math::row_entropy<double, index_t>(g.distances2(0), 20, -1, beta0, &lz, &sh);
+  ASSERT_NEAR(h, std::log(perplexity), 1e-9);
+  int checked = 0;
+  for (int l = 0; l < 20; ++l) {
+    const index_t j = g.neighbors(0)[l];
+    const index_t* nbj = g.neighbors(j);
+    if (std::find(nbj, nbj + g.k, index_t(0)) != nbj + g.k || j == 1) continue;
+    EXPECT_NEAR(Q.at(0, j) * 2.0 * 300.0, std::exp(-beta0 * (g.distances2(0)[l] - sh) - lz), 1e-12);
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+
+  // refusals, by row and column (1-based)
+  EXPECT_NE(message_of([&] { affinities_from_neighbor_graph(3, 4, {0}, {1}, {1.0}, 5.0, "g"); }).find("square"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] {
+              affinities_from_neighbor_graph(3, 3, {0, 1, 2}, {1, 2, 0}, {1.0, -2.0, 1.0}, 5.0, "g");
+            }).find("(2, 3)"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] {
+              affinities_from_neighbor_graph(3, 3, {0, 0, 1, 2}, {1, 1, 2, 0}, {1.0, 1.0, 1.0, 1.0}, 5.0, "g");
+            }).find("pair (1, 2) is listed twice"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] {
+              affinities_from_neighbor_graph(3, 3, {0, 1, 2}, {1, 1, 0}, {1.0, 0.0, 1.0}, 5.0, "g");
+            }).find("row 2 lists no neighbor"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] {
+              affinities_from_neighbor_graph(3, 3, {0, 1, 2}, {1, 2, 0}, {0.0, 1.0, 1.0}, 5.0, "g");
+            }).find("row 1: every listed neighbor is at distance 0"),
+            std::string::npos);
 }
 
 // Duplicate points are data (scikit-learn, openTSNE and FIt-SNE map them): every path calibrates

@@ -184,8 +184,11 @@ class _Estimator(*_Bases):
                 for f in self._param_fields if getattr(self, f.name) is not None}
 
     def _input_json(self):
+        # keys left at their defaults are not sent: the run then applies its own default, and a key
+        # that only applies to another choice (neighbor_ef with neighbors="exact") is not refused
         return {f.key: _params.to_json(f, getattr(self, f.name))
-                for f in self._input_fields if getattr(self, f.name) is not None}
+                for f in self._input_fields if getattr(self, f.name) is not None
+                and getattr(self, f.name) != f.default}
 
     def _run(self, inputs, input_json, params_json=None, output_extra=None):
         self._check_params()
@@ -244,22 +247,47 @@ verbose : bool, default=False
 # ---------------------------------------------------------------------- neighbor embeddings
 
 
-def _ne_inputs(est, X, y, inputs, allow_metric=True, allow_affinities=False):
-    """The run's input keys for vectors / a distance matrix / sparse affinities X and labels y."""
+def _ne_inputs(est, X, y, inputs, allow_metric=True, allow_affinities=False, affinities=None):
+    """The run's input keys for vectors / a distance matrix / a kNN distance graph X, or finished
+    affinities (`affinities`, never guessed from X's type), and labels y."""
     input_json = est._input_json()
-    if _is_sparse(X):
+    if affinities is not None:
         if not allow_affinities:
-            raise ValueError(f"X: a sparse matrix (precomputed affinities) is not supported by {type(est).__name__}; "
-                             "pass dense vectors or distances")
-        coo = X.tocoo()
+            raise ValueError(f"affinities: precomputed affinities are not supported by {type(est).__name__}")
+        if X is not None:
+            raise ValueError("fit: give X or affinities, not both")
+        if not _is_sparse(affinities):
+            raise ValueError("affinities: expected a scipy.sparse N x N matrix of affinities")
+        coo = affinities.tocoo()
         if coo.shape[0] != coo.shape[1]:
-            raise ValueError(f"X: a sparse matrix is read as precomputed affinities and must be square, found {coo.shape}")
+            raise ValueError(f"affinities: expected a square N x N matrix, found {coo.shape}")
         input_json["affinity_matrix"] = inputs.add_sparse(
             "affinities.mtx", coo.shape[0], coo.shape[1], coo.row.astype(np.int64), coo.col.astype(np.int64),
             coo.data.astype(np.float64))
         n = coo.shape[0]
         for key in ("pca", "perplexity", "affinities", "neighbors", "neighbor_ef", "duplicates"):
             input_json.pop(key, None)  # they describe how affinities are made from vectors
+    elif X is None:
+        raise ValueError("fit: X is required (or affinities=P for finished affinities)")
+    elif _is_sparse(X):
+        metric = getattr(est, "metric", "euclidean") if allow_metric else "euclidean"
+        if metric != "precomputed":
+            raise ValueError("X: a sparse matrix is read as a kNN distance graph with metric='precomputed' (as "
+                             "scikit-learn's TSNE reads it); finished affinities go through fit(affinities=P); "
+                             "sparse vectors are not supported (pass X.toarray())")
+        if not allow_affinities:
+            raise ValueError(f"X: a sparse neighbor graph is not supported by {type(est).__name__}; pass dense "
+                             "vectors or distances")
+        coo = X.tocoo()
+        if coo.shape[0] != coo.shape[1]:
+            raise ValueError(f"X: metric='precomputed' with a sparse matrix expects a square N x N kNN distance "
+                             f"graph, found {coo.shape}")
+        input_json["neighbor_graph"] = inputs.add_sparse(
+            "neighbor_graph.mtx", coo.shape[0], coo.shape[1], coo.row.astype(np.int64), coo.col.astype(np.int64),
+            coo.data.astype(np.float64))
+        n = coo.shape[0]
+        for key in ("pca", "affinities", "neighbors", "neighbor_ef", "duplicates"):
+            input_json.pop(key, None)  # the graph's lists are the neighbors; the perplexity calibrates them
     else:
         A = _dense(X, min_samples=2)
         n = A.shape[0]
@@ -285,9 +313,13 @@ _NE_INPUT_KEYS = ("pca", "perplexity", "affinities", "neighbors", "neighbor_ef",
 class HSSNE(_Estimator):
     """Heavy-tailed symmetric SNE (Yang et al., 2009): alpha 0 is SNE's Gaussian, 1 t-SNE's tail.
 
-    fit(X, y=None): X is N x d vectors, an N x N distance matrix (metric='precomputed') or a sparse
-    N x N matrix of affinities; y, optional, labels (semi-supervised with rho > 0, and the report's
-    k-NN accuracy). transform(X_new) places new vectors into the fitted map.
+    fit(X, y=None, affinities=None): X is N x d vectors; with metric='precomputed' an N x N distance
+    matrix, or a scipy.sparse kNN distance graph (scikit-learn's kneighbors_graph(mode="distance"),
+    Scanpy's obsp["distances"]: each row's stored entries are its neighbors at their distances, rows of
+    any length), calibrated to the perplexity on its own lists. Finished affinities go through
+    fit(affinities=P) (a scipy.sparse N x N matrix, made symmetric and scaled to sum 1), never through
+    X. y, optional, labels (semi-supervised with rho > 0, and the report's k-NN accuracy).
+    transform(X_new) places new vectors into the fitted map.
     """
 
     _method = "hssne"
@@ -295,9 +327,10 @@ class HSSNE(_Estimator):
     _input_fields = tuple(_params.table("hssne_input", _NE_INPUT_KEYS))
     _extra = {"metric": "euclidean"}
 
-    def fit(self, X, y=None):
+    def fit(self, X=None, y=None, affinities=None):
         inputs = _core.Inputs()
-        report, arrays, files = self._run(inputs, _ne_inputs(self, X, y, inputs, allow_affinities=True))
+        report, arrays, files = self._run(inputs, _ne_inputs(self, X, y, inputs, allow_affinities=True,
+                                                             affinities=affinities))
         self._set_fitted(report, arrays, files)
         return self
 
@@ -316,7 +349,7 @@ class HSSNE(_Estimator):
         """Places new vectors into the fitted map (the map's points stay fixed); returns their coordinates."""
         self._check_fitted()
         if "model_map.npy" not in self._model:
-            raise ValueError("transform: this map was made from distances or affinities; only a map of vectors "
+            raise ValueError("transform: this map was made from distances, a neighbor graph or affinities; only a map of vectors "
                              "can place new points")
         A = _dense(X)
         if A.shape[1] != self.n_features_in_:

@@ -35,3 +35,23 @@ def test_falls_back_to_x_and_passes_labels():
         orrery.embed_anndata(a, labels="no_such")
     with pytest.raises(ValueError, match="X_umap"):
         orrery.embed_anndata(a, use_rep="X_umap")
+
+
+def test_maps_a_neighbor_graph_from_obsp():
+    # Scanpy's obsp["distances"] (sc.pp.neighbors): the graph is the input, calibrated at the perplexity
+    sp = pytest.importorskip("scipy.sparse")
+    a, X, y = make()
+    D = np.sqrt(((X[:, None, :5] - X[None, :, :5]) ** 2).sum(-1))
+    np.fill_diagonal(D, np.inf)
+    nb = np.argsort(D, axis=1, kind="stable")[:, :14]
+    rows = np.repeat(np.arange(len(X)), 14)
+    a.obsp["distances"] = sp.csr_matrix((D[rows, nb.ravel()], (rows, nb.ravel())), shape=D.shape)
+    est = orrery.embed_anndata(a, orrery.TSNE(perplexity=4, max_iter=300, random_state=3), graph="distances")
+    assert est.report_["input"]["source"] == "neighbor_graph" and est.metric == "precomputed"
+    assert a.obsm["X_tsne"].shape == (180, 2)
+    Y = a.obsm["X_tsne"]
+    d = ((Y[:, None, :] - Y[None, :, :]) ** 2).sum(-1)
+    np.fill_diagonal(d, np.inf)
+    assert (y[d.argmin(1)] == y).mean() > 0.95
+    with pytest.raises(ValueError, match="connectivities"):
+        orrery.embed_anndata(a, graph="connectivities")

@@ -56,8 +56,53 @@ def test_precomputed_distances_and_affinities():
     np.fill_diagonal(P, 0)
     P[P < 1e-3] = 0
     P /= P.sum()
-    Y = orrery.HSSNE(max_iter=300).fit_transform(sp.csr_matrix(P))
-    assert knn_accuracy(Y, y) > 0.95
+    est = orrery.HSSNE(max_iter=300).fit(affinities=sp.csr_matrix(P))
+    assert knn_accuracy(est.embedding_, y) > 0.95
+    assert est.report_["input"]["source"] == "affinity_matrix"
+    # a sparse X is never guessed to hold affinities
+    with pytest.raises(ValueError, match="fit\\(affinities=P\\)"):
+        orrery.HSSNE(max_iter=10).fit(sp.csr_matrix(P))
+    with pytest.raises(ValueError, match="not both"):
+        orrery.HSSNE(max_iter=10).fit(X, affinities=sp.csr_matrix(P))
+
+
+def _knn_graph(X, k, drop=None):
+    """scikit-learn's kneighbors_graph(mode="distance") with exact distances; rows in `drop` keep
+    only their `drop[i]` nearest."""
+    sp = pytest.importorskip("scipy.sparse")
+    D = np.sqrt(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    np.fill_diagonal(D, np.inf)
+    rows, cols, vals = [], [], []
+    for i in range(len(X)):
+        nb = np.argsort(D[i], kind="stable")[:(drop or {}).get(i, k)]
+        rows += [i] * len(nb)
+        cols += list(nb)
+        vals += list(D[i, nb])
+    return sp.csr_matrix((vals, (rows, cols)), shape=(len(X), len(X)))
+
+
+def test_a_sparse_precomputed_matrix_is_a_knn_distance_graph():
+    # scikit-learn's TSNE reads a sparse X with metric="precomputed" as kNN distances: calibrated at
+    # the perplexity on its lists, the same P (and so, from the same seed, the same map) as the
+    # exact search's on the vectors
+    X, y = blobs()
+    a = orrery.TSNE(perplexity=10, affinities="sparse", neighbors="exact", repulsion="exact", max_iter=20,
+                    random_state=1).fit(X)
+    G = _knn_graph(X, 30)
+    b = orrery.TSNE(perplexity=10, metric="precomputed", repulsion="exact", max_iter=20, random_state=1).fit(G)
+    assert b.report_["input"]["source"] == "neighbor_graph"
+    assert np.abs(a.embedding_ - b.embedding_).max() < 1e-8 * np.abs(a.embedding_).max()
+    # rows of any length; rows too short for the perplexity are counted
+    G = _knn_graph(X, 30, drop={0: 5, 1: 12})
+    c = orrery.TSNE(perplexity=10, metric="precomputed", max_iter=300, random_state=1).fit(G, y)
+    assert knn_accuracy(c.embedding_, y) > 0.95
+    g = c.report_["input"]["neighbor_graph"]
+    assert (g["min_neighbors"], g["max_neighbors"], g["rows_below_perplexity"], g["reachable_perplexity"]) == \
+        (5, 30, 1, 5.0)
+    with pytest.raises(ValueError, match="square"):
+        orrery.TSNE(metric="precomputed").fit(G[:, :50])
+    with pytest.raises(ValueError, match="not supported by NeRV"):
+        orrery.NeRV(metric="precomputed").fit(G)
 
 
 @pytest.mark.parametrize("lam", [0.1, 0.9])

@@ -40,7 +40,13 @@ const std::vector<Field<HssneParams>>& hssne_fields() {
       {"exaggeration", &HssneParams::exaggeration, "P is multiplied by this early on (1 = off).", 1, 1e4},
       {"exaggeration_iter", &HssneParams::exaggeration_iter, "Iterations with exaggeration.", 0, 1e8},
       {"rho", &HssneParams::rho, "Semi-supervised mixing weight of same-class pairs (0 = unsupervised).", 0, 1},
-      {"init_scale", &HssneParams::init_scale, "Standard deviation of the seeded Gaussian start.", 0, 1e3, true},
+      {"init_scale", &HssneParams::init_scale,
+       "Standard deviation of the seeded Gaussian start, and of the first column of a pca start.", 0, 1e3, true},
+      {"init", &HssneParams::init,
+       "The start: random (the seeded Gaussian), pca (the input vectors' first dim principal components, "
+       "scaled so that the first has standard deviation init_scale; needs vectors), or an N x dim array file "
+       "(npy, csv/tsv/txt) used as given, unscaled (scikit-learn and openTSNE use a given start as it is; "
+       "scale it to about init_scale for the same first steps)."},
       {"repulsion", &HssneParams::repulsion,
        "exact (all pairs, O(N^2)), interpolated (FFT grid, O(N) per iteration, FFTW on the CPU and cuFFT on CUDA; "
        "sparse affinities; force error ~6e-3 at the default grid, 2e-4 at interp_box 0.5), tree (a Barnes-Hut "
@@ -148,7 +154,7 @@ namespace {
 // The optimisers, on the engine's state; each iteration exchanges O(1) values with it.
 HssneResult fit_impl(HssneEngine& engine, const Entropy& ent, index_t N, const HssneParams& prm,
                      unsigned long long seed, const std::function<void(int, double)>& progress,
-                     RunControl* control) {
+                     RunControl* control, const MatrixD* given_start) {
   HssneResult res;
   HssneTotals cur;
   int first = 0;  // iterations done before this process
@@ -166,7 +172,13 @@ HssneResult fit_impl(HssneEngine& engine, const Entropy& ent, index_t N, const H
     step = saved->scalar("hssne.step");
   } else {
     MatrixD start(N, prm.dim);
-    start.data = seeded_gaussian(start.data.size(), seed, prm.init_scale);
+    if (given_start) {
+      if (given_start->rows != N || given_start->cols != prm.dim)
+        internal_error("fit_hssne: the start is not N x dim");
+      start = *given_start;
+    } else {
+      start.data = seeded_gaussian(start.data.size(), seed, prm.init_scale);
+    }
     cur = engine.start(start);
     res.evaluations = 1;
   }
@@ -301,7 +313,7 @@ HssneParams resolve_optimizer(const HssneParams& prm, index_t num_points, const 
 
 HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const HssneParams& prm,
                       unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress,
-                      RunControl* control) {
+                      RunControl* control, const MatrixD* start) {
   const MatrixD mixed = prm.rho > 0 ? mix_same_class_pairs(P, labels, prm.rho) : MatrixD();
   const MatrixD& Pm = prm.rho > 0 ? mixed : P;
   if (needs_sparse_affinities(prm.repulsion))
@@ -309,18 +321,18 @@ HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const Hs
                 " repulsion needs sparse affinities (input.affinities: sparse)");
   auto engine = backend.make_hssne(Pm, prm.alpha, prm.dim);
   const HssneParams used = resolve_optimizer(prm, P.rows, HssneRepulsion{});
-  HssneResult r = fit_impl(*engine, entropy_terms(Pm.data), P.rows, used, seed, progress, control);
+  HssneResult r = fit_impl(*engine, entropy_terms(Pm.data), P.rows, used, seed, progress, control, start);
   r.used = used;
   return r;
 }
 
 HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& prm, unsigned long long seed, Backend& backend,
-                      const std::function<void(int, double)>& progress, RunControl* control) {
+                      const std::function<void(int, double)>& progress, RunControl* control, const MatrixD* start) {
   if (prm.rho > 0) input_error("params.rho: semi-supervised mixing needs dense affinities (input.affinities)");
   const HssneRepulsion repulsion = resolve_repulsion(prm, P.num_points, backend);
   auto engine = backend.make_hssne(P, prm.alpha, prm.dim, repulsion);
   const HssneParams used = resolve_optimizer(prm, P.num_points, repulsion);
-  HssneResult r = fit_impl(*engine, entropy_terms(P.val), P.num_points, used, seed, progress, control);
+  HssneResult r = fit_impl(*engine, entropy_terms(P.val), P.num_points, used, seed, progress, control, start);
   r.repulsion = repulsion;
   r.used = used;
   return r;

@@ -131,7 +131,9 @@ Checks check_ne_run(const RunConfig& run, Backend& ref, Backend& dev, int iterat
     q.max_iter = iterations;
     q.tol = 0;
     auto fit = [&](Backend& b) {
-      return plan.sparse ? fit_hssne(aff.sparse, q, run.seed, b) : fit_hssne(aff.dense, d.labels, q, run.seed, b);
+      const MatrixD* start = d.start.rows > 0 ? &d.start : nullptr;  // the run's params.init, on both sides
+      return plan.sparse ? fit_hssne(aff.sparse, q, run.seed, b, {}, nullptr, start)
+                         : fit_hssne(aff.dense, d.labels, q, run.seed, b, {}, nullptr, start);
     };
     out.push_back({"hssne fit", {compare_traces("KL per iteration", "hssne.trace", fit(ref).objective_trace,
                                                 fit(dev).objective_trace)}});

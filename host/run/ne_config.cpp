@@ -88,6 +88,14 @@ NeRunConfig read_ne_config(const RunConfig& run) {
       if (p.rho > 0) input_error(what + ", but params.rho > 0 needs dense ones");
     }
     check_tree_optimizer(p);
+    if (p.init == "pca" && in.vectors.empty())
+      input_error("params.init: pca needs input vectors, not " +
+                  std::string(!in.distances.empty() ? "a distance matrix" : !in.neighbor_graph.empty() ? "a neighbor graph"
+                                                                                                      : "affinities"));
+    if (p.init != "random" && p.init != "pca" && !io::is_memory_path(p.init) && !std::filesystem::exists(p.init))
+      input_error("params.init: expected random, pca or an N x dim array file (npy, csv/tsv/txt), found '" + p.init +
+                  "' (no such file)");
+    if (p.init != "random" && !in.model.empty()) input_error("params.init: does not apply to a placement into input.model");
     if (p.rho > 0 && in.neighbors == NeighborsMode::approximate)
       input_error("params.rho: semi-supervised mixing needs dense affinities, which input.neighbors approximate excludes");
   } else {
@@ -126,6 +134,33 @@ NeLabels read_ne_labels(const NeInputSpec& in, index_t n, const std::string& sou
                                                                                  : cat.names[c]);
   }
   return d;
+}
+
+MatrixD hssne_start(const HssneParams& p, const NeData& d, int threads) {
+  const index_t N = d.points();
+  if (p.init == "pca") {
+    MatrixD Y = pca_project(d.X, p.dim, threads);
+    double mean = 0, ss = 0;
+    for (index_t i = 0; i < N; ++i) mean += Y(i, 0) / static_cast<double>(N);
+    for (index_t i = 0; i < N; ++i) ss += (Y(i, 0) - mean) * (Y(i, 0) - mean);
+    const double sd = std::sqrt(ss / static_cast<double>(N));
+    // (constant vectors project to rounding noise, not to zero)
+    if (!(sd > 1e-12 * input_scale(d.X)))
+      input_error("params.init: pca: the input vectors do not vary, so they give no start");
+    for (double& v : Y.data) v *= p.init_scale / sd;
+    return Y;
+  }
+  MatrixD Y = read_keyed("params.init", [&] { return io::read_matrix(p.init); });
+  if (Y.rows != N || Y.cols != p.dim)
+    input_error("params.init: " + p.init + " holds " + std::to_string(Y.rows) + " x " + std::to_string(Y.cols) +
+                " values; the start needs one row per point and params.dim columns, " + std::to_string(N) + " x " +
+                std::to_string(p.dim));
+  for (index_t i = 0; i < N; ++i)
+    for (index_t c = 0; c < Y.cols; ++c)
+      if (!std::isfinite(Y(i, c)))
+        input_error("params.init: " + p.init + ": row " + std::to_string(i + 1) + ", column " + std::to_string(c + 1) +
+                    " is not a finite number");
+  return Y;
 }
 
 NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent) {
@@ -189,6 +224,8 @@ NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent) {
     d.pca = pca_fit(raw, in.pca, cfg.run.threads);
     d.X = pca_apply(d.pca, raw, cfg.run.threads);
   }
+  if (cfg.method == NeMethod::hssne && cfg.hssne.init != "random" && in.model.empty())
+    d.start = hssne_start(cfg.hssne, d, cfg.run.threads);
   NeLabels L = read_ne_labels(in, d.X.rows, source);
   d.labels = std::move(L.labels);
   d.class_names = std::move(L.class_names);

@@ -35,6 +35,9 @@ NeLabels read_ne_labels(const NeInputSpec& in, index_t n, const std::string& sou
 // `model_exponent`: a placement's, the scale exponent its model's points were taken in (its new
 // points are scaled by it, not by their own); absent: chosen from the data.
 NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent = std::nullopt);
+// params.init (hssne) resolved to the start: pca of the vectors scaled to init_scale, or a file's
+// N x dim array as given; input errors name params.init and the file.
+MatrixD hssne_start(const HssneParams& p, const NeData& d, int threads);
 
 // The quality measures a neighbor-embedding run adds to its report, for a map of N points: k in
 // {1, 5, 10, 20} (at most N - 1), no curve, output.quality_sample query points, the run's seed.

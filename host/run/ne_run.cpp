@@ -228,8 +228,10 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
                    detail::number_text(d.graph.reachable_perplexity).c_str());
     t_aff = seconds_since(t1);
     if (cfg.method == NeMethod::hssne) {
-      const HssneResult r = plan.sparse ? fit_hssne(a.sparse, cfg.hssne, run.seed, *backend, progress, control)
-                                        : fit_hssne(a.dense, d.labels, cfg.hssne, run.seed, *backend, progress, control);
+      const MatrixD* start = d.start.rows > 0 ? &d.start : nullptr;
+      const HssneResult r =
+          plan.sparse ? fit_hssne(a.sparse, cfg.hssne, run.seed, *backend, progress, control, start)
+                      : fit_hssne(a.dense, d.labels, cfg.hssne, run.seed, *backend, progress, control, start);
       Y = r.coords;
       trace = r.objective_trace;
       params = fields_to_json(cfg.hssne, hssne_fields());

@@ -96,6 +96,10 @@ struct HssneParams {
   // Initial coordinates: Gaussian with this standard deviation (seeded). The fixed-point update
   // barely expands a tiny start (it stalls near the collapsed map), hence 1, not t-SNE's 1e-4.
   double init_scale = 1.0;
+  // The start: "random" (the seeded Gaussian above), "pca" (the input vectors' first dim principal
+  // components, scaled so that the first has standard deviation init_scale), or an N x dim array
+  // file (npy, csv/tsv/txt), used as given. The run resolves it to the `start` fit_hssne takes.
+  std::string init = "random";
 };
 
 const std::vector<Field<HssneParams>>& hssne_fields();
@@ -178,14 +182,16 @@ double hssne_objective(const SparseAffinity& P, const MatrixD& Y, double alpha, 
 // Fits on dense P; labels (-1 unknown) are used only when rho > 0. The backend holds P and the
 // map and runs every step (HssneEngine). With a control (orrery/run_control.hpp) a fit can stop at the end of an iteration and continue
 // from the saved state with the same bits.
+// start (N x dim, optional): the first map instead of the seeded Gaussian (params.init resolved).
 HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const HssneParams& params,
                       unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {},
-                      RunControl* control = nullptr);
+                      RunControl* control = nullptr, const MatrixD* start = nullptr);
 
 // Fits on sparse P (kNN affinities): the attraction runs over the neighbor lists only, the
 // repulsion over all pairs (exact) or on the interpolation grid (params.repulsion). rho > 0 is an input error (mixing needs dense P).
 HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& params, unsigned long long seed, Backend& backend,
-                      const std::function<void(int, double)>& progress = {}, RunControl* control = nullptr);
+                      const std::function<void(int, double)>& progress = {}, RunControl* control = nullptr,
+                      const MatrixD* start = nullptr);
 
 // Out-of-sample placement: new points mapped into a frozen reference map (as openTSNE's transform,
 // for every tail). New point i has conditional probabilities p_{j|i} over its k nearest reference

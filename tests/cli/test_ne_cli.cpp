@@ -322,6 +322,69 @@ TEST(NeCli, HssneTakesAKnnDistanceGraph) {
   EXPECT_FALSE(fs::exists(tmp.path("out")));
 }
 
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// params.init: a given start (a file) or the vectors' principal components replace the seeded
+// Gaussian, so the seed no longer changes the map (tests/run/test_hssne_start.cpp checks the pca
+// start's scale); a start of the wrong shape, and pca without vectors, are refused naming params.init.
+TEST(NeCli, HssneStartsFromAGivenMapOrThePrincipalComponents) {
+  orrery::test::TempDir tmp;
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> z(0.0, 1.0);
+  std::ostringstream x, y0, bad;
+  for (int i = 0; i < 60; ++i) {
+    for (int c = 0; c < 4; ++c) x << (c ? "," : "") << z(rng) + (i < 30 ? 0.0 : 6.0) * (c == 1);
+    x << "\n";
+    y0 << z(rng) << "," << z(rng) << "\n";
+    if (i < 59) bad << 0.5 << "," << 0.5 << "\n";
+  }
+  const std::string xs = tmp.write("x.csv", x.str()), starts = tmp.write("y0.csv", y0.str()),
+                    bads = tmp.write("bad.csv", bad.str());
+  int n = 0;
+  const auto run = [&](const std::string& init, int seed, const json& in_extra = json::object()) {
+    json in = {{"vectors", xs}, {"perplexity", 10}};
+    in.update(in_extra);
+    const std::string dir = tmp.path("out" + std::to_string(++n));
+    const std::string cfg = tmp.write("c" + std::to_string(n) + ".json",
+                                      json({{"method", "hssne"},
+                                            {"input", in},
+                                            {"params", {{"max_iter", 60}, {"init", init}}},
+                                            {"seed", seed},
+                                            {"output", {{"dir", dir}, {"format", "csv"}}},
+                                            {"device", "cpu"}})
+                                          .dump());
+    const auto o = orrery::test::run_orrery("run " + cfg + " --quiet");
+    return std::make_pair(o, dir);
+  };
+  const auto [r1, d1] = run("random", 1);
+  const auto [r2, d2] = run("random", 2);
+  const auto [g1, e1] = run(starts, 1);
+  const auto [g2, e2] = run(starts, 2);
+  const auto [p1, f1] = run("pca", 1);
+  const auto [p2, f2] = run("pca", 2);
+  for (const auto* o : {&r1, &r2, &g1, &g2, &p1, &p2}) ASSERT_EQ(o->code, 0) << o->output;
+  EXPECT_NE(slurp(d1 + "/embedding.csv"), slurp(d2 + "/embedding.csv"));
+  EXPECT_EQ(slurp(e1 + "/embedding.csv"), slurp(e2 + "/embedding.csv"));
+  EXPECT_EQ(slurp(f1 + "/embedding.csv"), slurp(f2 + "/embedding.csv"));
+  EXPECT_NE(slurp(e1 + "/embedding.csv"), slurp(f1 + "/embedding.csv"));
+  std::ifstream rep(f1 + "/report.json");
+  EXPECT_EQ(json::parse(rep)["params"]["init"], "pca");
+
+  const auto [w, wd] = run(bads, 1);
+  EXPECT_EQ(w.code, 2);
+  EXPECT_NE(w.output.find("params.init: " + bads + " holds 59 x 2 values"), std::string::npos) << w.output;
+  EXPECT_FALSE(fs::exists(wd));
+  const std::string dist = tmp.write("d.csv", "0,1,2,3\n1,0,1,2\n2,1,0,1\n3,2,1,0\n");
+  const auto [v, vd] = run("pca", 1, json{{"vectors", ""}, {"distances", dist}, {"perplexity", 1.5}});
+  EXPECT_EQ(v.code, 2);
+  EXPECT_NE(v.output.find("params.init: pca needs input vectors"), std::string::npos) << v.output;
+}
+
 // Memory is planned before any large allocation: dense affinities for 200,000 points (about 600 GiB)
 // are refused by validate and by run with exit 2, naming the key and the way out; "auto" (the
 // default) chooses sparse affinities for them, and dense ones for a small input.

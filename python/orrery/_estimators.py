@@ -55,6 +55,18 @@ class _MinimalBase:
 _Bases = (_TransformerMixin, _Base) if _Base is not None else (_MinimalBase,)
 
 
+def _start_input(value, inputs):
+    """An array start (init=Y0, N x n_components) handed to the run in memory as params.init."""
+    Y = np.asarray(value, dtype=np.float64)
+    if Y.ndim != 2:
+        raise ValueError(f"init: expected 'random', 'pca' or an N x n_components array, found shape {Y.shape}")
+    if not np.isfinite(Y).all():
+        raise ValueError("init: the start holds a value that is not a finite number")
+    if inputs is None:
+        raise ValueError("init: an array start applies to fit only")
+    return inputs.add_matrix("init.npy", np.ascontiguousarray(Y))
+
+
 def _model_input(inputs, files):
     """A fitted model's files (as the CLI writes them in output.dir) handed to a run in memory, under
     the name the run's input.model gives them: nothing is written to disk."""
@@ -173,15 +185,26 @@ class _Estimator(*_Bases):
 
     def _check_params(self):
         for f in list(self._param_fields) + list(self._input_fields):
-            _params.check_value(f, getattr(self, f.name))
+            v = getattr(self, f.name)
+            if f.key == "init" and not isinstance(v, str):
+                continue  # an array start, checked when it is handed over (_params_json)
+            _params.check_value(f, v)
         if not isinstance(self.device, str):
             raise ValueError(f"device: expected 'auto', 'cpu', 'cuda' or 'cuda:N', found {self.device!r}")
         if not isinstance(self.verbose, (bool, numbers.Integral)):
             raise ValueError(f"verbose: expected True or False, found {self.verbose!r}")
 
-    def _params_json(self):
-        return {f.key: _params.to_json(f, getattr(self, f.name))
-                for f in self._param_fields if getattr(self, f.name) is not None}
+    def _params_json(self, inputs=None):
+        out = {}
+        for f in self._param_fields:
+            v = getattr(self, f.name)
+            if v is None:
+                continue
+            if f.key == "init" and not isinstance(v, str):
+                out["init"] = _start_input(v, inputs)
+            else:
+                out[f.key] = _params.to_json(f, v)
+        return out
 
     def _input_json(self):
         # keys left at their defaults are not sent: the run then applies its own default, and a key
@@ -328,9 +351,10 @@ class HSSNE(_Estimator):
     _extra = {"metric": "euclidean"}
 
     def fit(self, X=None, y=None, affinities=None):
+        self._check_params()
         inputs = _core.Inputs()
-        report, arrays, files = self._run(inputs, _ne_inputs(self, X, y, inputs, allow_affinities=True,
-                                                             affinities=affinities))
+        input_json = _ne_inputs(self, X, y, inputs, allow_affinities=True, affinities=affinities)
+        report, arrays, files = self._run(inputs, input_json, params_json=self._params_json(inputs))
         self._set_fitted(report, arrays, files)
         return self
 
@@ -365,8 +389,8 @@ class TSNE(HSSNE):
 
     _param_fields = tuple(f for f in _params.table("hssne") if f.key != "alpha")
 
-    def _params_json(self):
-        return dict(super()._params_json(), alpha=1.0)
+    def _params_json(self, inputs=None):
+        return dict(super()._params_json(inputs), alpha=1.0)
 
 
 class NeRV(_Estimator):

@@ -229,3 +229,25 @@ def test_fit_and_transform_write_no_files(tmp_path, monkeypatch):
     plsv = orrery.PLSV(topics=3, max_iter=20).fit(C)
     assert plsv.transform(C[:5]).shape[1] == 2
     assert list(tmp.iterdir()) == [] and list(cwd.iterdir()) == []
+
+
+def test_init_takes_a_start_array_or_the_principal_components():
+    # a given start (scikit-learn's init=array) replaces the seeded Gaussian: the seed no longer
+    # matters, and a map can be continued from another; init="pca" likewise; bad starts are refused
+    X, y = blobs()
+    Y0 = np.random.RandomState(0).randn(len(X), 2)
+    a = orrery.TSNE(init=Y0, perplexity=10, max_iter=100, random_state=1).fit(X)
+    b = orrery.TSNE(init=Y0, perplexity=10, max_iter=100, random_state=2).fit(X)
+    assert np.array_equal(a.embedding_, b.embedding_)
+    p1 = orrery.TSNE(init="pca", perplexity=10, max_iter=100, random_state=1).fit_transform(X)
+    p2 = orrery.TSNE(init="pca", perplexity=10, max_iter=100, random_state=2).fit_transform(X)
+    assert np.array_equal(p1, p2) and not np.array_equal(p1, a.embedding_)
+    r1 = orrery.TSNE(perplexity=10, max_iter=100, random_state=1).fit_transform(X)
+    r2 = orrery.TSNE(perplexity=10, max_iter=100, random_state=2).fit_transform(X)
+    assert not np.array_equal(r1, r2)
+    with pytest.raises(ValueError, match="needs one row per point"):
+        orrery.TSNE(init=Y0[:-1], max_iter=10).fit(X)
+    with pytest.raises(ValueError, match="N x n_components array"):
+        orrery.TSNE(init=np.zeros(5), max_iter=10).fit(X)
+    with pytest.raises(ValueError, match="no such file"):
+        orrery.TSNE(init="spectral", max_iter=10).fit(X)

@@ -52,6 +52,13 @@ std::vector<F> input_table(NeMethod m) {
                      ", after the run's input.pca) give its probabilities at the run's perplexity, and it takes the "
                      "place minimising its own NeRV cost against the whole map. The run's params.lambda and "
                      "params.dim apply; params.max_iter caps each point's Newton steps."});
+  if (!snerv)
+    t.push_back({"metric", &NeInputSpec::vector_metric,
+                 "How vectors are compared: euclidean, cosine (1 - cos, for text and image embeddings) or "
+                 "correlation (cosine of the centred rows). cosine and correlation scale each row to unit length "
+                 "(centred first for correlation) before input.pca and every neighbor search, so the neighbors, "
+                 "the affinities and the quality measures' ranks are the metric's; a placement into input.model "
+                 "takes the model's metric. A row of zero length (correlation: a constant row) is an error."});
   t.push_back({"labels", &NeInputSpec::labels,
                snerv ? "One label per point, any integer or name (-1 unknown): the class-posterior model's targets. Required (not for a placement into input.model)."
                      : "One label per point, any integer or name (-1 unknown): colours, k-NN accuracy, cv_folds" +

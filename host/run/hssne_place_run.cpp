@@ -61,6 +61,10 @@ PlacementFiles read_placement_files(const std::string& dir, const std::string& m
                   std::to_string(kMaxScaleExponent) + ", " + std::to_string(kMaxScaleExponent) + "]");
     m.scale_exponent = static_cast<int>(e->get<long long>());
   }
+  // absent before runs recorded it (and in nerv's reports before input.metric): Euclidean
+  if (m.report.contains("input") && m.report["input"].is_object() && m.report["input"].contains("metric") &&
+      m.report["input"]["metric"].is_string())
+    m.metric = parse_enum<VectorMetric>(m.report["input"]["metric"].get<std::string>(), where + "/report.json: input.metric");
   for (const char* f : {"model_reference.npy", "model_map.npy"})
     if (!io::input_exists((d / f).string()))
       input_error(where + ": no " + f + " (" + method + " runs from input.vectors write it; a run from distances or "
@@ -82,8 +86,10 @@ PlacementFiles read_placement_files(const std::string& dir, const std::string& m
 }
 
 NeData placement_points(const NeRunConfig& cfg, index_t reference_cols, const PcaBasis& pca, int scale_exponent,
-                        int threads) {
-  NeData d = load_ne_data(cfg, scale_exponent);
+                        int threads, VectorMetric metric) {
+  NeRunConfig as_model = cfg;
+  as_model.input.vector_metric = metric;
+  NeData d = load_ne_data(as_model, scale_exponent);
   const index_t expect = pca.mean.cols > 0 ? pca.mean.cols : reference_cols;
   if (d.X.cols != expect)
     input_error("input.vectors: " + cfg.input.vectors + " has " + std::to_string(d.X.cols) +
@@ -126,6 +132,7 @@ struct PlacementModel {
   double alpha = 1.0;
   int dim = 2;
   int scale_exponent = 0;  // PlacementFiles::scale_exponent
+  VectorMetric metric = VectorMetric::euclidean;  // PlacementFiles::metric
 };
 
 PlacementModel load_model(const std::string& dir) {
@@ -141,6 +148,7 @@ PlacementModel load_model(const std::string& dir) {
   m.map = std::move(f.map);
   m.pca = std::move(f.pca);
   m.scale_exponent = f.scale_exponent;
+  m.metric = f.metric;
   return m;
 }
 
@@ -194,7 +202,7 @@ Prepared prepare(const RunConfig& run) {
   if (run.params.contains("alpha") && p.cfg.hssne.alpha != m.alpha)
     input_error("params.alpha: " + detail::number_text(p.cfg.hssne.alpha) + ", but the map in input.model " + in.model +
                 " was made with alpha " + detail::number_text(m.alpha));
-  p.d = placement_points(p.cfg, m.reference.cols, m.pca, m.scale_exponent, run.threads);
+  p.d = placement_points(p.cfg, m.reference.cols, m.pca, m.scale_exponent, run.threads, m.metric);
   p.perplexity = run.input.contains("perplexity") ? in.perplexity : kPlacementPerplexity;
   p.k = sparse_neighbors(p.perplexity);
   if (p.k > m.reference.rows)

@@ -25,13 +25,14 @@ struct PlacementFiles {
   PcaBasis pca;  // 0 x 0 when the run projected nothing
   int dim = 2;
   int scale_exponent = 0;  // the report's input.scale_exponent: the model files are in units of 2^e of the input
+  VectorMetric metric = VectorMetric::euclidean;  // the report's input.metric: new rows are scaled as its were
 };
 PlacementFiles read_placement_files(const std::string& dir, const std::string& method);
 
-// The new points (input.vectors) read, scaled and projected as the model's were (2^-scale_exponent,
-// then pca; the model's points have reference_cols columns), their column count checked.
+// The new points (input.vectors) read, scaled and projected as the model's were (the model's metric,
+// 2^-scale_exponent, then pca; the model's points have reference_cols columns), their column count checked.
 NeData placement_points(const NeRunConfig& cfg, index_t reference_cols, const PcaBasis& pca, int scale_exponent,
-                        int threads);
+                        int threads, VectorMetric metric = VectorMetric::euclidean);
 
 // Whether input.neighbors (auto: approximate above kExactNeighborsMaxPoints reference points when
 // M N exceeds ~1e9 pairs) searches approximately; and the search (the new points' k nearest).

@@ -33,7 +33,6 @@ NeRunConfig read_ne_config(const RunConfig& run) {
     input_error("input.affinity_matrix: only hssne takes precomputed affinities");
   if (!hssne && run.input.contains("neighbor_graph"))
     input_error("input.neighbor_graph: only hssne takes a precomputed neighbor graph");
-  if (!snerv && run.input.contains("metric")) input_error("input.metric: applies to method snerv only");
   if (snerv && run.input.contains("distances"))
     input_error("input.distances: snerv needs vectors (its metric is learnt)");
   read_fields(run.input, in, ne_input_fields(cfg.method), "input");
@@ -54,6 +53,11 @@ NeRunConfig read_ne_config(const RunConfig& run) {
         input_error(std::string("input.") + k + ": does not apply to a precomputed neighbor_graph (its lists are the "
                     "neighbors; input.perplexity calibrates them)");
   if (in.pca > 0 && !in.distances.empty()) input_error("input.pca: applies to vectors, not to a distance matrix");
+  if (!snerv && in.vector_metric != VectorMetric::euclidean && in.vectors.empty())
+    input_error("input.metric: " + enum_name(in.vector_metric) + " compares vectors; a distance matrix, a neighbor "
+                "graph or affinities are given already in their own metric");
+  if (!snerv && run.input.contains("metric") && !in.model.empty())
+    input_error("input.metric: does not apply to a placement into input.model (the model's metric is used)");
   if (!in.model.empty()) {
     if (in.vectors.empty()) input_error("input.model: places new points given as input.vectors");
     for (const char* k : {"pca", "affinities", "cv_folds"})
@@ -136,6 +140,30 @@ NeLabels read_ne_labels(const NeInputSpec& in, index_t n, const std::string& sou
   return d;
 }
 
+void unit_rows(MatrixD& X, VectorMetric metric, const std::string& what) {
+  for (index_t i = 0; i < X.rows; ++i) {
+    double* x = X.row(i);
+    const double n = static_cast<double>(X.cols);
+    if (metric == VectorMetric::correlation) {
+      double mean = 0;
+      for (index_t c = 0; c < X.cols; ++c) mean += x[c] / n;
+      for (index_t c = 0; c < X.cols; ++c) x[c] -= mean;
+    }
+    // the length in two passes, scaled by the largest entry, so that no square overflows or underflows
+    double top = 0;
+    for (index_t c = 0; c < X.cols; ++c) top = std::max(top, std::abs(x[c]));
+    if (!(top > 0) || !std::isfinite(top))
+      input_error(what + ": row " + std::to_string(i + 1) +
+                  (!std::isfinite(top) ? " holds a value that is not a finite number"
+                   : metric == VectorMetric::correlation ? " is constant, so its correlation with any row is not defined"
+                                                        : " is zero, so its cosine with any row is not defined"));
+    double ss = 0;
+    for (index_t c = 0; c < X.cols; ++c) ss += (x[c] / top) * (x[c] / top);
+    const double inv = 1.0 / (top * std::sqrt(ss));
+    for (index_t c = 0; c < X.cols; ++c) x[c] *= inv;
+  }
+}
+
 MatrixD hssne_start(const HssneParams& p, const NeData& d, int threads) {
   const index_t N = d.points();
   if (p.init == "pca") {
@@ -200,6 +228,13 @@ NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent) {
     input_error(in.distances + ": expected a square N x N distance matrix, found " + std::to_string(d.X.rows) + " x " +
                 std::to_string(d.X.cols));
   if (!in_place) raw = d.X;
+  if (in.vector_metric != VectorMetric::euclidean && !in.vectors.empty()) {
+    MatrixD U(raw.rows, raw.cols);
+    std::copy(raw.values, raw.values + raw.rows * raw.cols, U.data.begin());
+    unit_rows(U, in.vector_metric, key + " " + source);
+    d.X = std::move(U);
+    raw = d.X;
+  }
   if (!given_affinities(in)) {
     // Squares of the input overflow or underflow in double beyond a scale of about 2^+-500, and
     // every step below squares it: data of an extreme scale (beyond 2^+-64) is taken in units of

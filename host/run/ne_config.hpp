@@ -35,6 +35,9 @@ NeLabels read_ne_labels(const NeInputSpec& in, index_t n, const std::string& sou
 // `model_exponent`: a placement's, the scale exponent its model's points were taken in (its new
 // points are scaled by it, not by their own); absent: chosen from the data.
 NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent = std::nullopt);
+// input.metric cosine or correlation: each row scaled to unit length (correlation: centred first), in
+// place; a zero (constant) or non-finite row is an input error naming `what` and the row.
+void unit_rows(MatrixD& X, VectorMetric metric, const std::string& what);
 // params.init (hssne) resolved to the start: pca of the vectors scaled to init_scale, or a file's
 // N x dim array as given; input errors name params.init and the file.
 MatrixD hssne_start(const HssneParams& p, const NeData& d, int threads);

@@ -88,7 +88,7 @@ Prepared prepare(const RunConfig& run) {
                 " was made with perplexity " + detail::number_text(p.perplexity) +
                 " (a new point's bandwidth scales its map distances, so it is calibrated as the map's points were)");
   if (run.params.contains("max_iter")) p.params.max_iter = p.cfg.nerv.max_iter;
-  p.d = placement_points(p.cfg, m.reference.cols, m.pca, m.scale_exponent, run.threads);
+  p.d = placement_points(p.cfg, m.reference.cols, m.pca, m.scale_exponent, run.threads, m.metric);
   p.k = sparse_neighbors(p.perplexity);
   if (p.k > m.reference.rows)
     input_error("input.model: its perplexity " + detail::number_text(p.perplexity) + " asks for k = ceil(3 perplexity) = " +

@@ -41,6 +41,16 @@ template <>
 struct EnumNames<NeighborsMode> {
   static constexpr std::array<const char*, 3> names = {"auto", "exact", "approximate"};
 };
+// input.metric (hssne, nerv): how vectors are compared. cosine and correlation are the Euclidean
+// distance between rows scaled to unit length (correlation: centred first), a monotone function of
+// the cosine distance (|u - v|^2 = 2 (1 - cos)), so every neighbor list and rank (the search, HNSW and
+// its recall, the quality measures) is the metric's, and the affinities equal scikit-learn's
+// (which calibrates cosine distances unsquared) up to the bandwidth, which the perplexity sets.
+enum class VectorMetric { euclidean, cosine, correlation };
+template <>
+struct EnumNames<VectorMetric> {
+  static constexpr std::array<const char*, 3> names = {"euclidean", "cosine", "correlation"};
+};
 
 // input.affinities = "auto" for NeRV takes dense affinities up to this many points (when their
 // memory plan fits in half of what is available), sparse above; supervised NeRV takes sparse.
@@ -72,6 +82,7 @@ struct NeInputSpec {
   NeighborsMode neighbors = NeighborsMode::automatic;  // hssne, nerv
   int neighbor_ef = ApproxKnnParams{}.ef_search;       // the approximate search's candidate list
   ClassMixtureParams metric;  // snerv
+  VectorMetric vector_metric = VectorMetric::euclidean;  // hssne, nerv: input.metric
   int cv_folds = 0;
 };
 

@@ -309,7 +309,8 @@ TEST(NeCli, HssneTakesAKnnDistanceGraph) {
   for (const auto& [method, extra, key] :
        {std::tuple<std::string, json, std::string>{"nerv", json::object(), "input.neighbor_graph"},
         {"hssne", json{{"pca", 2}}, "input.pca"},
-        {"hssne", json{{"neighbors", "exact"}}, "input.neighbors"}}) {
+        {"hssne", json{{"neighbors", "exact"}}, "input.neighbors"},
+        {"hssne", json{{"metric", "cosine"}}, "input.metric: cosine compares vectors"}}) {
     const auto e = orrery::test::run_orrery("run " + config(method, extra, mtx) + " --quiet");
     EXPECT_EQ(e.code, 2) << key;
     EXPECT_NE(e.output.find(key), std::string::npos) << e.output;

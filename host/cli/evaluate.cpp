@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "run/ne_config.hpp"
 #include "run/quality_json.hpp"
 #include "run/run_common.hpp"
 #include "io/readers.hpp"
@@ -44,7 +45,7 @@ int cmd_evaluate(const std::vector<std::string>& args) {
   std::string data, embedding, labels_path, out, svg;
   QualityRequest req;
   bool quiet = false;
-  std::string device = "cpu";
+  std::string device = "cpu", metric_name = "euclidean";
   for (size_t a = 0; a < args.size(); ++a) {
     const std::string& opt = args[a];
     auto value = [&]() -> std::string {
@@ -58,6 +59,7 @@ int cmd_evaluate(const std::vector<std::string>& args) {
     else if (opt == "--kmax") req.kmax = static_cast<int>(parse_int_option(value(), "--kmax", 1, kMaxNeighbors));
     else if (opt == "--perplexity") req.perplexity = parse_real_option(value(), "--perplexity", 1, kMaxPerplexity, true);
     else if (opt == "--distances") req.input_is_distance_matrix = true;
+    else if (opt == "--metric") metric_name = value();
     else if (opt == "--out") out = value();
     else if (opt == "--svg") svg = value();
     else if (opt == "--threads") req.threads = parse_threads_option(value(), "--threads");
@@ -67,6 +69,9 @@ int cmd_evaluate(const std::vector<std::string>& args) {
     else if (opt == "--quiet" || opt == "-q") quiet = true;
     else input_error("evaluate: unknown option '" + opt + "'");
   }
+  const VectorMetric metric = parse_enum<VectorMetric>(metric_name, "--metric");
+  if (metric != VectorMetric::euclidean && req.input_is_distance_matrix)
+    input_error("--metric: " + metric_name + " compares vectors; with --distances the matrix holds the distances already");
   if (data.empty()) input_error("evaluate: --data (input vectors, or distances with --distances) is required");
   if (embedding.empty()) input_error("evaluate: --embedding (the map, N x D) is required");
   std::vector<std::string> inputs = {data, embedding}, outputs;
@@ -75,7 +80,8 @@ int cmd_evaluate(const std::vector<std::string>& args) {
     if (!p.empty()) outputs.push_back(p);
   io::check_output_paths(outputs, inputs);  // before the work, and again when the files are committed
   const auto t0 = Clock::now();
-  const MatrixD X = read_keyed("--data", [&] { return io::read_matrix(data); });
+  MatrixD X = read_keyed("--data", [&] { return io::read_matrix(data); });
+  if (metric != VectorMetric::euclidean) unit_rows(X, metric, "--data " + data);
   const MatrixD Y = read_keyed("--embedding", [&] { return io::read_matrix(embedding); });
   if (X.rows != Y.rows)
     input_error(data + " has " + std::to_string(X.rows) + " rows but " + embedding + " has " + std::to_string(Y.rows));

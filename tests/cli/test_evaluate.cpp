@@ -1,8 +1,10 @@
 // `orrery evaluate` end to end: the table, the JSON and the chart, and errors with exit 2.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "common/cli_runner.hpp"
@@ -53,4 +55,38 @@ TEST(Evaluate, BadInputExitsTwoAndWritesNothing) {
   EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.output.find("--data"), std::string::npos) << o.output;
   EXPECT_FALSE(std::filesystem::exists(tmp.path("q.json")));
+}
+
+// --metric cosine: points on rays from the origin rank by angle, not by distance. Four rays at
+// 0, 10, 90 and 100 degrees, two points on each (lengths 1 and 10): by cosine a point's nearest is
+// its own ray's other point, as in a map of the angles (K = 1 is perfect); by Euclidean distance a
+// short point's nearest is the short point of the next ray, and the map is not. A zero row and
+// --metric with --distances are refused.
+TEST(Evaluate, CosineRanksByAngle) {
+  TempDir tmp;
+  std::ostringstream x, y;
+  for (const double deg : {0.0, 10.0, 90.0, 100.0})
+    for (const double len : {1.0, 10.0}) {
+      const double a = deg * 3.14159265358979 / 180.0;
+      x << len * std::cos(a) << "," << len * std::sin(a) << "\n";
+      y << deg + 0.01 * len << ",0\n";
+    }
+  const std::string xs = tmp.write("x.csv", x.str()), ys = tmp.write("y.csv", y.str());
+  for (const char* metric : {"cosine", "euclidean"}) {
+    const auto o = run("--data " + xs + " --embedding " + ys + " --k 1 --metric " + metric + " --quiet --out " +
+                       tmp.path(std::string(metric) + ".json"));
+    ASSERT_EQ(o.code, 0) << o.output;
+  }
+  const auto c = nlohmann::json::parse(std::ifstream(tmp.path("cosine.json")));
+  const auto e = nlohmann::json::parse(std::ifstream(tmp.path("euclidean.json")));
+  EXPECT_EQ(c["at_k"][0]["trustworthiness"], 1.0);
+  EXPECT_LT(e["at_k"][0]["trustworthiness"], 1.0);
+  const std::string zero = tmp.write("z.csv", "1,0\n0,1\n0,0\n1,1\n");
+  const std::string y4 = tmp.write("y4.csv", "0,0\n1,0\n2,0\n3,0\n");
+  auto o = run("--data " + zero + " --embedding " + y4 + " --k 1 --metric cosine");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("row 3 is zero"), std::string::npos) << o.output;
+  o = run("--data " + zero + " --embedding " + y4 + " --k 1 --metric correlation --distances");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("--metric"), std::string::npos) << o.output;
 }

@@ -270,6 +270,9 @@ verbose : bool, default=False
 # ---------------------------------------------------------------------- neighbor embeddings
 
 
+_VECTOR_METRICS = ("euclidean", "cosine", "correlation")
+
+
 def _ne_inputs(est, X, y, inputs, allow_metric=True, allow_affinities=False, affinities=None):
     """The run's input keys for vectors / a distance matrix / a kNN distance graph X, or finished
     affinities (`affinities`, never guessed from X's type), and labels y."""
@@ -321,10 +324,13 @@ def _ne_inputs(est, X, y, inputs, allow_metric=True, allow_affinities=False, aff
             input_json["distances"] = inputs.add_matrix("distances.npy", A)
             for key in ("pca", "neighbors", "neighbor_ef"):
                 input_json.pop(key, None)
-        elif allow_metric and est.metric != "euclidean":
-            raise ValueError(f"metric: expected 'euclidean' or 'precomputed', found {est.metric!r}")
+        elif allow_metric and est.metric not in _VECTOR_METRICS:
+            raise ValueError(f"metric: expected one of {', '.join(map(repr, _VECTOR_METRICS))} or 'precomputed', "
+                             f"found {est.metric!r}")
         else:
             input_json["vectors"] = inputs.add_matrix("X.npy", A)
+            if allow_metric and est.metric != "euclidean":
+                input_json["metric"] = est.metric
     if y is not None:
         input_json["labels"] = inputs.add_bytes("labels.txt", _label_bytes(y, n))
     return input_json

@@ -14,6 +14,8 @@ def evaluate(X, Y, labels=None, k=(5, 10, 20), *, metric="euclidean", perplexity
     Parameters
     ----------
     X : array (N, d), or (N, N) distances with metric='precomputed'
+    metric : 'euclidean', 'cosine' or 'correlation' (the input vectors' distance; the map is Euclidean),
+        or 'precomputed'
     Y : array (N, D), the map
     labels : array (N,) of integer classes (-1 unknown), optional: adds k-NN accuracy and 1-NN homogeneity
     k : sequence of int, the neighborhood sizes K
@@ -29,8 +31,8 @@ def evaluate(X, Y, labels=None, k=(5, 10, 20), *, metric="euclidean", perplexity
     """
     X = _dense(X, "X")
     Y = _dense(Y, "Y")
-    if metric not in ("euclidean", "precomputed"):
-        raise ValueError(f"metric: expected 'euclidean' or 'precomputed', found {metric!r}")
+    if metric not in ("euclidean", "cosine", "correlation", "precomputed"):
+        raise ValueError(f"metric: expected 'euclidean', 'cosine', 'correlation' or 'precomputed', found {metric!r}")
     if X.shape[0] != Y.shape[0]:
         raise ValueError(f"Y: {Y.shape[0]} points in the map for the {X.shape[0]} of X")
     lab = []
@@ -42,4 +44,5 @@ def evaluate(X, Y, labels=None, k=(5, 10, 20), *, metric="euclidean", perplexity
     ks = [int(v) for v in np.atleast_1d(k)]
     q = -1 if queries is None else int(queries)
     return json.loads(_core.evaluate(X, Y, lab, ks, metric == "precomputed", float(perplexity), q,
-                                     _seed(random_state), _threads(n_jobs), device))
+                                     _seed(random_state), _threads(n_jobs), device,
+                                     "euclidean" if metric == "precomputed" else metric))

@@ -23,6 +23,7 @@
 
 #include "run/quality_json.hpp"
 #include "run/methods.hpp"
+#include "run/ne_config.hpp"
 #include "run/run_config.hpp"
 #include "io/memory_inputs.hpp"
 #include "io/readers.hpp"
@@ -203,8 +204,11 @@ py::dict tables() {
 
 std::string evaluate(const DoubleArray& X, const DoubleArray& Y, const std::vector<int>& labels,
                      const std::vector<int>& ks, bool input_is_distance_matrix, double perplexity, index_t queries,
-                     unsigned long long seed, int threads, const std::string& device) {
-  const MatrixD x = to_matrix(X, "X"), y = to_matrix(Y, "Y");
+                     unsigned long long seed, int threads, const std::string& device, const std::string& metric) {
+  MatrixD x = to_matrix(X, "X");
+  const MatrixD y = to_matrix(Y, "Y");
+  const VectorMetric m = parse_enum<VectorMetric>(metric, "metric");
+  if (m != VectorMetric::euclidean) pipeline::unit_rows(x, m, "X");
   QualityRequest req;
   req.ks = ks;
   req.curve = false;
@@ -254,5 +258,5 @@ PYBIND11_MODULE(_core, m) {
   m.def("tables", &tables, "Every parameter table: {name: [(key, type, default, range, doc)]}.");
   m.def("evaluate", &evaluate, py::arg("X"), py::arg("Y"), py::arg("labels"), py::arg("ks"),
         py::arg("input_is_distance_matrix"), py::arg("perplexity"), py::arg("queries"), py::arg("seed"),
-        py::arg("threads"), py::arg("device"));
+        py::arg("threads"), py::arg("device"), py::arg("metric") = "euclidean");
 }

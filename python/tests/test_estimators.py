@@ -251,3 +251,42 @@ def test_init_takes_a_start_array_or_the_principal_components():
         orrery.TSNE(init=np.zeros(5), max_iter=10).fit(X)
     with pytest.raises(ValueError, match="no such file"):
         orrery.TSNE(init="spectral", max_iter=10).fit(X)
+
+
+@pytest.mark.parametrize("metric", ["cosine", "correlation"])
+def test_cosine_and_correlation_metrics(metric):
+    # the neighbors and ranks are the metric's: the report's trustworthiness is scikit-learn's under the
+    # same metric; a row's length (a power of two, exact) does not change the map or a placement
+    manifold = pytest.importorskip("sklearn.manifold")
+    X, y = blobs()
+    X = X + 3.0  # away from the origin, where cosine and Euclidean neighbors differ
+    est = orrery.TSNE(metric=metric, perplexity=10, max_iter=200, random_state=1).fit(X, y)
+    for row in est.report_["quality"]["at_k"]:
+        if row["k"] in (5, 10):
+            want = manifold.trustworthiness(X, est.embedding_, n_neighbors=row["k"], metric=metric)
+            assert abs(row["trustworthiness"] - want) < 1e-9
+    scale = 2.0 ** np.arange(len(X))[:, None] % 7
+    scaled = orrery.TSNE(metric=metric, perplexity=10, max_iter=200, random_state=1).fit(X * scale, y)
+    assert np.array_equal(est.embedding_, scaled.embedding_)
+    euclid = orrery.TSNE(perplexity=10, max_iter=200, random_state=1).fit_transform(X * scale)
+    assert not np.array_equal(euclid, est.embedding_)
+    new = X[:10] + 0.01
+    assert np.array_equal(est.transform(new), est.transform(new * 4.0))
+    Z = X.copy()
+    Z[3] = 0.0
+    with pytest.raises(ValueError, match="row 4"):
+        orrery.TSNE(metric=metric, max_iter=10).fit(Z)
+    with pytest.raises(ValueError, match="metric"):
+        orrery.TSNE(metric="manhattan", max_iter=10).fit(X)
+
+
+def test_evaluate_takes_the_cosine_and_correlation_metrics():
+    manifold = pytest.importorskip("sklearn.manifold")
+    rng = np.random.RandomState(1)
+    X, Y = rng.rand(120, 6) + 1.0, rng.randn(120, 2)
+    for metric in ("cosine", "correlation"):
+        r = orrery.evaluate(X, Y, k=(7,), metric=metric)
+        want = manifold.trustworthiness(X, Y, n_neighbors=7, metric=metric)
+        assert abs(r["at_k"][0]["trustworthiness"] - want) < 1e-12
+    with pytest.raises(ValueError, match="metric"):
+        orrery.evaluate(X, Y, metric="manhattan")

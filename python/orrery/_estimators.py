@@ -183,9 +183,13 @@ class _Estimator(*_Bases):
 
     # ------------------------------------------------------------------ config
 
+    def _value(self, name):
+        """A parameter's value as the run takes it (TSNE maps scikit-learn's names and meanings here)."""
+        return getattr(self, name)
+
     def _check_params(self):
         for f in list(self._param_fields) + list(self._input_fields):
-            v = getattr(self, f.name)
+            v = self._value(f.name)
             if f.key == "init" and not isinstance(v, str):
                 continue  # an array start, checked when it is handed over (_params_json)
             _params.check_value(f, v)
@@ -197,7 +201,7 @@ class _Estimator(*_Bases):
     def _params_json(self, inputs=None):
         out = {}
         for f in self._param_fields:
-            v = getattr(self, f.name)
+            v = self._value(f.name)
             if v is None:
                 continue
             if f.key == "init" and not isinstance(v, str):
@@ -209,9 +213,9 @@ class _Estimator(*_Bases):
     def _input_json(self):
         # keys left at their defaults are not sent: the run then applies its own default, and a key
         # that only applies to another choice (neighbor_ef with neighbors="exact") is not refused
-        return {f.key: _params.to_json(f, getattr(self, f.name))
-                for f in self._input_fields if getattr(self, f.name) is not None
-                and getattr(self, f.name) != f.default}
+        return {f.key: _params.to_json(f, self._value(f.name))
+                for f in self._input_fields if self._value(f.name) is not None
+                and self._value(f.name) != f.default}
 
     def _run(self, inputs, input_json, params_json=None, output_extra=None):
         self._check_params()
@@ -390,10 +394,89 @@ class HSSNE(_Estimator):
         return arrays["embedding"]
 
 
+# scikit-learn's TSNE parameters that orrery's TSNE takes under scikit-learn's names (None: not given)
+_SKLEARN_TSNE = {"early_exaggeration": None, "angle": None, "method": None, "n_iter_without_progress": None,
+                 "min_grad_norm": None, "metric_params": None}
+
+
 class TSNE(HSSNE):
-    """t-SNE: HSSNE with t-SNE's tail (alpha = 1) and defaults (perplexity 30, early exaggeration 12)."""
+    """t-SNE: HSSNE with t-SNE's tail (alpha = 1) and defaults (perplexity 30, early exaggeration 12).
+
+    Code written for sklearn.manifold.TSNE runs unchanged: its parameter names are taken with their
+    meanings where orrery has them.
+
+    - early_exaggeration: exaggeration (give one of the two).
+    - learning_rate="auto": scikit-learn's rule, max(N / early_exaggeration / 4, 50), on the same
+      gradient (with its factor 4); a number is the step as in scikit-learn. orrery's own default,
+      learning_rate=0, is max(200, N / exaggeration). A learning rate applies to the gradient
+      optimiser (optimizer="gradient", which auto takes with the tree and the grid).
+    - max_iter, n_components, perplexity, metric ("euclidean", "cosine", "correlation",
+      "precomputed": dense distances, or a sparse kNN distance graph), init ("random", "pca" or an
+      array), n_jobs, verbose, random_state: as in scikit-learn.
+    - method="barnes_hut": orrery's repulsion="auto" (exact, Barnes-Hut tree or FFT grid by size,
+      docs/hssne.md); method="exact": every pair, dense affinities and exact repulsion, as
+      scikit-learn's exact method.
+    - angle: the Barnes-Hut tree's opening angle (tree_angle; orrery's cells are judged by their
+      farthest point, so 0.4 here is about scikit-learn's 0.5).
+    - n_iter_without_progress, min_grad_norm and metric_params are scikit-learn's stopping rules and
+      metric options that orrery has no counterpart for: a value other than scikit-learn's default
+      is a ValueError naming it. orrery stops at max_iter (and, with the fixed-point optimiser, when
+      the objective stalls: tol).
+
+    What differs: init defaults to "random" (scikit-learn: "pca"); kl_divergence_ is the KL of the
+    exact P, computed as the optimiser goes (scikit-learn reports its own at the end).
+    """
 
     _param_fields = tuple(f for f in _params.table("hssne") if f.key != "alpha")
+    _extra = dict(HSSNE._extra, **_SKLEARN_TSNE)
+    _n_points = None  # set by fit, for learning_rate="auto"
+
+    def _value(self, name):
+        v = getattr(self, name)
+        ee = self.early_exaggeration
+        if name == "exaggeration" and ee is not None:
+            return ee
+        if name == "learning_rate" and isinstance(v, str) and v == "auto":
+            if self._n_points is None:
+                return 0.0  # checked before the data is seen
+            return max(self._n_points / float(ee if ee is not None else self.exaggeration) / 4.0, 50.0)
+        if name == "tree_angle" and self.angle is not None:
+            return self.angle
+        if name == "repulsion" and self.method == "exact":
+            return "exact"
+        if name == "affinities" and self.method == "exact":
+            return "dense"
+        return v
+
+    def _check_params(self):
+        lr = self.learning_rate
+        if isinstance(lr, str) and lr != "auto":
+            raise ValueError(f"learning_rate: expected 'auto' or a number, found {lr!r}")
+        if self.early_exaggeration is not None and self.exaggeration != self._defaults["exaggeration"]:
+            raise ValueError("early_exaggeration: scikit-learn's name for exaggeration; give one of the two")
+        if self.angle is not None and self.tree_angle != self._defaults["tree_angle"]:
+            raise ValueError("angle: scikit-learn's name for tree_angle; give one of the two")
+        if self.method not in (None, "barnes_hut", "exact"):
+            raise ValueError(f"method: expected 'barnes_hut' or 'exact', found {self.method!r}")
+        if self.method == "exact" and (self.repulsion != "auto" or self.affinities != "auto"):
+            raise ValueError("method: 'exact' sets repulsion='exact' and affinities='dense'; leave those at 'auto'")
+        for name, default in (("n_iter_without_progress", 300), ("min_grad_norm", 1e-7)):
+            v = getattr(self, name)
+            if v is not None and v != default:
+                raise ValueError(f"{name}: scikit-learn's stopping rule has no counterpart in orrery (it stops at "
+                                 f"max_iter, or with the fixed-point optimiser when the objective stalls: tol); "
+                                 f"leave it at {default}")
+        if self.metric_params is not None:
+            raise ValueError("metric_params: orrery's metrics (euclidean, cosine, correlation) take no parameters")
+        super()._check_params()
+
+    def fit(self, X=None, y=None, affinities=None):
+        A = affinities if affinities is not None else X
+        self._n_points = None if A is None else (A.shape[0] if hasattr(A, "shape") else len(A))
+        try:
+            return super().fit(X, y, affinities=affinities)
+        finally:
+            self._n_points = None
 
     def _params_json(self, inputs=None):
         return dict(super()._params_json(inputs), alpha=1.0)

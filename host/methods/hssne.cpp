@@ -249,6 +249,10 @@ HssneResult fit_impl(HssneEngine& engine, const Entropy& ent, index_t N, const H
         break;
       }
       if (it + 1 < prm.max_iter) safe_point(control, it + 1, capture);
+      if (stop_requested(control)) {
+        res.stop_reason = "callback";
+        break;
+      }
     }
   } else {
     for (int it = first; it < prm.max_iter; ++it) {
@@ -258,6 +262,10 @@ HssneResult fit_impl(HssneEngine& engine, const Entropy& ent, index_t N, const H
       cur = engine.gradient_step(exaggeration_at(it), mom, prm.learning_rate);
       ++res.evaluations;
       if (it + 1 < prm.max_iter) safe_point(control, it + 1, capture);
+      if (stop_requested(control)) {
+        res.stop_reason = "callback";
+        break;
+      }
     }
   }
   res.coords = engine.coords();

@@ -58,6 +58,10 @@ class RunControl {
   // (called only when a checkpoint is due, since it copies the method's arrays off its device)
   // returns that state. Throws Interrupted, after saving, when the run must stop here.
   virtual void safe_point(int iteration, const std::function<RunState()>& capture) = 0;
+  // Asked by a method right after safe_point: true ends the fit there as a finished one (the map at
+  // that iteration is the result, its stop_reason "callback"), where Interrupted abandons it. A
+  // caller's per-iteration callbacks (Python's callbacks=) ask for it.
+  virtual bool stop_requested() const { return false; }
 };
 
 // Thrown from RunControl::safe_point once the checkpoint is written: the run stopped on request
@@ -72,5 +76,6 @@ inline const RunState* resume_state(RunControl* control) { return control ? cont
 inline void safe_point(RunControl* control, int iteration, const std::function<RunState()>& capture) {
   if (control) control->safe_point(iteration, capture);
 }
+inline bool stop_requested(RunControl* control) { return control && control->stop_requested(); }
 
 }  // namespace orrery

@@ -14,6 +14,7 @@
 #include "orrery/hssne.hpp"
 #include "orrery/math/neighbor.hpp"
 #include "orrery/quality.hpp"
+#include "orrery/run_control.hpp"
 
 using namespace orrery;
 
@@ -165,6 +166,41 @@ TEST(Hssne, FixedPointDescendsAndSeparatesClasses) {
   EXPECT_GE(homogeneity(fit.coords, labels), 0.9) << "the paper reports 0.95-0.97 on iris/wine-like data";
   const HssneResult again = fit_hssne(P, labels, prm, 1, *make_cpu_backend(1));
   EXPECT_EQ(again.coords.data, fit.coords.data) << "same seed: same bits, any thread count";
+}
+
+// A control that asks the fit to stop (RunControl::stop_requested, as Python's callbacks do) ends it
+// as a finished fit: the map and trace of a fit run for that many iterations, stop_reason "callback";
+// a given start replaces the seeded one.
+TEST(Hssne, AStopRequestEndsTheFitAsAShorterOne) {
+  struct StopAt : RunControl {
+    int at, last = 0;
+    explicit StopAt(int a) : at(a) {}
+    const RunState* resume() const override { return nullptr; }
+    void safe_point(int iteration, const std::function<RunState()>&) override { last = iteration; }
+    bool stop_requested() const override { return last >= at; }
+  };
+  std::vector<int> labels;
+  const MatrixD P = cluster_affinities(labels, 4, 20.0);
+  for (const HssneOptimizer opt : {HssneOptimizer::fixed_point, HssneOptimizer::gradient}) {
+    HssneParams prm;
+    prm.optimizer = opt;
+    prm.max_iter = 200;
+    prm.tol = 0;
+    StopAt stop(70);
+    const HssneResult cut = fit_hssne(P, labels, prm, 1, *make_cpu_backend(2), {}, &stop);
+    prm.max_iter = 70;
+    const HssneResult ref = fit_hssne(P, labels, prm, 1, *make_cpu_backend(2));
+    EXPECT_EQ(cut.stop_reason, "callback");
+    EXPECT_EQ(cut.iterations, 70);
+    EXPECT_EQ(cut.coords.data, ref.coords.data);
+    EXPECT_EQ(cut.objective_trace, ref.objective_trace);
+    // a given start: the seed no longer matters
+    const MatrixD start = random_coords(P.rows, 2, 5);
+    const HssneResult a = fit_hssne(P, labels, prm, 1, *make_cpu_backend(2), {}, nullptr, &start);
+    const HssneResult b = fit_hssne(P, labels, prm, 2, *make_cpu_backend(2), {}, nullptr, &start);
+    EXPECT_EQ(a.coords.data, b.coords.data);
+    EXPECT_NE(a.coords.data, ref.coords.data);
+  }
 }
 
 TEST(Hssne, AcceleratedFixedPointNeverRaisesTheObjective) {

@@ -217,7 +217,7 @@ class _Estimator(*_Bases):
                 for f in self._input_fields if self._value(f.name) is not None
                 and self._value(f.name) != f.default}
 
-    def _run(self, inputs, input_json, params_json=None, output_extra=None):
+    def _run(self, inputs, input_json, params_json=None, output_extra=None, callbacks=None, every=0):
         self._check_params()
         config = {
             "method": self._method,
@@ -229,7 +229,7 @@ class _Estimator(*_Bases):
             "seed": _seed(self.random_state),
         }
         try:
-            report, arrays, files = _core.run(config, inputs, not self.verbose)
+            report, arrays, files = _core.run(config, inputs, not self.verbose, callbacks, every)
         except ValueError as e:
             raise ValueError(_named(str(e))) from None
         return json.loads(report), arrays, files
@@ -353,18 +353,40 @@ class HSSNE(_Estimator):
     fit(affinities=P) (a scipy.sparse N x N matrix, made symmetric and scaled to sum 1), never through
     X. y, optional, labels (semi-supervised with rho > 0, and the report's k-NN accuracy).
     transform(X_new) places new vectors into the fitted map.
+
+    callbacks: a callable or a list of them, each called every callbacks_every_iters iterations (10)
+    as f(iteration, objective, embedding): the iterations done, the objective last recorded (KL), and
+    a read-only copy of the map (N x n_components). One that returns True stops the fit there: the
+    map at that iteration is the result, and report_["result"]["stop_reason"] is "callback".
+    Without callbacks nothing is copied.
     """
 
     _method = "hssne"
     _param_fields = tuple(_params.table("hssne"))
     _input_fields = tuple(_params.table("hssne_input", _NE_INPUT_KEYS))
-    _extra = {"metric": "euclidean"}
+    _extra = {"metric": "euclidean", "callbacks": None, "callbacks_every_iters": 10}
+
+    def _callbacks(self):
+        """callbacks (a callable or a list of them) as _core.run takes them, checked."""
+        cbs = self.callbacks
+        if cbs is None:
+            return None, 0
+        cbs = [cbs] if callable(cbs) else list(cbs)
+        for f in cbs:
+            if not callable(f):
+                raise ValueError(f"callbacks: expected a callable or a list of callables, found {f!r}")
+        every = self.callbacks_every_iters
+        if not isinstance(every, numbers.Integral) or isinstance(every, bool) or every < 1:
+            raise ValueError(f"callbacks_every_iters: expected an integer >= 1, found {every!r}")
+        return cbs, int(every)
 
     def fit(self, X=None, y=None, affinities=None):
         self._check_params()
         inputs = _core.Inputs()
         input_json = _ne_inputs(self, X, y, inputs, allow_affinities=True, affinities=affinities)
-        report, arrays, files = self._run(inputs, input_json, params_json=self._params_json(inputs))
+        cbs, every = self._callbacks()
+        report, arrays, files = self._run(inputs, input_json, params_json=self._params_json(inputs),
+                                          callbacks=cbs, every=every)
         self._set_fitted(report, arrays, files)
         return self
 

@@ -85,21 +85,45 @@ class Inputs {
 };
 
 // Stops a run at its next safe point once Python has a pending signal (Ctrl-C). No checkpoint is
-// saved: a Python caller keeps nothing of an interrupted fit.
+// saved: a Python caller keeps nothing of an interrupted fit. With callbacks (a list of callables,
+// and `every` > 0), every `every` iterations each is called as f(iteration, objective, Y): the
+// objective last recorded in the method's trace and a read-only copy of the map (N x dim, from the
+// state the method hands over, "<method>.y"); one that returns True ends the fit there, as a
+// finished fit (RunControl::stop_requested). Without callbacks nothing is copied.
 class SignalControl : public RunControl {
  public:
+  SignalControl() = default;
+  SignalControl(py::object callbacks, int every, std::string method, int dim)
+      : callbacks_(std::move(callbacks)), every_(every), method_(std::move(method)), dim_(dim) {}
   const RunState* resume() const override { return nullptr; }
-  void safe_point(int, const std::function<RunState()>&) override {
+  void safe_point(int iteration, const std::function<RunState()>& capture) override {
     py::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) {
       pending_ = true;  // the Python error (KeyboardInterrupt) stays set for the caller
       throw Interrupted("interrupted");
     }
+    if (every_ <= 0 || callbacks_.is_none() || iteration % every_ != 0) return;
+    const RunState s = capture();
+    const auto& trace = s.get(method_ + ".trace");
+    const auto& y = s.get(method_ + ".y");
+    const auto rows = static_cast<py::ssize_t>(y.size()) / dim_;
+    py::array_t<double> Y({rows, static_cast<py::ssize_t>(dim_)});
+    std::copy(y.begin(), y.end(), Y.mutable_data());
+    Y.attr("setflags")(py::arg("write") = false);
+    const double objective = trace.empty() ? 0.0 : trace.back();
+    for (const auto& f : callbacks_)
+      if (py::bool_(f(iteration, objective, Y))) stop_ = true;
   }
+  bool stop_requested() const override { return stop_; }
   bool pending() const { return pending_; }
 
  private:
+  py::object callbacks_ = py::none();
+  int every_ = 0;
+  std::string method_;
+  int dim_ = 2;
   bool pending_ = false;
+  bool stop_ = false;
 };
 
 // Runs f without the GIL; rethrows what it threw as the Python exception it maps to.
@@ -170,7 +194,7 @@ py::array_t<double> to_array(const MatrixD& m) {
 }
 
 // Runs the config (a dict, as a run config file holds it) whose input paths name `inputs`.
-py::tuple run(const py::dict& config, const Inputs&, bool quiet) {
+py::tuple run(const py::dict& config, const Inputs&, bool quiet, const py::object& callbacks, int every) {
   pipeline::RunConfig rc;
   try {
     rc = pipeline::run_config_from_json(to_json(config, ""), "<python>");
@@ -180,7 +204,10 @@ py::tuple run(const py::dict& config, const Inputs&, bool quiet) {
   const pipeline::MethodEntry* method = pipeline::find_method(rc.method);
   pipeline::RunResult result;
   rc.result = &result;
-  SignalControl control;
+  int dim = 2;
+  if (rc.params.is_object() && rc.params.contains("dim") && rc.params["dim"].is_number_integer())
+    dim = rc.params["dim"].get<int>();
+  SignalControl control(callbacks, every, rc.method, dim);
   json report;
   without_gil([&] { report = method->run(rc, quiet, &control); }, &control);
   py::dict arrays, files;
@@ -251,6 +278,7 @@ PYBIND11_MODULE(_core, m) {
            py::arg("col"), py::arg("val"))
       .def("add_bytes", &Inputs::add_bytes, py::arg("name"), py::arg("data"));
   m.def("run", &run, py::arg("config"), py::arg("inputs"), py::arg("quiet") = true,
+        py::arg("callbacks") = py::none(), py::arg("every") = 0,
         "Runs a config (a dict, as a run config file holds it) whose input paths name `inputs`; returns "
         "(report JSON, {coordinate output name: array}, {other output file name: bytes}).");
   m.def("read_matrix", &read_matrix, py::arg("path"), py::arg("limit") = 0,

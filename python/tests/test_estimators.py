@@ -290,3 +290,34 @@ def test_evaluate_takes_the_cosine_and_correlation_metrics():
         assert abs(r["at_k"][0]["trustworthiness"] - want) < 1e-12
     with pytest.raises(ValueError, match="metric"):
         orrery.evaluate(X, Y, metric="manhattan")
+
+
+@pytest.mark.parametrize("optimizer", ["fixed_point", "gradient"])
+def test_callbacks_watch_the_fit_and_can_stop_it(optimizer):
+    X, _ = blobs()
+    seen = []
+
+    def watch(iteration, objective, Y):
+        seen.append((iteration, objective, Y.copy()))
+        with pytest.raises(ValueError):
+            Y[0, 0] = 1.0  # a read-only view of the map
+        return iteration >= 60
+
+    est = orrery.TSNE(perplexity=10, optimizer=optimizer, max_iter=400, random_state=1, callbacks=[watch],
+                      callbacks_every_iters=20).fit(X)
+    assert [s[0] for s in seen] == [20, 40, 60]
+    assert est.report_["result"]["stop_reason"] == "callback" and est.n_iter_ == 60
+    assert np.array_equal(seen[-1][2], est.embedding_)
+    assert seen[-1][1] == est.report_["trace"][-1]
+    # stopping at iteration 60 leaves the map of a 60-iteration fit
+    ref = orrery.TSNE(perplexity=10, optimizer=optimizer, max_iter=60, random_state=1).fit_transform(X)
+    assert np.array_equal(ref, est.embedding_)
+    # an exception in a callback ends the fit with it
+    def boom(iteration, objective, Y):
+        raise RuntimeError("boom")
+    with pytest.raises(RuntimeError, match="boom"):
+        orrery.TSNE(perplexity=10, max_iter=100, callbacks=boom).fit(X)
+    with pytest.raises(ValueError, match="callbacks"):
+        orrery.TSNE(max_iter=10, callbacks=[1]).fit(X)
+    with pytest.raises(ValueError, match="callbacks_every_iters"):
+        orrery.TSNE(max_iter=10, callbacks=watch, callbacks_every_iters=0).fit(X)

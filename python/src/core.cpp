@@ -24,6 +24,7 @@
 #include "run/quality_json.hpp"
 #include "run/methods.hpp"
 #include "run/ne_config.hpp"
+#include "report/svg_map.hpp"
 #include "run/run_config.hpp"
 #include "io/memory_inputs.hpp"
 #include "io/readers.hpp"
@@ -281,6 +282,14 @@ PYBIND11_MODULE(_core, m) {
         py::arg("callbacks") = py::none(), py::arg("every") = 0,
         "Runs a config (a dict, as a run config file holds it) whose input paths name `inputs`; returns "
         "(report JSON, {coordinate output name: array}, {other output file name: bytes}).");
+  m.def(
+      "palette",
+      [] {
+        py::list out;
+        for (int i = 0; i < 24; ++i) out.append(report::palette_colour(i));
+        return py::make_tuple(out, report::palette_colour(-1));
+      },
+      "The maps' class colours (24, cycled) and the grey of unlabelled points, as the SVG and HTML maps use.");
   m.def("read_matrix", &read_matrix, py::arg("path"), py::arg("limit") = 0,
         "A matrix file (npy, IDX, csv/tsv/txt, optionally gzipped) as the runs read it: float64, rows x columns.");
   m.def("tables", &tables, "Every parameter table: {name: [(key, type, default, range, doc)]}.");

@@ -12,8 +12,9 @@ from ._estimators import HSSNE, NeRV, PE, PLSV, SNeRV, TSNE
 from ._evaluate import evaluate
 from ._anndata import embed_anndata
 from ._plot import plot
+from ._model import load
 
 __version__ = _core.__version__
 read_matrix = _core.read_matrix  # read_matrix(path, limit=0): npy, IDX, csv/tsv/txt (gzipped too), as runs read them
-__all__ = ["PE", "PLSV", "HSSNE", "TSNE", "NeRV", "SNeRV", "evaluate", "embed_anndata", "plot", "read_matrix",
+__all__ = ["PE", "PLSV", "HSSNE", "TSNE", "NeRV", "SNeRV", "evaluate", "embed_anndata", "plot", "load", "read_matrix",
            "__version__"]

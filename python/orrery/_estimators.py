@@ -14,6 +14,8 @@ import numbers
 
 import numpy as np
 
+from . import _model
+
 from . import _core
 from . import _params
 
@@ -237,6 +239,30 @@ class _Estimator(*_Bases):
     def fit_transform(self, X, y=None, **fit_params):
         """Fits the map and returns the coordinates of the fitted points (embedding_)."""
         return self.fit(X, y, **fit_params).embedding_
+
+    # ------------------------------------------------------------------ model files
+
+    def save(self, path):
+        """Writes the estimator (parameters, fitted attributes, what transform needs) to one versioned
+        model file (orrery/_model.py documents the format); orrery.load(path) reads it back, in this
+        or a later orrery. callbacks are not saved."""
+        data, _ = _model.to_bytes(self)
+        with open(path, "wb") as f:
+            f.write(data)
+        return self
+
+    def __getstate__(self):
+        # a pickle holds the model file's bytes (and the few parameters a file cannot: a RandomState)
+        data, dropped = _model.to_bytes(self, skip_unsavable=True)
+        return {"orrery_model": data, "objects": {k: getattr(self, k) for k in dropped}}
+
+    def __setstate__(self, state):
+        for k, v in self._defaults.items():
+            setattr(self, k, v)
+        header, entries = _model.read_entries(state["orrery_model"], "pickle")
+        _model.restore(self, header, entries)
+        for k, v in state.get("objects", {}).items():
+            setattr(self, k, v)
 
     def _check_fitted(self):
         if not hasattr(self, "embedding_"):

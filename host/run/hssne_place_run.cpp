@@ -240,7 +240,7 @@ json run_placement(const RunConfig& run, bool quiet) {
   if (mem.device_bytes > 0) check_memory_plan(placement_plan(p, true), mem, true);
   const int threads = backend->threads();
   if (!quiet)
-    std::fprintf(stderr, "[hssne] placing %lld points into the %lld-point map of %s\n", static_cast<long long>(M),
+    progress_line("[hssne] placing %lld points into the %lld-point map of %s\n", static_cast<long long>(M),
                  static_cast<long long>(N), p.cfg.input.model.c_str());
   const double t_read = seconds_since(t0);
 
@@ -254,7 +254,7 @@ json run_placement(const RunConfig& run, bool quiet) {
   prm.max_iter = p.cfg.hssne.max_iter;
   const auto moving = [&](int it, index_t left) {
     if (!quiet && (it % 50 == 0 || left == 0))
-      std::fprintf(stderr, "[hssne] placement step %4d: %lld points still moving, %s\n", it,
+      progress_line("[hssne] placement step %4d: %lld points still moving, %s\n", it,
                    static_cast<long long>(left), format_seconds(seconds_since(t2)).c_str());
   };
   const PlacementResult r = place_points(g, p.perplexity, m.map, m.alpha, rep, prm, *backend, moving);
@@ -297,7 +297,7 @@ json run_placement(const RunConfig& run, bool quiet) {
   report["outputs"] = outputs;
   commit_run(out, report, run);
   if (!quiet)
-    std::fprintf(stderr, "[hssne] placed %lld points (mean cost %.4g, at most %d steps); wrote %s\n",
+    progress_line("[hssne] placed %lld points (mean cost %.4g, at most %d steps); wrote %s\n",
                  static_cast<long long>(M), M > 0 ? cost / static_cast<double>(M) : 0.0, most, run.output.dir.c_str());
   return report;
 }

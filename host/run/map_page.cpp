@@ -287,7 +287,7 @@ void add_map_html(io::OutputSet& out, json& report, const RunConfig& run) {
   };
   std::vector<std::string> warnings;
   const report::MapPage page = map_page_of_run(run, report, output, &warnings);
-  for (const auto& w : warnings) std::fprintf(stderr, "[%s] map.html: %s\n", run.method.c_str(), w.c_str());
+  for (const auto& w : warnings) progress_line("[%s] map.html: %s\n", run.method.c_str(), w.c_str());
   const std::string p = (fs::path(run.output.dir) / "map.html").string();
   out.add(p, report::render_map_html(page));
   report["outputs"]["map_html"] = p;

@@ -110,7 +110,7 @@ json cross_validation(const NePrepared& p, const std::string& method, const Matr
         return fit_snerv(p.d.X, train, prm, p.cfg.run.seed, *p.backend, fit_progress).nerv.coords;
       },
       [&](int fold, double e) {
-        if (!quiet) std::fprintf(stderr, "[%s] fold %d/%d: 5-NN test error %.4f\n", method.c_str(), fold + 1, folds, e);
+        if (!quiet) progress_line("[%s] fold %d/%d: 5-NN test error %.4f\n", method.c_str(), fold + 1, folds, e);
       });
   return {{"folds", folds}, {"knn5_test_error", r.errors}, {"mean_knn5_test_error", r.mean}};
 }
@@ -135,7 +135,7 @@ json cross_validate_snerv(const RunConfig& run, bool quiet) {
   const json cv = cross_validation(p, run.method, MatrixD(), quiet, [&](int it, double J) {
     if (it == 0) ++fold;
     if (!quiet && it % 50 == 0)
-      std::fprintf(stderr, "[snerv] fold %d iter %5d  cost %.8g  %s\n", fold, it, J,
+      progress_line("[snerv] fold %d iter %5d  cost %.8g  %s\n", fold, it, J,
                    format_seconds(seconds_since(t0)).c_str());
   });
   return {{"cross_validation", cv}, {"device", p.backend->name()}};
@@ -154,18 +154,18 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   const bool device = prep.device();
   const NePlan& plan = prep.plan;
   if (!quiet)
-    std::fprintf(stderr, "[%s] %s, %s affinities on %s; planned peak %s host%s\n", method.c_str(),
+    progress_line("[%s] %s, %s affinities on %s; planned peak %s host%s\n", method.c_str(),
                  describe(cfg, d).c_str(), affinity_text(plan).c_str(), backend->name().c_str(),
                  format_bytes(plan.memory.host_peak()).c_str(),
                  device ? (" + " + format_bytes(plan.memory.device_peak()) + " GPU").c_str() : "");
   if (!quiet && cfg.method == NeMethod::hssne && cfg.hssne.exaggeration != 1.0 && cfg.hssne.exaggeration_iter >= cfg.hssne.max_iter)
-    std::fprintf(stderr,
+    progress_line(
                  "[hssne] WARNING: params.exaggeration_iter (%d) >= params.max_iter (%d): every iteration runs with "
                  "P exaggerated, so the map does not minimise KL(P || Q); lower exaggeration_iter or set "
                  "exaggeration to 1\n",
                  cfg.hssne.exaggeration_iter, cfg.hssne.max_iter);
   if (!quiet && d.duplicates.count > 0)
-    std::fprintf(stderr, "[%s] duplicate points: %lld (the first: row %lld repeats row %lld); mapped as data\n",
+    progress_line("[%s] duplicate points: %lld (the first: row %lld repeats row %lld); mapped as data\n",
                  method.c_str(), static_cast<long long>(d.duplicates.count),
                  static_cast<long long>(d.duplicates.second + 1), static_cast<long long>(d.duplicates.first + 1));
   const double t_read = seconds_since(t0);
@@ -174,7 +174,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   double t_aff = 0.0;
   auto progress = [&](int it, double J) {
     if (!quiet && (it % 50 == 0))
-      std::fprintf(stderr, "[%s] iter %5d  cost %.8g  %s\n", method.c_str(), it, J,
+      progress_line("[%s] iter %5d  cost %.8g  %s\n", method.c_str(), it, J,
                    format_seconds(seconds_since(t1)).c_str());
   };
   MatrixD Y;
@@ -186,7 +186,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   if (cfg.method == NeMethod::snerv) {
     const SnervResult r = fit_snerv(d.X, d.labels, snerv_params(cfg, plan, d.scale_exponent), run.seed, *backend, progress, control);
     if (!quiet)
-      std::fprintf(stderr, "[snerv] class model: K = %lld, s = %.4g, training log-likelihood %.4f; perplexity %.4g\n",
+      progress_line("[snerv] class model: K = %lld, s = %.4g, training log-likelihood %.4f; perplexity %.4g\n",
                    static_cast<long long>(r.model.centres.rows), r.model.width, r.model.train_loglik, r.perplexity);
     Y = r.nerv.coords;
     trace = r.nerv.objective_trace;
@@ -216,11 +216,11 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
         [&](const char* what) { return std::function<void(index_t, index_t)>(StageProgress{method, what, quiet}); },
         &search);
     if (!quiet && plan.sparse && !given_affinities(cfg.input) && cfg.input.distances.empty())
-      std::fprintf(stderr, "[%s] %s neighbors (k = %d): %s%s\n", method.c_str(), search.approximate ? "approximate" : "exact",
+      progress_line("[%s] %s neighbors (k = %d): %s%s\n", method.c_str(), search.approximate ? "approximate" : "exact",
                    sparse_neighbors(cfg.input.perplexity), format_seconds(search.seconds).c_str(),
                    search.approximate ? (", estimated recall " + detail::number_text(search.recall)).c_str() : "");
     if (!quiet && !cfg.input.neighbor_graph.empty() && d.graph.short_rows > 0)
-      std::fprintf(stderr,
+      progress_line(
                    "[%s] neighbor graph: %lld of its rows list at most perplexity %s neighbors (the shortest %lld) and "
                    "get uniform probabilities; every row reaches perplexity %s\n",
                    method.c_str(), static_cast<long long>(d.graph.short_rows),
@@ -261,7 +261,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   }
   const double t_fit = seconds_since(t1) - t_aff;
   if (!quiet)
-    std::fprintf(stderr, "[%s] %lld points: %s after %d iterations, %s\n", method.c_str(), static_cast<long long>(N),
+    progress_line("[%s] %lld points: %s after %d iterations, %s\n", method.c_str(), static_cast<long long>(N),
                  result["stop_reason"].get<std::string>().c_str(), result["iterations"].get<int>(),
                  format_seconds(t_fit).c_str());
 
@@ -354,7 +354,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   outputs["report"] = (dir / "report.json").string();
   report["outputs"] = outputs;
   commit_run(out, report, run);
-  if (!quiet) std::fprintf(stderr, "[%s] wrote %s\n", method.c_str(), run.output.dir.c_str());
+  if (!quiet) progress_line("[%s] wrote %s\n", method.c_str(), run.output.dir.c_str());
   return report;
 }
 

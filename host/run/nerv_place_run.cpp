@@ -123,7 +123,7 @@ json run_nerv_placement(const RunConfig& run, bool quiet) {
   if (mem.device_bytes > 0) check_memory_plan(placement_plan(p, true), mem, true);
   const int threads = backend->threads();
   if (!quiet)
-    std::fprintf(stderr, "[%s] placing %lld points into the %lld-point map of %s\n", method.c_str(),
+    progress_line("[%s] placing %lld points into the %lld-point map of %s\n", method.c_str(),
                  static_cast<long long>(M), static_cast<long long>(N), p.cfg.input.model.c_str());
   const double t_read = seconds_since(t0);
 
@@ -186,7 +186,7 @@ json run_nerv_placement(const RunConfig& run, bool quiet) {
   report["outputs"] = outputs;
   commit_run(out, report, run);
   if (!quiet)
-    std::fprintf(stderr, "[%s] placed %lld points (mean cost %.4g, at most %d Newton steps); wrote %s\n",
+    progress_line("[%s] placed %lld points (mean cost %.4g, at most %d Newton steps); wrote %s\n",
                  method.c_str(), static_cast<long long>(M), M > 0 ? cost / static_cast<double>(M) : 0.0, most,
                  run.output.dir.c_str());
   return report;

@@ -36,7 +36,7 @@ class Progress {
   void final_line(const PeResult& r) {
     if (quiet_ || r.trace.empty()) return;
     print(r.trace.back());
-    std::fprintf(stderr, "[pe] stopped: %s after %d iterations, %d evaluations, %s\n", r.stop_reason.c_str(),
+    progress_line("[pe] stopped: %s after %d iterations, %d evaluations, %s\n", r.stop_reason.c_str(),
                  r.iterations, r.evaluations, format_seconds(r.seconds_fit).c_str());
   }
 
@@ -52,7 +52,7 @@ class Progress {
       if (rate > 0) left = std::min(left, std::max(0.0, (std::log(e.class_grad_sq) - std::log(prm_.eps_phi)) / rate));
       eta = "<= " + format_seconds(left * per_iter);
     }
-    std::fprintf(stderr, "[pe] iter %4d  J %.8g  |dJ/dPhi|^2 %.3g  max|dJ/dr|^2 %.2g  evals %d  %s  ETA %s\n",
+    progress_line("[pe] iter %4d  J %.8g  |dJ/dPhi|^2 %.3g  max|dJ/dr|^2 %.2g  evals %d  %s  ETA %s\n",
                  e.iteration, e.objective, e.class_grad_sq, e.max_object_grad_sq, e.evaluations,
                  format_seconds(e.seconds).c_str(), eta.c_str());
   }
@@ -82,7 +82,7 @@ json run_pe(PePrepared prepared, bool quiet, RunControl* control) {
   const index_t N = data.pe.posteriors.rows, K = data.pe.posteriors.cols;
   const std::unique_ptr<Backend>& backend = prepared.backend;
   if (!quiet)
-    std::fprintf(stderr, "[pe] %lld objects, %lld classes, D = %d on %s\n", static_cast<long long>(N),
+    progress_line("[pe] %lld objects, %lld classes, D = %d on %s\n", static_cast<long long>(N),
                  static_cast<long long>(K), cfg.params.dim, backend->name().c_str());
   Progress progress(cfg.params, quiet);
   const PeResult res = fit_pe(*backend, data.pe, cfg.params, cfg.run.seed, std::ref(progress), control);
@@ -187,14 +187,14 @@ json run_pe(PePrepared prepared, bool quiet, RunControl* control) {
                        {"total", seconds_since(t0)}};
   commit_run(out, report, cfg.run);
   if (!quiet) {
-    std::fprintf(stderr, "[pe] wrote %s (", cfg.run.output.dir.c_str());
+    progress_line("[pe] wrote %s (", cfg.run.output.dir.c_str());
     bool first = true;
     for (auto it = outputs.begin(); it != outputs.end(); ++it) {
-      std::fprintf(stderr, "%s%s", first ? "" : ", ", fs::path(it.value().get<std::string>()).filename().c_str());
+      progress_line("%s%s", first ? "" : ", ", fs::path(it.value().get<std::string>()).filename().c_str());
       first = false;
     }
-    std::fprintf(stderr, ", report.json)\n");
-    if (cfg.run.output.svg) std::fprintf(stderr, "[pe] map: %s\n", (dir / "map.svg").c_str());
+    progress_line(", report.json)\n");
+    if (cfg.run.output.svg) progress_line("[pe] map: %s\n", (dir / "map.svg").c_str());
   }
   return report;
 }

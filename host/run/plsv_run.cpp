@@ -218,7 +218,7 @@ json run_plsv(const RunConfig& run, bool quiet, RunControl* control) {
   const int Z = prep.topics;
   const int D = fold ? static_cast<int>(L.model.topic_coords.cols) : in.params.dim;
   if (!quiet)
-    std::fprintf(stderr, "[plsv] %s%lld documents, %lld words, %lld nonzeros%s; Z = %d, D = %d on %s\n",
+    progress_line("[plsv] %s%lld documents, %lld words, %lld nonzeros%s; Z = %d, D = %d on %s\n",
                  fold ? "fold-in of " : "", static_cast<long long>(c.num_docs()), static_cast<long long>(c.num_words),
                  static_cast<long long>(c.nnz()),
                  c.skipped_empty ? (" (" + std::to_string(c.skipped_empty) + " empty skipped)").c_str() : "", Z, D,
@@ -227,18 +227,18 @@ json run_plsv(const RunConfig& run, bool quiet, RunControl* control) {
   auto progress = [&](const PlsvTraceEntry& e) {
     if (quiet || (e.iteration > 0 && e.seconds - last_print < 1.0)) return;
     last_print = e.seconds;
-    std::fprintf(stderr, "[plsv] iter %4d  log posterior %.10g  log likelihood %.10g  %s\n", e.iteration,
+    progress_line("[plsv] iter %4d  log posterior %.10g  log likelihood %.10g  %s\n", e.iteration,
                  e.log_posterior, e.log_likelihood, format_seconds(e.seconds).c_str());
   };
   const PlsvResult res = fold ? fold_in_plsv(*backend, c, L.model, in.params, progress, control)
                               : fit_plsv(*backend, c, in.params, run.seed, progress, control);
   if (!quiet) {
     const auto& e = res.trace.back();
-    std::fprintf(stderr, "[plsv] stopped: %s after %d iterations, log posterior %.10g, %s\n", res.stop_reason.c_str(),
+    progress_line("[plsv] stopped: %s after %d iterations, log posterior %.10g, %s\n", res.stop_reason.c_str(),
                  res.iterations, e.log_posterior, format_seconds(res.seconds_fit).c_str());
   }
   if (res.collapsed)
-    std::fprintf(stderr,
+    progress_line(
                  "[plsv] WARNING: the map collapsed: documents carry %.3g nats of topic information on average "
                  "(threshold %.3g); every document has nearly equal topic proportions. Try params.init = "
                  "\"documents\", a smaller params.beta_per_document or params.gamma_per_topic, or fewer topics.\n",
@@ -343,9 +343,9 @@ json run_plsv(const RunConfig& run, bool quiet, RunControl* control) {
                        {"write", seconds_since(t_write)}, {"total", seconds_since(t0)}};
   commit_run(out, report, run);
   if (!quiet) {
-    for (int z = 0; z < std::min(Z, 10); ++z) std::fprintf(stderr, "[plsv] topic %s\n", topic_labels[static_cast<size_t>(z)].c_str());
-    if (Z > 10) std::fprintf(stderr, "[plsv] ... %d more topics in report.json\n", Z - 10);
-    std::fprintf(stderr, "[plsv] wrote %s (documents, topics%s, report.json%s)\n", run.output.dir.c_str(),
+    for (int z = 0; z < std::min(Z, 10); ++z) progress_line("[plsv] topic %s\n", topic_labels[static_cast<size_t>(z)].c_str());
+    if (Z > 10) progress_line("[plsv] ... %d more topics in report.json\n", Z - 10);
+    progress_line("[plsv] wrote %s (documents, topics%s, report.json%s)\n", run.output.dir.c_str(),
                  fold ? "" : ", theta", run.output.svg ? ", map.svg" : "");
   }
   return report;

@@ -5,7 +5,9 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
+#include <mutex>
 #include <ctime>
 #include <filesystem>
 
@@ -24,12 +26,50 @@ std::string format_seconds(double s) {
   return buf;
 }
 
+namespace {
+std::mutex sink_mutex;
+ProgressSink& current_sink() {
+  static ProgressSink sink;
+  return sink;
+}
+}  // namespace
+
+void progress_line(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  std::string line(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(line.data(), line.size() + 1, format, again);
+  va_end(again);
+  ProgressSink sink;
+  {
+    std::lock_guard<std::mutex> lock(sink_mutex);
+    sink = current_sink();
+  }
+  if (sink) sink(line);
+  else std::fputs(line.c_str(), stderr);
+}
+
+ScopedProgressSink::ScopedProgressSink(ProgressSink sink) {
+  std::lock_guard<std::mutex> lock(sink_mutex);
+  previous_ = std::move(current_sink());
+  current_sink() = std::move(sink);
+}
+
+ScopedProgressSink::~ScopedProgressSink() {
+  std::lock_guard<std::mutex> lock(sink_mutex);
+  current_sink() = std::move(previous_);
+}
+
 void StageProgress::operator()(index_t done, index_t total) {
   const double t = seconds_since(start);
   if (quiet || t < 2.0 || (last > 0.0 && t - last < 5.0) || done <= 0 || done >= total) return;
   last = t;
   const double f = static_cast<double>(done) / static_cast<double>(total);
-  std::fprintf(stderr, "[%s] %s: %3.0f%%, %s, about %s left\n", tag.c_str(), what.c_str(), 100.0 * f,
+  progress_line("[%s] %s: %3.0f%%, %s, about %s left\n", tag.c_str(), what.c_str(), 100.0 * f,
                format_seconds(t).c_str(), format_seconds(t * (1.0 - f) / f).c_str());
 }
 

@@ -1,6 +1,7 @@
 // Pieces every method's run shares: timing, the report header, coordinate outputs.
 #pragma once
 #include <chrono>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +12,23 @@
 #include "orrery/clock.hpp"
 
 namespace orrery::pipeline {
+
+// A run's progress lines (stages, iterations, what `auto` chose), printf-style, each ending in a
+// newline: to stderr, or to the sink a front end installs for the time of its runs (Python sends them
+// to sys.stderr, which a notebook shows in the cell; the process's stderr goes to the server's log).
+void progress_line(const char* format, ...) __attribute__((format(printf, 1, 2)));
+using ProgressSink = std::function<void(const std::string& line)>;
+// Installs `sink` (empty: stderr) until the guard ends, then restores the one before.
+class ScopedProgressSink {
+ public:
+  explicit ScopedProgressSink(ProgressSink sink);
+  ~ScopedProgressSink();
+  ScopedProgressSink(const ScopedProgressSink&) = delete;
+  ScopedProgressSink& operator=(const ScopedProgressSink&) = delete;
+
+ private:
+  ProgressSink previous_;
+};
 
 std::string format_seconds(double s);  // "12.3s" or "4m05s"
 std::string thousands(index_t n);       // "1,234,567"

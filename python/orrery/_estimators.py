@@ -293,7 +293,7 @@ device : str, default='auto'
 n_jobs : int or None, default=None
     CPU threads; None or -1 for all cores.
 verbose : bool, default=False
-    Progress lines on stderr (as `orrery run` prints them).
+    Progress lines (as `orrery run` prints them) on Python's sys.stderr, which a notebook shows in the cell.
 """
 
 

@@ -24,6 +24,7 @@
 #include "run/quality_json.hpp"
 #include "run/methods.hpp"
 #include "run/ne_config.hpp"
+#include "run/run_common.hpp"
 #include "report/svg_map.hpp"
 #include "run/run_config.hpp"
 #include "io/memory_inputs.hpp"
@@ -209,6 +210,17 @@ py::tuple run(const py::dict& config, const Inputs&, bool quiet, const py::objec
   if (rc.params.is_object() && rc.params.contains("dim") && rc.params["dim"].is_number_integer())
     dim = rc.params["dim"].get<int>();
   SignalControl control(callbacks, every, rc.method, dim);
+  // progress lines go to Python's sys.stderr, which a notebook shows in the cell (the process's own
+  // stderr reaches only the server's log)
+  const pipeline::ScopedProgressSink sink([](const std::string& line) {
+    py::gil_scoped_acquire gil;
+    try {
+      const py::object err = py::module_::import("sys").attr("stderr");
+      err.attr("write")(line);
+      err.attr("flush")();
+    } catch (const py::error_already_set&) {  // a closed or replaced stream: the line is dropped
+    }
+  });
   json report;
   without_gil([&] { report = method->run(rc, quiet, &control); }, &control);
   py::dict arrays, files;

@@ -321,3 +321,20 @@ def test_callbacks_watch_the_fit_and_can_stop_it(optimizer):
         orrery.TSNE(max_iter=10, callbacks=[1]).fit(X)
     with pytest.raises(ValueError, match="callbacks_every_iters"):
         orrery.TSNE(max_iter=10, callbacks=watch, callbacks_every_iters=0).fit(X)
+
+
+def test_verbose_lines_go_to_pythons_stderr():
+    # a notebook shows sys.stderr in the cell; the process's own stderr goes to the server's log
+    import contextlib
+    import io
+    X, _ = blobs()
+    buf = io.StringIO()
+    with contextlib.redirect_stderr(buf):
+        orrery.TSNE(perplexity=10, max_iter=60, exaggeration_iter=20, verbose=True).fit(X)
+    lines = buf.getvalue().splitlines()
+    assert any(line.startswith("[hssne] iter") for line in lines), lines
+    assert any("neighbors" in line for line in lines), lines
+    quiet = io.StringIO()
+    with contextlib.redirect_stderr(quiet):
+        orrery.TSNE(perplexity=10, max_iter=60).fit(X)
+    assert quiet.getvalue() == ""

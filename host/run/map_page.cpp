@@ -280,9 +280,16 @@ void add_map_html(io::OutputSet& out, json& report, const RunConfig& run) {
   // The outputs already in the set that the page asks for, read through in-memory inputs as the
   // files they will be (only those: a run's model files are not copied).
   io::MemoryInputs mem;
+  // A run in process (run.result) hands its coordinates over as arrays, not files: the page reads
+  // NAME.npy from them.
   const auto output = [&](const std::string& name) {
     for (const auto& [path, bytes] : out.files())
       if (fs::path(path).filename() == name) return mem.add_bytes(name, bytes);
+    const fs::path n(name);
+    if (run.result && n.extension() == ".npy") {
+      const auto it = run.result->arrays.find(n.stem().string());
+      if (it != run.result->arrays.end()) return mem.add_bytes(name, io::npy_bytes(it->second));
+    }
     return std::string();
   };
   std::vector<std::string> warnings;

@@ -240,6 +240,18 @@ class _Estimator(*_Bases):
         """Fits the map and returns the coordinates of the fitted points (embedding_)."""
         return self.fit(X, y, **fit_params).embedding_
 
+    def to_html(self, path):
+        """Writes the interactive map of the fit (the page `orrery run` writes with output.html, and
+        `orrery view` shows: points coloured by the labels given to fit, PE's classes and PLSV's topics
+        as markers, the quality chart) as one self-contained HTML file."""
+        self._check_fitted()
+        page = getattr(self, "_page", None)
+        if page is None:
+            raise ValueError("to_html: this estimator holds no page (it was fitted by a version without one); refit it")
+        with open(path, "wb") as f:
+            f.write(page)
+        return self
+
     # ------------------------------------------------------------------ model files
 
     def save(self, path):
@@ -301,6 +313,7 @@ verbose : bool, default=False
 
 
 _VECTOR_METRICS = ("euclidean", "cosine", "correlation")
+_PAGE = {"html": True}  # every fit keeps its interactive page for to_html
 
 
 def _ne_inputs(est, X, y, inputs, allow_metric=True, allow_affinities=False, affinities=None):
@@ -412,7 +425,8 @@ class HSSNE(_Estimator):
         input_json = _ne_inputs(self, X, y, inputs, allow_affinities=True, affinities=affinities)
         cbs, every = self._callbacks()
         report, arrays, files = self._run(inputs, input_json, params_json=self._params_json(inputs),
-                                          callbacks=cbs, every=every)
+                                          output_extra=_PAGE, callbacks=cbs, every=every)
+        self._page = files.get("map.html")
         self._set_fitted(report, arrays, files)
         return self
 
@@ -546,7 +560,9 @@ class NeRV(_Estimator):
 
     def fit(self, X, y=None):
         inputs = _core.Inputs()
-        report, arrays, files = self._run(inputs, _ne_inputs(self, X, y, inputs, allow_metric=self._method == "nerv"))
+        report, arrays, files = self._run(inputs, _ne_inputs(self, X, y, inputs, allow_metric=self._method == "nerv"),
+                                          output_extra=_PAGE)
+        self._page = files.get("map.html")
         self.embedding_ = arrays["embedding"]
         self.report_ = report
         self.n_iter_ = report["result"]["iterations"]
@@ -603,7 +619,8 @@ class PE(_Estimator):
             input_json["posteriors"] = inputs.add_matrix("P.npy", A)
             if y is not None:
                 input_json["labels"] = inputs.add_bytes("labels.txt", _label_bytes(y, A.shape[0]))
-        report, arrays, files = self._run(inputs, input_json)
+        report, arrays, files = self._run(inputs, input_json, output_extra=_PAGE)
+        self._page = files.get("map.html")
         self.embedding_ = arrays["objects"]
         self.class_coords_ = arrays["classes"]
         self.report_ = report
@@ -684,7 +701,8 @@ class PLSV(_Estimator):
             input_json["text"] = self.text
         if y is not None:
             input_json["labels"] = inputs.add_bytes("labels.txt", _label_bytes(y, n))
-        report, arrays, files = self._run(inputs, input_json)
+        report, arrays, files = self._run(inputs, input_json, output_extra=_PAGE)
+        self._page = files.get("map.html")
         self.embedding_ = arrays["documents"]
         self.topic_coords_ = arrays["topics"]
         self.theta_ = _npy(files["theta.npy"])

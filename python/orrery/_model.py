@@ -8,6 +8,7 @@ The file is a zip archive (stored, not compressed) of
   attrs/NAME.npy   a fitted array attribute (embedding_, class_coords_, ...), .json for the others
                    (report_, kl_divergence_, vocabulary_, ...)
   model/NAME       what transform needs: the files a CLI run writes for input.model (npy, report.json)
+  page/map.html    to_html's interactive page (attributes["_page"] = "page"), when the fit made one
   checksum.sha256  SHA-256 over every other entry's name and bytes, in name order (hex)
 Arrays are .npy without pickles. A reader refuses a file whose checksum does not match, and a
 format_version newer than it knows, with a ValueError saying which. Pickling an estimator writes this
@@ -52,8 +53,10 @@ def _json_safe(value):
 
 
 def fitted_attributes(est):
-    """The attributes fit set: public names ending in '_' and the private _model (transform's files)."""
-    return {k: v for k, v in vars(est).items() if (k.endswith("_") and not k.startswith("_")) or k == "_model"}
+    """The attributes fit set: public names ending in '_', the private _model (transform's files) and
+    _page (to_html's page)."""
+    return {k: v for k, v in vars(est).items()
+            if (k.endswith("_") and not k.startswith("_")) or (k in ("_model", "_page") and v is not None)}
 
 
 def to_bytes(est, *, skip_unsavable=False):
@@ -80,7 +83,10 @@ def to_bytes(est, *, skip_unsavable=False):
                              "array is needed); set it to one first")
     attributes, model_files = {}, []
     for name, value in fitted_attributes(est).items():
-        if name == "_model":
+        if name == "_page":
+            entries["page/map.html"] = value
+            attributes[name] = "page"
+        elif name == "_model":
             for fname, data in value.items():
                 entries[f"model/{fname}"] = data if isinstance(data, bytes) else _npy_bytes(data)
                 model_files.append(fname)
@@ -131,7 +137,9 @@ def restore(est, header, entries):
     known = est.get_params(deep=False)
     est.set_params(**{k: v for k, v in params.items() if k in known})
     for name, kind in header["attributes"].items():
-        if kind == "array":
+        if kind == "page":
+            est._page = entries["page/map.html"]
+        elif kind == "array":
             setattr(est, name, _npy(entries[f"attrs/{name}.npy"]))
         else:
             setattr(est, name, json.loads(entries[f"attrs/{name}.json"]))

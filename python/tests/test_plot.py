@@ -37,3 +37,20 @@ def test_large_maps_are_a_density_raster_and_3d_maps_get_3d_axes():
         orrery.plot(rng.randn(10, 4))
     with pytest.raises(ValueError, match="labels"):
         orrery.plot(rng.randn(10, 2), labels=[0, 1])
+
+
+def test_to_html_writes_the_runs_interactive_page_and_it_survives_a_model_file(tmp_path):
+    X, y = blobs()
+    names = np.array(["ant", "bee", "cat"])[y]
+    est = orrery.TSNE(perplexity=10, max_iter=100).fit(X, names)
+    est.to_html(tmp_path / "map.html")
+    page = (tmp_path / "map.html").read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    assert '"groups":["ant","bee","cat"]' in page and '"method":"hssne"' in page
+    est.save(tmp_path / "m.orrery")
+    orrery.load(tmp_path / "m.orrery").to_html(tmp_path / "again.html")
+    assert (tmp_path / "again.html").read_text() == page
+    P, labels = __import__("conftest").posteriors()
+    pe = orrery.PE(random_state=3).fit(P, labels)
+    pe.to_html(tmp_path / "pe.html")
+    assert '"marker_kind":"class"' in (tmp_path / "pe.html").read_text()

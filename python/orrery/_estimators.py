@@ -207,6 +207,9 @@ class _Estimator(*_Bases):
             if v is None:
                 continue
             if f.key == "init" and not isinstance(v, str):
+                if self._method != "hssne":
+                    raise ValueError(f"init: an array start is taken by HSSNE and TSNE; {type(self).__name__} takes "
+                                     f"one of {f.range}")
                 out["init"] = _start_input(v, inputs)
             else:
                 out[f.key] = _params.to_json(f, v)

@@ -251,6 +251,8 @@ def test_init_takes_a_start_array_or_the_principal_components():
         orrery.TSNE(init=np.zeros(5), max_iter=10).fit(X)
     with pytest.raises(ValueError, match="no such file"):
         orrery.TSNE(init="spectral", max_iter=10).fit(X)
+    with pytest.raises(ValueError, match="array start is taken by HSSNE and TSNE"):
+        orrery.NeRV(init=Y0, max_iter=10).fit(X)
 
 
 @pytest.mark.parametrize("metric", ["cosine", "correlation"])

@@ -112,6 +112,30 @@ UnitBandwidths unit_bandwidths(const std::vector<double>& beta) {
   return u;
 }
 
+// A caller's control as the NeRV fit shows it: the optimiser's state ("cg.*", in units of sigma)
+// with the map in input units ("nerv.y") and its trace ("nerv.trace") added, as hssne's state holds
+// "hssne.y" and "hssne.trace" (what Python's callbacks read); stop requests passed on.
+class NervControl final : public RunControl {
+ public:
+  NervControl(RunControl* inner, double sigma) : inner_(inner), sigma_(sigma) {}
+  const RunState* resume() const override { return inner_->resume(); }
+  void safe_point(int iteration, const std::function<RunState()>& capture) override {
+    inner_->safe_point(iteration, [&] {
+      RunState s = capture();
+      std::vector<double> y = s.get("cg.x");
+      for (double& v : y) v *= sigma_;
+      s.put("nerv.y", std::move(y));
+      s.put("nerv.trace", s.get("cg.trace"));
+      return s;
+    });
+  }
+  bool stop_requested() const override { return inner_->stop_requested(); }
+
+ private:
+  RunControl* inner_;
+  double sigma_;
+};
+
 // The seeded Gaussian start at the input's length scale (in units of sigma), then conjugate
 // gradient on the engine.
 NervResult fit(NervEngine& engine, index_t N, const UnitBandwidths& unit, const NervParams& prm, double scale,
@@ -134,7 +158,8 @@ NervResult fit(NervEngine& engine, index_t N, const UnitBandwidths& unit, const 
   o.max_iter = prm.max_iter;
   o.ftol = prm.ftol;
   EngineProblem problem(engine, N, prm.dim);
-  const optim::CgReport rep = optim::cg_minimize(problem, o, progress, control);
+  NervControl shown(control, unit.sigma);
+  const optim::CgReport rep = optim::cg_minimize(problem, o, progress, control ? &shown : nullptr);
   NervResult res;
   res.coords = engine.vector(NervVector::x);
   for (double& v : res.coords.data) v *= unit.sigma;

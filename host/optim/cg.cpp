@@ -81,6 +81,10 @@ CgReport cg_minimize(CgProblem& p, const CgOptions& o, const std::function<void(
       break;
     }
     if (it + 1 < o.max_iter) safe_point(control, it + 1, capture);
+    if (stop_requested(control)) {
+      rep.stop_reason = "callback";
+      break;
+    }
   }
   return rep;
 }

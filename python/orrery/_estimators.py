@@ -554,17 +554,21 @@ class NeRV(_Estimator):
     labels for the report's k-NN accuracy. transform(X_new) places new vectors into the fitted map, each
     at the minimum of its own NeRV cost against the fixed map (its neighbors found among the fitted
     points at the fit's perplexity).
+
+    callbacks: as HSSNE's, called every callbacks_every_iters conjugate-gradient iterations with the
+    NeRV cost; True stops the fit there as a finished one (stop_reason "callback").
     """
 
     _method = "nerv"
     _param_fields = tuple(_params.table("nerv"))
     _input_fields = tuple(_params.table("nerv_input", _NE_INPUT_KEYS))
-    _extra = {"metric": "euclidean"}
+    _extra = {"metric": "euclidean", "callbacks": None, "callbacks_every_iters": 10}
 
     def fit(self, X, y=None):
         inputs = _core.Inputs()
+        cbs, every = HSSNE._callbacks(self)
         report, arrays, files = self._run(inputs, _ne_inputs(self, X, y, inputs, allow_metric=self._method == "nerv"),
-                                          output_extra=_PAGE)
+                                          output_extra=_PAGE, callbacks=cbs, every=every)
         self._page = files.get("map.html")
         self.embedding_ = arrays["embedding"]
         self.report_ = report
@@ -585,7 +589,7 @@ class SNeRV(NeRV):
 
     _method = "snerv"
     _input_fields = tuple(_params.table("snerv_input", ("pca", "perplexity", "affinities", "duplicates", "metric")))
-    _extra = {}
+    _extra = {"callbacks": None, "callbacks_every_iters": 10}
 
     def fit(self, X, y=None):
         if y is None:

@@ -106,8 +106,11 @@ class SignalControl : public RunControl {
     }
     if (every_ <= 0 || callbacks_.is_none() || iteration % every_ != 0) return;
     const RunState s = capture();
-    const auto& trace = s.get(method_ + ".trace");
-    const auto& y = s.get(method_ + ".y");
+    // hssne's map, or nerv's (snerv's map is a nerv fit; its metric's own fit shows no map)
+    const std::string key = method_ == "snerv" ? "nerv" : method_;
+    if (!s.values().count(key + ".y") || !s.values().count(key + ".trace")) return;
+    const auto& trace = s.get(key + ".trace");
+    const auto& y = s.get(key + ".y");
     const auto rows = static_cast<py::ssize_t>(y.size()) / dim_;
     py::array_t<double> Y({rows, static_cast<py::ssize_t>(dim_)});
     std::copy(y.begin(), y.end(), Y.mutable_data());

@@ -340,3 +340,20 @@ def test_verbose_lines_go_to_pythons_stderr():
     with contextlib.redirect_stderr(quiet):
         orrery.TSNE(perplexity=10, max_iter=60).fit(X)
     assert quiet.getvalue() == ""
+
+
+@pytest.mark.parametrize("cls", [orrery.NeRV, orrery.SNeRV])
+def test_nerv_callbacks_see_the_map_in_input_units_and_can_stop_it(cls):
+    X, y = blobs(n_per=40)
+    seen = []
+
+    def watch(iteration, cost, Y):
+        seen.append((iteration, cost, Y.copy()))
+        return iteration >= 30
+
+    est = cls(perplexity=10, max_iter=200, random_state=1, callbacks=watch, callbacks_every_iters=10).fit(X, y)
+    assert [s[0] for s in seen] == [10, 20, 30]
+    assert est.report_["result"]["stop_reason"] == "callback" and est.n_iter_ == 30
+    assert np.array_equal(seen[-1][2], est.embedding_) and seen[-1][1] == est.report_["trace"][-1]
+    ref = cls(perplexity=10, max_iter=30, random_state=1).fit(X, y)
+    assert np.array_equal(ref.embedding_, est.embedding_)

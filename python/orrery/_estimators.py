@@ -8,13 +8,13 @@ write for a later input.model) in memory, and transform hands it to the placemen
 neither fit nor transform writes a file. Fitted attributes end in an underscore; `report_` is the
 run's report (what report.json holds).
 """
-import io
 import json
 import numbers
 
 import numpy as np
 
 from . import _model
+from ._model import _npy
 
 from . import _core
 from . import _params
@@ -78,10 +78,6 @@ def _model_input(inputs, files):
         else:
             inputs.add_bytes("model/" + name, data)
     return inputs.prefix + "model"
-
-
-def _npy(data):
-    return np.load(io.BytesIO(data), allow_pickle=False)
 
 
 def _dense(X, name="X", min_samples=1):

@@ -41,10 +41,12 @@ const std::vector<Field<HssneParams>>& hssne_fields() {
       {"exaggeration_iter", &HssneParams::exaggeration_iter, "Iterations with exaggeration.", 0, 1e8},
       {"rho", &HssneParams::rho, "Semi-supervised mixing weight of same-class pairs (0 = unsupervised).", 0, 1},
       {"init_scale", &HssneParams::init_scale,
-       "Standard deviation of the seeded Gaussian start, and of the first column of a pca start.", 0, 1e3, true},
+       "Standard deviation of the seeded Gaussian start, and of the first column of a pca or spectral start.", 0, 1e3,
+       true},
       {"init", &HssneParams::init,
-       "The start: random (the seeded Gaussian), pca (the input vectors' first dim principal components, "
-       "scaled so that the first has standard deviation init_scale; needs vectors), or an N x dim array file "
+       "The start: random (the seeded Gaussian), pca (the input vectors' first dim principal components; needs "
+       "vectors), spectral (the leading nontrivial eigenvectors of P's graph, as UMAP and openTSNE start; any "
+       "input), both scaled so that the first coordinate has standard deviation init_scale, or an N x dim array file "
        "(npy, csv/tsv/txt) used as given, unscaled (scikit-learn and openTSNE use a given start as it is; "
        "scale it to about init_scale for the same first steps)."},
       {"repulsion", &HssneParams::repulsion,

@@ -23,13 +23,14 @@ const std::vector<Field<NervParams>>& nerv_fields() {
       {"max_iter", &NervParams::max_iter, "Cap on conjugate-gradient iterations.", 1, 1e8},
       {"ftol", &NervParams::ftol, "Stop when an iteration lowers E by less than ftol * max(|E|, 1).", 0, 1},
       {"init", &NervParams::init,
-       "Start: random (seeded Gaussian), pca (the input vectors' first D principal components) or auto: pca on the "
-       "approximate path with input vectors (a random start collapses there before it spreads, which costs time and "
-       "cost), random otherwise.",
-       -kInf, kInf,
-       },
+       "Start: random (seeded Gaussian), pca (the input vectors' first D principal components), spectral (the "
+       "affinity graph's leading nontrivial eigenvectors, as UMAP and openTSNE start), both scaled to init_scale, "
+       "auto: pca on the approximate path with input vectors (a random start collapses there before it spreads, "
+       "which costs time and cost), random otherwise; or an N x D array file (npy, csv/tsv/txt) taken as given, in "
+       "the map's units (the input's), so that a finished map can be continued."},
       {"init_scale", &NervParams::init_scale,
-       "Standard deviation of the start (seeded Gaussian, or the principal components' first), in units of the median "
+       "Standard deviation of the start (seeded Gaussian, or the first coordinate of a pca or spectral start; not a "
+       "given array), in units of the median "
        "input bandwidth sigma; 0 = auto: 1 on the exact path, and on the approximate path the spread at which a "
        "Gaussian cloud of N points holds about perplexity points within sigma of its centre, sqrt(N / (2 perplexity)) "
        "in 2-D, (N / (3.76 perplexity))^(1/3) in 3-D (at least 1).",
@@ -140,7 +141,7 @@ class NervControl final : public RunControl {
 // gradient on the engine.
 NervResult fit(NervEngine& engine, index_t N, const UnitBandwidths& unit, const NervParams& prm, double scale,
                unsigned long long seed, const std::function<void(int, double)>& progress, const MatrixD* start,
-               RunControl* control) {
+               RunControl* control, bool start_as_given) {
   if (static_cast<index_t>(unit.beta.size()) != N) internal_error("fit_nerv: P and beta disagree on N");
   MatrixD Y(N, prm.dim);
   Y.data = seeded_gaussian(static_cast<size_t>(N) * prm.dim, seed, scale);
@@ -149,8 +150,8 @@ NervResult fit(NervEngine& engine, index_t N, const UnitBandwidths& unit, const 
     double mean = 0.0, var = 0.0;
     for (index_t i = 0; i < N; ++i) mean += (*start)(i, 0) / static_cast<double>(N);
     for (index_t i = 0; i < N; ++i) var += ((*start)(i, 0) - mean) * ((*start)(i, 0) - mean) / static_cast<double>(N);
-    // the start is in input units: to init_scale sigma, in units of sigma
-    const double f = var > 0 ? scale / std::sqrt(var) : 1.0 / unit.sigma;
+    // the start is in input units: to init_scale sigma (or as given), in units of sigma
+    const double f = !start_as_given && var > 0 ? scale / std::sqrt(var) : 1.0 / unit.sigma;
     for (size_t q = 0; q < Y.data.size(); ++q) Y.data[q] = start->data[q] * f;
   }
   engine.set_coords(Y);
@@ -213,22 +214,22 @@ double nerv_start_scale(const NervParams& prm, index_t points, double perplexity
 
 NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm, unsigned long long seed,
                     Backend& backend, const std::function<void(int, double)>& progress, const MatrixD* start,
-                    RunControl* control) {
+                    RunControl* control, bool start_as_given) {
   if (P.rows != P.cols) internal_error("fit_nerv: P is not square");
   nerv_approximate(prm, P.rows, false);  // refuses pairs = approximate
   const UnitBandwidths unit = unit_bandwidths(beta);
   auto engine = backend.make_nerv(P, unit.beta, engine_options(prm, false));
-  return fit(*engine, P.rows, unit, prm, nerv_start_scale(prm, P.rows, 0.0, false), seed, progress, start, control);
+  return fit(*engine, P.rows, unit, prm, nerv_start_scale(prm, P.rows, 0.0, false), seed, progress, start, control, start_as_given);
 }
 
 NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& prm,
                     unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress,
-                    const MatrixD* start, RunControl* control) {
+                    const MatrixD* start, RunControl* control, bool start_as_given) {
   const bool approximate = nerv_approximate(prm, P.num_points, true);
   const UnitBandwidths unit = unit_bandwidths(beta);
   auto engine = backend.make_nerv(P, unit.beta, engine_options(prm, approximate));
   const double scale = nerv_start_scale(prm, P.num_points, approximate ? mean_perplexity(P) : 0.0, approximate);
-  NervResult r = fit(*engine, P.num_points, unit, prm, scale, seed, progress, start, control);
+  NervResult r = fit(*engine, P.num_points, unit, prm, scale, seed, progress, start, control, start_as_given);
   r.approximate = approximate;
   if (approximate) {
     // the truncated cost against the exact one at the final map, on sampled rows (in units of the

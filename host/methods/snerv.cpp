@@ -464,7 +464,7 @@ AffinityResult snerv_affinities(const MatrixD& D, double perplexity, bool sparse
 
 SnervResult fit_snerv(const MatrixD& X, const std::vector<int>& labels, const SnervParams& prm,
                       unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress,
-                      RunControl* control) {
+                      RunControl* control, const MatrixD* given) {
   const int threads = backend.threads();
   const index_t N = X.rows;
   SnervResult r;
@@ -498,11 +498,24 @@ SnervResult fit_snerv(const MatrixD& X, const std::vector<int>& labels, const Sn
     r.metric_distances = backend.learning_metric_distances(model, U, prm.metric.pieces);
     aff = snerv_affinities(r.metric_distances, r.perplexity, prm.sparse, threads);
   }
-  const bool pca_start = nerv_pca_start(prm.nerv, nerv_approximate(prm.nerv, N, prm.sparse));
-  const MatrixD start = pca_start ? pca_project(U, prm.nerv.dim, threads) : MatrixD();
-  const MatrixD* s = pca_start ? &start : nullptr;
-  r.nerv = prm.sparse ? fit_nerv(aff.sparse_conditional, aff.beta, prm.nerv, seed, backend, progress, s, control)
-                      : fit_nerv(aff.conditional, aff.beta, prm.nerv, seed, backend, progress, s, control);
+  MatrixD start;
+  switch (nerv_start(prm.nerv, nerv_approximate(prm.nerv, N, prm.sparse), true)) {
+    case MapStart::pca: start = pca_project(U, prm.nerv.dim, threads); break;
+    case MapStart::spectral:
+      start = prm.sparse ? spectral_start(aff.sparse_conditional, prm.nerv.dim, threads)
+                         : spectral_start(largest_entries(aff.conditional, sparse_neighbors(r.perplexity)),
+                                          prm.nerv.dim, threads);
+      break;
+    case MapStart::given:
+      if (!given) internal_error("fit_snerv: params.init names an array that was not passed");
+      start = *given;
+      break;
+    case MapStart::random: break;
+  }
+  const MatrixD* s = start.rows > 0 ? &start : nullptr;
+  const bool as_given = s && given;
+  r.nerv = prm.sparse ? fit_nerv(aff.sparse_conditional, aff.beta, prm.nerv, seed, backend, progress, s, control, as_given)
+                      : fit_nerv(aff.conditional, aff.beta, prm.nerv, seed, backend, progress, s, control, as_given);
   return r;
 }
 

@@ -130,8 +130,9 @@ Checks check_ne_run(const RunConfig& run, Backend& ref, Backend& dev, int iterat
     HssneParams q = p;
     q.max_iter = iterations;
     q.tol = 0;
+    const MatrixD first = fit_start(cfg, d, aff, plan.sparse, ref.threads());
     auto fit = [&](Backend& b) {
-      const MatrixD* start = d.start.rows > 0 ? &d.start : nullptr;  // the run's params.init, on both sides
+      const MatrixD* start = first.rows > 0 ? &first : nullptr;  // the run's params.init, on both sides
       return plan.sparse ? fit_hssne(aff.sparse, q, run.seed, b, {}, nullptr, start)
                          : fit_hssne(aff.dense, d.labels, q, run.seed, b, {}, nullptr, start);
     };
@@ -160,7 +161,7 @@ Checks check_ne_run(const RunConfig& run, Backend& ref, Backend& dev, int iterat
                                                          *dev.make_nerv(aff.conditional, aff.beta, dopt), Y)});
     NervParams q = p;
     q.max_iter = iterations;
-    q.init = NervInit::random;
+    q.init = "random";
     auto fit = [&](Backend& b, NervPrecision prec) {
       q.precision = prec;
       return plan.sparse ? fit_nerv(aff.sparse_conditional, aff.beta, q, run.seed, b)

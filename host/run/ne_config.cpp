@@ -16,6 +16,26 @@
 
 namespace orrery::pipeline {
 
+namespace {
+
+// params.init: a start the method names (`fallback` is its default) or an array file that exists
+void check_start(const std::string& init, const std::string& fallback, const NeInputSpec& in) {
+  if (init == fallback) return;
+  if (!in.model.empty()) input_error("params.init: does not apply to a placement into input.model");
+  const MapStart s = map_start(init);
+  if (s == MapStart::pca && in.vectors.empty())
+    input_error("params.init: pca needs input vectors, not " +
+                std::string(!in.distances.empty()        ? "a distance matrix"
+                            : !in.neighbor_graph.empty() ? "a neighbor graph"
+                                                         : "affinities") +
+                " (spectral starts from any input)");
+  if (s == MapStart::given && !io::is_memory_path(init) && !std::filesystem::exists(init))
+    input_error("params.init: expected " + std::string(fallback == "auto" ? "auto, " : "") +
+                "random, pca, spectral or an N x dim array file (npy, csv/tsv/txt), found '" + init + "' (no such file)");
+}
+
+}  // namespace
+
 NeRunConfig read_ne_config(const RunConfig& run) {
   NeRunConfig cfg;
   cfg.run = run;
@@ -92,20 +112,12 @@ NeRunConfig read_ne_config(const RunConfig& run) {
       if (p.rho > 0) input_error(what + ", but params.rho > 0 needs dense ones");
     }
     check_tree_optimizer(p);
-    if (p.init == "pca" && in.vectors.empty())
-      input_error("params.init: pca needs input vectors, not " +
-                  std::string(!in.distances.empty() ? "a distance matrix" : !in.neighbor_graph.empty() ? "a neighbor graph"
-                                                                                                      : "affinities"));
-    if (p.init != "random" && p.init != "pca" && !io::is_memory_path(p.init) && !std::filesystem::exists(p.init))
-      input_error("params.init: expected random, pca or an N x dim array file (npy, csv/tsv/txt), found '" + p.init +
-                  "' (no such file)");
-    if (p.init != "random" && !in.model.empty()) input_error("params.init: does not apply to a placement into input.model");
+    check_start(p.init, "random", in);
     if (p.rho > 0 && in.neighbors == NeighborsMode::approximate)
       input_error("params.rho: semi-supervised mixing needs dense affinities, which input.neighbors approximate excludes");
   } else {
     read_fields(run.params, cfg.nerv, nerv_fields(), "params");
-    if (cfg.nerv.init == NervInit::pca && !in.distances.empty())
-      input_error("params.init: pca needs input vectors, not a distance matrix");
+    check_start(cfg.nerv.init, "auto", in);
     if (snerv && in.labels.empty() && in.model.empty())
       input_error("input.labels: snerv needs labels (-1 for unknown)");
     if (snerv && in.metric.candidates > 0 && in.neighbors == NeighborsMode::exact)
@@ -140,6 +152,20 @@ NeLabels read_ne_labels(const NeInputSpec& in, index_t n, const std::string& sou
   return d;
 }
 
+MatrixD given_start(const std::string& init, index_t N, int dim) {
+  MatrixD Y = read_keyed("params.init", [&] { return io::read_matrix(init); });
+  if (Y.rows != N || Y.cols != dim)
+    input_error("params.init: " + init + " holds " + std::to_string(Y.rows) + " x " + std::to_string(Y.cols) +
+                " values; the start needs one row per point and params.dim columns, " + std::to_string(N) + " x " +
+                std::to_string(dim));
+  for (index_t i = 0; i < N; ++i)
+    for (index_t c = 0; c < Y.cols; ++c)
+      if (!std::isfinite(Y(i, c)))
+        input_error("params.init: " + init + ": row " + std::to_string(i + 1) + ", column " + std::to_string(c + 1) +
+                    " is not a finite number");
+  return Y;
+}
+
 void unit_rows(MatrixD& X, VectorMetric metric, const std::string& what) {
   for (index_t i = 0; i < X.rows; ++i) {
     double* x = X.row(i);
@@ -164,6 +190,16 @@ void unit_rows(MatrixD& X, VectorMetric metric, const std::string& what) {
   }
 }
 
+// Scales Y so that its first coordinate has standard deviation sd (pca and spectral starts).
+void scale_start(MatrixD& Y, double sd) {
+  const index_t N = Y.rows;
+  double mean = 0, ss = 0;
+  for (index_t i = 0; i < N; ++i) mean += Y(i, 0) / static_cast<double>(N);
+  for (index_t i = 0; i < N; ++i) ss += (Y(i, 0) - mean) * (Y(i, 0) - mean);
+  const double f = sd / std::sqrt(ss / static_cast<double>(N));
+  for (double& v : Y.data) v *= f;
+}
+
 MatrixD hssne_start(const HssneParams& p, const NeData& d, int threads) {
   const index_t N = d.points();
   if (p.init == "pca") {
@@ -171,24 +207,35 @@ MatrixD hssne_start(const HssneParams& p, const NeData& d, int threads) {
     double mean = 0, ss = 0;
     for (index_t i = 0; i < N; ++i) mean += Y(i, 0) / static_cast<double>(N);
     for (index_t i = 0; i < N; ++i) ss += (Y(i, 0) - mean) * (Y(i, 0) - mean);
-    const double sd = std::sqrt(ss / static_cast<double>(N));
     // (constant vectors project to rounding noise, not to zero)
-    if (!(sd > 1e-12 * input_scale(d.X)))
+    if (!(std::sqrt(ss / static_cast<double>(N)) > 1e-12 * input_scale(d.X)))
       input_error("params.init: pca: the input vectors do not vary, so they give no start");
-    for (double& v : Y.data) v *= p.init_scale / sd;
+    scale_start(Y, p.init_scale);
     return Y;
   }
-  MatrixD Y = read_keyed("params.init", [&] { return io::read_matrix(p.init); });
-  if (Y.rows != N || Y.cols != p.dim)
-    input_error("params.init: " + p.init + " holds " + std::to_string(Y.rows) + " x " + std::to_string(Y.cols) +
-                " values; the start needs one row per point and params.dim columns, " + std::to_string(N) + " x " +
-                std::to_string(p.dim));
-  for (index_t i = 0; i < N; ++i)
-    for (index_t c = 0; c < Y.cols; ++c)
-      if (!std::isfinite(Y(i, c)))
-        input_error("params.init: " + p.init + ": row " + std::to_string(i + 1) + ", column " + std::to_string(c + 1) +
-                    " is not a finite number");
-  return Y;
+  return given_start(p.init, N, p.dim);
+}
+
+MatrixD fit_start(const NeRunConfig& cfg, const NeData& d, const AffinityResult& a, bool sparse, int threads) {
+  const auto spectral = [&](const SparseAffinity& S, const MatrixD& dense) {
+    return sparse ? spectral_start(S, cfg.method == NeMethod::hssne ? cfg.hssne.dim : cfg.nerv.dim, threads)
+                  : spectral_start(largest_entries(dense, sparse_neighbors(cfg.input.perplexity)),
+                                   cfg.method == NeMethod::hssne ? cfg.hssne.dim : cfg.nerv.dim, threads);
+  };
+  if (cfg.method == NeMethod::hssne) {
+    if (map_start(cfg.hssne.init) != MapStart::spectral) return d.start;
+    MatrixD Y = spectral(a.sparse, a.dense);
+    scale_start(Y, cfg.hssne.init_scale);
+    return Y;
+  }
+  const NervParams& p = cfg.nerv;
+  switch (nerv_start(p, nerv_approximate(p, d.points(), sparse), !cfg.input.vectors.empty())) {
+    case MapStart::pca: return pca_project(d.X, p.dim, threads);  // (fit_nerv scales it)
+    case MapStart::spectral: return spectral(a.sparse_conditional, a.conditional);
+    case MapStart::given: return d.scale_exponent != 0 ? times_power_of_two(d.start, -d.scale_exponent) : d.start;
+    case MapStart::random: break;
+  }
+  return MatrixD();
 }
 
 NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent) {
@@ -259,8 +306,12 @@ NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent) {
     d.pca = pca_fit(raw, in.pca, cfg.run.threads);
     d.X = pca_apply(d.pca, raw, cfg.run.threads);
   }
-  if (cfg.method == NeMethod::hssne && cfg.hssne.init != "random" && in.model.empty())
+  if (cfg.method == NeMethod::hssne && in.model.empty() &&
+      (map_start(cfg.hssne.init) == MapStart::pca || map_start(cfg.hssne.init) == MapStart::given))
     d.start = hssne_start(cfg.hssne, d, cfg.run.threads);
+  if (cfg.method != NeMethod::hssne && in.model.empty() && cfg.nerv.init != "auto" &&
+      map_start(cfg.nerv.init) == MapStart::given)
+    d.start = given_start(cfg.nerv.init, d.X.rows, cfg.nerv.dim);
   NeLabels L = read_ne_labels(in, d.X.rows, source);
   d.labels = std::move(L.labels);
   d.class_names = std::move(L.class_names);

@@ -38,9 +38,16 @@ NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent = 
 // input.metric cosine or correlation: each row scaled to unit length (correlation: centred first), in
 // place; a zero (constant) or non-finite row is an input error naming `what` and the row.
 void unit_rows(MatrixD& X, VectorMetric metric, const std::string& what);
-// params.init (hssne) resolved to the start: pca of the vectors scaled to init_scale, or a file's
-// N x dim array as given; input errors name params.init and the file.
+// params.init (hssne) resolved before the affinities: pca of the vectors scaled to init_scale, or a
+// file's N x dim array as given; input errors name params.init and the file.
 MatrixD hssne_start(const HssneParams& p, const NeData& d, int threads);
+// params.init = an array file (or in-memory array): N x dim finite values, as given.
+MatrixD given_start(const std::string& init, index_t N, int dim);
+// The start a hssne or nerv fit takes once its affinities `a` are made (spectral reads them; a
+// dense run's from each row's ceil(3 perplexity) largest entries), or empty for the seeded
+// Gaussian: hssne's pca and spectral starts scaled to init_scale; nerv's pca and spectral for
+// fit_nerv to scale, its given array in the run's units (NeData::scale_exponent).
+MatrixD fit_start(const NeRunConfig& cfg, const NeData& d, const AffinityResult& a, bool sparse, int threads);
 
 // The quality measures a neighbor-embedding run adds to its report, for a map of N points: k in
 // {1, 5, 10, 20} (at most N - 1), no curve, output.quality_sample query points, the run's seed.

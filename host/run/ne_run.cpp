@@ -49,15 +49,15 @@ std::string describe(const NeRunConfig& cfg, const NeData& d) {
                                       : " of dimension " + std::to_string(d.X.cols));
 }
 
-// NeRV with params.init = pca: the input vectors' first D principal components as the start.
+// NeRV from its params.init (fit_start): pca and spectral scaled by the fit, an array as given.
 NervResult fit_nerv_run(const NeRunConfig& cfg, const NeData& d, const AffinityResult& a, bool sparse,
                         Backend& backend, const std::function<void(int, double)>& progress, RunControl* control) {
   const NervParams& p = cfg.nerv;
-  const bool pca_start = cfg.input.distances.empty() && nerv_pca_start(p, nerv_approximate(p, d.points(), sparse));
-  const MatrixD start = pca_start ? pca_project(d.X, p.dim, backend.threads()) : MatrixD();
-  const MatrixD* s = pca_start ? &start : nullptr;
-  return sparse ? fit_nerv(a.sparse_conditional, a.beta, p, cfg.run.seed, backend, progress, s, control)
-                : fit_nerv(a.conditional, a.beta, p, cfg.run.seed, backend, progress, s, control);
+  const MatrixD start = fit_start(cfg, d, a, sparse, backend.threads());
+  const MatrixD* s = start.rows > 0 ? &start : nullptr;
+  const bool as_given = p.init != "auto" && map_start(p.init) == MapStart::given;
+  return sparse ? fit_nerv(a.sparse_conditional, a.beta, p, cfg.run.seed, backend, progress, s, control, as_given)
+                : fit_nerv(a.conditional, a.beta, p, cfg.run.seed, backend, progress, s, control, as_given);
 }
 
 // Which pairs NeRV summed, its start, and on the approximate path the check at the final map.
@@ -184,7 +184,8 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   MatrixD metric_distances;  // snerv: the map's input space (empty on the candidate path)
   NeighborSearch search;
   if (cfg.method == NeMethod::snerv) {
-    const SnervResult r = fit_snerv(d.X, d.labels, snerv_params(cfg, plan, d.scale_exponent), run.seed, *backend, progress, control);
+    const SnervResult r = fit_snerv(d.X, d.labels, snerv_params(cfg, plan, d.scale_exponent), run.seed, *backend,
+                                    progress, control, d.start.rows > 0 ? &d.start : nullptr);
     if (!quiet)
       progress_line("[snerv] class model: K = %lld, s = %.4g, training log-likelihood %.4f; perplexity %.4g\n",
                    static_cast<long long>(r.model.centres.rows), r.model.width, r.model.train_loglik, r.perplexity);
@@ -228,7 +229,8 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
                    detail::number_text(d.graph.reachable_perplexity).c_str());
     t_aff = seconds_since(t1);
     if (cfg.method == NeMethod::hssne) {
-      const MatrixD* start = d.start.rows > 0 ? &d.start : nullptr;
+      const MatrixD first = fit_start(cfg, d, a, plan.sparse, backend->threads());
+      const MatrixD* start = first.rows > 0 ? &first : nullptr;
       const HssneResult r =
           plan.sparse ? fit_hssne(a.sparse, cfg.hssne, run.seed, *backend, progress, control, start)
                       : fit_hssne(a.dense, d.labels, cfg.hssne, run.seed, *backend, progress, control, start);

@@ -97,8 +97,9 @@ struct HssneParams {
   // barely expands a tiny start (it stalls near the collapsed map), hence 1, not t-SNE's 1e-4.
   double init_scale = 1.0;
   // The start: "random" (the seeded Gaussian above), "pca" (the input vectors' first dim principal
-  // components, scaled so that the first has standard deviation init_scale), or an N x dim array
-  // file (npy, csv/tsv/txt), used as given. The run resolves it to the `start` fit_hssne takes.
+  // components) or "spectral" (P's leading nontrivial eigenvectors, orrery/pca.hpp), both scaled so
+  // that the first coordinate has standard deviation init_scale, or an N x dim array file (npy,
+  // csv/tsv/txt), used as given (orrery/map_start.hpp). The run resolves it to the `start` fit_hssne takes.
   std::string init = "random";
 };
 

@@ -123,7 +123,7 @@ struct NeData {
   std::vector<std::string> legend;  // C entries: class c's name in the map (class_names by value)
   SparseAffinity given;    // hssne: input.affinity_matrix, or made from input.neighbor_graph
   NeighborGraphSummary graph;  // input.neighbor_graph: its rows' lengths and the perplexity they reach
-  MatrixD start;           // hssne: params.init resolved (pca or a file), N x dim; empty for random
+  MatrixD start;           // params.init before the affinities: hssne pca or a file, nerv/snerv a file; else empty
   PcaBasis pca;            // input.pca > 0: the projection applied to the vectors
   DuplicatePoints duplicates;  // among the vectors or in the distance matrix (none with given affinities)
   // X holds the input times 2^-scale_exponent (before input.pca): 0 for data of an ordinary scale,

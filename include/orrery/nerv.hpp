@@ -10,6 +10,7 @@
 
 #include "orrery/config.hpp"
 #include "orrery/engines.hpp"
+#include "orrery/map_start.hpp"
 #include "orrery/types.hpp"
 
 namespace orrery {
@@ -22,13 +23,6 @@ template <>
 struct EnumNames<NervPrecision> {
   static constexpr std::array<const char*, 2> names = {"float", "double"};
 };
-// NervParams::init.
-enum class NervInit { automatic, random, pca };
-template <>
-struct EnumNames<NervInit> {
-  static constexpr std::array<const char*, 3> names = {"auto", "random", "pca"};
-};
-
 // NervParams::pairs.
 enum class NervPairs { automatic, exact, approximate };
 template <>
@@ -50,15 +44,18 @@ struct NervParams {
   // sqrt(N / (2 perplexity)) in 2-D and (N / (3.76 perplexity))^(1/3) in 3-D (nerv_start_scale), so
   // that the truncated rows start short instead of holding every point.
   double init_scale = 0.0;
-  // Start: "random" (seeded Gaussian) or "pca" (the input's first D principal components, scaled
-  // so that the first has standard deviation init_scale x the median bandwidth; needs vectors), or
-  // "auto": pca on the approximate path when there are vectors, random otherwise. From a random start
+  // Start: "random" (seeded Gaussian), "pca" (the input's first D principal components; needs
+  // vectors), "spectral" (the leading nontrivial eigenvectors of the affinity graph,
+  // orrery/pca.hpp), both scaled so that the first coordinate has standard deviation init_scale x
+  // the median bandwidth, or "auto": pca on the approximate path when there are vectors, random
+  // otherwise; or the path of an N x D array file, taken as given in the map's units (the input's,
+  // as NeRV's maps are), so that a finished map can be continued. From a random start
   // at the approximate path's spread, conjugate gradient's first steps pull every neighbor list
   // together and the map collapses to a ball whose rows hold most points before it spreads again
   // (5,000 Fashion-MNIST images: a median of 4,140 of 5,000 points per truncated row after 10
   // iterations, 400 at 300); from the principal components it keeps about 300 throughout, ends at a
   // lower cost, and runs 3.4x faster.
-  NervInit init = NervInit::automatic;
+  std::string init = "auto";
   // Arithmetic of the CPU evaluations: "float" (pair terms in single precision, summed in tiles of
   // 512 columns whose sums, the row totals, the cost and the gradient are double; a dense P and its
   // logs are held in float, half the memory of the double pair) or "double" (the reference). Float
@@ -86,9 +83,10 @@ inline constexpr index_t kNervApproximateFrom = 5000;
 // Whether a fit of N points with sparse (or dense) affinities runs the approximate path; an
 // approximate request with dense affinities is an input error naming params.pairs.
 bool nerv_approximate(const NervParams& params, index_t points, bool sparse);
-// Whether the fit starts from the principal components (params.init; auto: on the approximate path).
-inline bool nerv_pca_start(const NervParams& params, bool approximate) {
-  return params.init == NervInit::pca || (params.init == NervInit::automatic && approximate);
+// The start params.init names, auto resolved: pca on the approximate path when there are vectors.
+inline MapStart nerv_start(const NervParams& params, bool approximate, bool vectors) {
+  if (params.init == "auto") return approximate && vectors ? MapStart::pca : MapStart::random;
+  return map_start(params.init);
 }
 // The start's standard deviation in units of the median bandwidth (NervParams::init_scale).
 double nerv_start_scale(const NervParams& params, index_t points, double perplexity, bool approximate);
@@ -175,14 +173,15 @@ class Backend;
 // Fits on the backend's device: the seeded Gaussian start at the input's length scale, then
 // Polak-Ribiere conjugate gradient on the engine. `start` (N x D), when given, replaces the
 // seeded Gaussian: it is rescaled so that its first column has standard deviation init_scale x
-// the median bandwidth (params.init = "pca" passes the principal components here). With a control
-// (orrery/run_control.hpp) the fit can stop at the end of an iteration and continue from the saved
-// state with the same bits.
+// the median bandwidth (params.init = "pca" or "spectral" pass their vectors here), or, with
+// start_as_given, taken as it is, in the map's units (a given array: a finished map continues
+// where it ended). With a control (orrery/run_control.hpp) the fit can stop at the end of an
+// iteration and continue from the saved state with the same bits.
 NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& params,
                     unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {},
-                    const MatrixD* start = nullptr, RunControl* control = nullptr);
+                    const MatrixD* start = nullptr, RunControl* control = nullptr, bool start_as_given = false);
 NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& params,
                     unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {},
-                    const MatrixD* start = nullptr, RunControl* control = nullptr);
+                    const MatrixD* start = nullptr, RunControl* control = nullptr, bool start_as_given = false);
 
 }  // namespace orrery

@@ -172,8 +172,10 @@ struct SnervResult {
 // and the map run on `backend`; the class model on the host with the backend's threads. A control
 // (orrery/run_control.hpp) reaches the map's iterations only: a resumed fit recomputes the class
 // model and the distances (deterministic, and short next to the map), then continues the map.
+// The map starts as params.nerv.init says (pca of X, spectral of the metric's affinities, random),
+// or from `given` (N x D, taken as it is) when params.nerv.init names an array.
 SnervResult fit_snerv(const MatrixD& X, const std::vector<int>& labels, const SnervParams& params,
                       unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {},
-                      RunControl* control = nullptr);
+                      RunControl* control = nullptr, const MatrixD* given = nullptr);
 
 }  // namespace orrery

@@ -38,8 +38,8 @@ json report(const orrery::test::TempDir& tmp) {
 
 // out/embedding.csv holds two groups of `per` points, first one then the other: every point lies
 // nearer its own group's centre than the other's.
-void expect_two_groups(const orrery::test::TempDir& tmp, int per) {
-  std::ifstream in(tmp.path("out/embedding.csv"));
+void expect_two_groups(const std::string& csv, int per) {
+  std::ifstream in(csv);
   std::vector<std::pair<double, double>> y;
   std::string line;
   while (std::getline(in, line)) {
@@ -60,6 +60,7 @@ void expect_two_groups(const orrery::test::TempDir& tmp, int per) {
         << "point " << i;
   }
 }
+void expect_two_groups(const orrery::test::TempDir& tmp, int per) { expect_two_groups(tmp.path("out/embedding.csv"), per); }
 
 class NeConfigs : public ::testing::TestWithParam<const char*> {};
 
@@ -368,11 +369,16 @@ TEST(NeCli, HssneStartsFromAGivenMapOrThePrincipalComponents) {
   const auto [g2, e2] = run(starts, 2);
   const auto [p1, f1] = run("pca", 1);
   const auto [p2, f2] = run("pca", 2);
-  for (const auto* o : {&r1, &r2, &g1, &g2, &p1, &p2}) ASSERT_EQ(o->code, 0) << o->output;
+  const auto [s1, h1] = run("spectral", 1);
+  const auto [s2, h2] = run("spectral", 2);
+  for (const auto* o : {&r1, &r2, &g1, &g2, &p1, &p2, &s1, &s2}) ASSERT_EQ(o->code, 0) << o->output;
   EXPECT_NE(slurp(d1 + "/embedding.csv"), slurp(d2 + "/embedding.csv"));
   EXPECT_EQ(slurp(e1 + "/embedding.csv"), slurp(e2 + "/embedding.csv"));
   EXPECT_EQ(slurp(f1 + "/embedding.csv"), slurp(f2 + "/embedding.csv"));
+  EXPECT_EQ(slurp(h1 + "/embedding.csv"), slurp(h2 + "/embedding.csv"));
   EXPECT_NE(slurp(e1 + "/embedding.csv"), slurp(f1 + "/embedding.csv"));
+  EXPECT_NE(slurp(h1 + "/embedding.csv"), slurp(f1 + "/embedding.csv"));
+  expect_two_groups(h1 + "/embedding.csv", 30);
   std::ifstream rep(f1 + "/report.json");
   EXPECT_EQ(json::parse(rep)["params"]["init"], "pca");
 
@@ -384,6 +390,69 @@ TEST(NeCli, HssneStartsFromAGivenMapOrThePrincipalComponents) {
   const auto [v, vd] = run("pca", 1, json{{"vectors", ""}, {"distances", dist}, {"perplexity", 1.5}});
   EXPECT_EQ(v.code, 2);
   EXPECT_NE(v.output.find("params.init: pca needs input vectors"), std::string::npos) << v.output;
+  // spectral reads the affinities, so it starts from a distance matrix too
+  const auto [sd, sdd] = run("spectral", 1, json{{"vectors", ""}, {"distances", dist}, {"perplexity", 1.5}});
+  EXPECT_EQ(sd.code, 0) << sd.output;
+  const auto [typo, typod] = run("spectrum", 1);
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_NE(typo.output.find("expected random, pca, spectral or an N x dim array file"), std::string::npos) << typo.output;
+}
+
+// NeRV and supervised NeRV take the same starts: pca and spectral (scaled to init_scale) and a
+// given array, taken as it is in the map's units: a map continued from a finished one descends from
+// the cost the first ended with (the trace starts after the first step). NeRV's seed then no longer
+// matters (supervised NeRV's class model is seeded, so its affinities are not).
+TEST(NeCli, NervAndSnervStartFromAGivenMapSpectralOrPca) {
+  orrery::test::TempDir tmp;
+  std::mt19937_64 rng(8);
+  std::normal_distribution<double> z(0.0, 1.0);
+  std::ostringstream x, labels;
+  for (int i = 0; i < 60; ++i) {
+    for (int c = 0; c < 4; ++c) x << (c ? "," : "") << 100.0 * (z(rng) + (i < 30 ? 0.0 : 6.0) * (c == 1));
+    x << "\n";
+    labels << (i < 30 ? 0 : 1) << "\n";
+  }
+  const std::string xs = tmp.write("x.csv", x.str()), ls = tmp.write("l.csv", labels.str());
+  int n = 0;
+  const auto run = [&](const std::string& method, const json& init, int seed, int iters) {
+    json params = {{"max_iter", iters}};
+    if (!init.is_null()) params["init"] = init;
+    json in = {{"vectors", xs}, {"perplexity", 8}};
+    if (method == "snerv") in["labels"] = ls;
+    const std::string dir = tmp.path("out" + std::to_string(++n));
+    const std::string cfg = tmp.write("c" + std::to_string(n) + ".json",
+                                      json({{"method", method},
+                                            {"input", in},
+                                            {"params", params},
+                                            {"seed", seed},
+                                            {"output", {{"dir", dir}, {"format", "both"}}},
+                                            {"device", "cpu"}})
+                                          .dump());
+    const auto o = orrery::test::run_orrery("run " + cfg + " --quiet");
+    EXPECT_EQ(o.code, 0) << method << " " << init << ": " << o.output;
+    std::ifstream rep(dir + "/report.json");
+    return std::make_pair(dir, o.code == 0 ? json::parse(rep) : json());
+  };
+  for (const std::string method : {"nerv", "snerv"}) {
+    const bool seeded = method == "snerv";
+    const auto [first, r0] = run(method, nullptr, 1, 15);
+    const auto [cont, r1] = run(method, first + "/embedding.npy", seeded ? 1 : 2, 15);
+    const auto [cont2, r2] = run(method, first + "/embedding.npy", seeded ? 1 : 3, 15);
+    const auto [fresh, rf] = run(method, nullptr, 1, 15);
+    ASSERT_FALSE(r0.is_null() || r1.is_null() || r2.is_null() || rf.is_null());
+    const double ended = r0["result"]["objective"], began = r1["trace"][0];
+    EXPECT_LE(began, ended) << method << ": the continued map did not start where the first ended";
+    EXPECT_GT(rf["trace"][0].get<double>(), ended) << method;
+    EXPECT_EQ(slurp(cont + "/embedding.csv"), slurp(cont2 + "/embedding.csv")) << method;
+    for (const char* init : {"spectral", "pca"}) {
+      const auto [a, ra] = run(method, init, 1, 40);
+      const auto [b, rb] = run(method, init, seeded ? 1 : 2, 40);
+      EXPECT_EQ(slurp(a + "/embedding.csv"), slurp(b + "/embedding.csv")) << method << " " << init;
+      EXPECT_NE(slurp(a + "/embedding.csv"), slurp(first + "/embedding.csv")) << method << " " << init;
+      expect_two_groups(a + "/embedding.csv", 30);
+      EXPECT_EQ(ra["params"]["init"], init);
+    }
+  }
 }
 
 // Memory is planned before any large allocation: dense affinities for 200,000 points (about 600 GiB)

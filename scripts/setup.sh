@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages orrery needs that are missing (build, tests, demo data; clang, its
 # sanitizer/libFuzzer runtime and its OpenMP for the fuzz targets; pybind11 and Debian's Python with
-# numpy, scipy, scikit-learn, anndata, matplotlib, pytest, pip and venv for the Python package; Chromium
+# numpy, scipy, scikit-learn, anndata, matplotlib, tqdm, pytest, pip and venv for the Python package; Chromium
 # and Pillow for the interactive map's browser tests), then builds the Debian demo corpus
 # of configs/plsv_debian.json in data/debian/ (git-ignored; scripts/debian_corpus.sh) when absent.
 # Safe to run repeatedly: it installs and builds nothing when everything is present.
 set -euo pipefail
 packages=(cmake g++ make libgtest-dev libgmock-dev nlohmann-json3-dev zlib1g-dev libhnswlib-dev dataset-fashion-mnist
           clang libclang-rt-14-dev libomp-14-dev libfftw3-dev libkissfft-dev time
-          pybind11-dev python3-dev python3-numpy python3-scipy python3-sklearn python3-anndata python3-matplotlib
+          pybind11-dev python3-dev python3-numpy python3-scipy python3-sklearn python3-anndata python3-matplotlib python3-tqdm
           python3-pytest python3-pip python3-setuptools python3-venv chromium python3-pil fonts-dejavu-core)
 missing=()
 for p in "${packages[@]}"; do

@@ -10,6 +10,8 @@ run's report (what report.json holds).
 """
 import json
 import numbers
+import re
+import sys
 
 import numpy as np
 
@@ -57,11 +59,54 @@ class _MinimalBase:
 _Bases = (_TransformerMixin, _Base) if _Base is not None else (_MinimalBase,)
 
 
+_ITERATION_LINE = re.compile(r"^\[\w+\] iter +\d+ ")
+_MEMORY_OUTPUT_LINE = re.compile(r"^\[\w+\] wrote mem:")  # the outputs an estimator keeps in memory
+
+
+class _BarCallback:
+    """verbose=True with tqdm installed (Debian python3-tqdm): a progress bar over the iterations
+    (tqdm.auto: a widget in Jupyter, a text bar in a terminal), fed as a callback that never stops
+    the fit, with the run's other lines (neighbour search, affinities, the result) written above it."""
+
+    def __init__(self, tqdm, total, desc):
+        self._bar = tqdm(total=total, desc=desc, unit="it", leave=True)
+
+    def __call__(self, iteration, objective, embedding):
+        self._bar.update(max(0, min(iteration, self._bar.total) - self._bar.n))
+        self._bar.set_postfix_str(f"cost {objective:.6g}", refresh=False)
+        return False
+
+    def write(self, line):
+        if not _ITERATION_LINE.match(line) and not _MEMORY_OUTPUT_LINE.match(line):  # the bar shows those
+            self._bar.write(line.rstrip("\n"), file=sys.stderr)
+
+    def finish(self, iterations):
+        """The iterations the fit ran (the last ones fall between two callbacks)."""
+        self._bar.update(max(0, iterations - self._bar.n))
+
+    def close(self):
+        self._bar.close()
+
+
+def _progress_bar(est, config, callbacks):
+    """(callback, line writer) for a progress bar where the method reports iterations to callbacks
+    and tqdm is installed; None otherwise (the run's lines then go to sys.stderr as they are)."""
+    if config["method"] not in ("hssne", "nerv", "snerv"):
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    total = next((est._value(f.name) for f in est._param_fields if f.key == "max_iter"), None)
+    cb = _BarCallback(tqdm, int(total) if total else None, config["method"])
+    return cb, cb.write
+
+
 def _start_input(value, inputs):
     """An array start (init=Y0, N x n_components) handed to the run in memory as params.init."""
     Y = np.asarray(value, dtype=np.float64)
     if Y.ndim != 2:
-        raise ValueError(f"init: expected 'random', 'pca' or an N x n_components array, found shape {Y.shape}")
+        raise ValueError(f"init: expected 'random', 'pca', 'spectral' or an N x n_components array, found shape {Y.shape}")
     if not np.isfinite(Y).all():
         raise ValueError("init: the start holds a value that is not a finite number")
     if inputs is None:
@@ -203,9 +248,9 @@ class _Estimator(*_Bases):
             if v is None:
                 continue
             if f.key == "init" and not isinstance(v, str):
-                if self._method != "hssne":
-                    raise ValueError(f"init: an array start is taken by HSSNE and TSNE; {type(self).__name__} takes "
-                                     f"one of {f.range}")
+                if self._method not in ("hssne", "nerv", "snerv"):
+                    raise ValueError(f"init: an array start is taken by TSNE, HSSNE, NeRV and SNeRV; "
+                                     f"{type(self).__name__} takes one of {f.range}")
                 out["init"] = _start_input(v, inputs)
             else:
                 out[f.key] = _params.to_json(f, v)
@@ -229,11 +274,23 @@ class _Estimator(*_Bases):
             "threads": _threads(self.n_jobs),
             "seed": _seed(self.random_state),
         }
+        bar = _progress_bar(self, config, callbacks) if self.verbose else None
+        write = None
+        if bar is not None:
+            bar_callback, write = bar
+            callbacks = list(callbacks or []) + [bar_callback]
+            every = every or 10
         try:
-            report, arrays, files = _core.run(config, inputs, not self.verbose, callbacks, every)
+            report, arrays, files = _core.run(config, inputs, not self.verbose, callbacks, every, write)
+            report = json.loads(report)
+            if bar is not None:
+                bar_callback.finish(report.get("result", {}).get("iterations", 0))
         except ValueError as e:
             raise ValueError(_named(str(e))) from None
-        return json.loads(report), arrays, files
+        finally:
+            if bar is not None:
+                bar_callback.close()
+        return report, arrays, files
 
     def fit_transform(self, X, y=None, **fit_params):
         """Fits the map and returns the coordinates of the fitted points (embedding_)."""
@@ -304,7 +361,10 @@ device : str, default='auto'
 n_jobs : int or None, default=None
     CPU threads; None or -1 for all cores.
 verbose : bool, default=False
-    Progress lines (as `orrery run` prints them) on Python's sys.stderr, which a notebook shows in the cell.
+    Progress on Python's sys.stderr, which a notebook shows in the cell: for TSNE, HSSNE, NeRV and SNeRV
+    with tqdm installed (Debian python3-tqdm, or the `progress` extra) a bar over the iterations (a
+    widget in Jupyter) with the neighbour search, affinities and result written above it; otherwise
+    the lines `orrery run` prints.
 """
 
 
@@ -472,8 +532,8 @@ class TSNE(HSSNE):
       learning_rate=0, is max(200, N / exaggeration). A learning rate applies to the gradient
       optimiser (optimizer="gradient", which auto takes with the tree and the grid).
     - max_iter, n_components, perplexity, metric ("euclidean", "cosine", "correlation",
-      "precomputed": dense distances, or a sparse kNN distance graph), init ("random", "pca" or an
-      array), n_jobs, verbose, random_state: as in scikit-learn.
+      "precomputed": dense distances, or a sparse kNN distance graph), init ("random", "pca",
+      "spectral" or an array), n_jobs, verbose, random_state: as in scikit-learn.
     - method="barnes_hut": orrery's repulsion="auto" (exact, Barnes-Hut tree or FFT grid by size,
       docs/hssne.md); method="exact": every pair, dense affinities and exact repulsion, as
       scikit-learn's exact method.
@@ -564,7 +624,8 @@ class NeRV(_Estimator):
         inputs = _core.Inputs()
         cbs, every = HSSNE._callbacks(self)
         report, arrays, files = self._run(inputs, _ne_inputs(self, X, y, inputs, allow_metric=self._method == "nerv"),
-                                          output_extra=_PAGE, callbacks=cbs, every=every)
+                                          params_json=self._params_json(inputs), output_extra=_PAGE, callbacks=cbs,
+                                          every=every)
         self._page = files.get("map.html")
         self.embedding_ = arrays["embedding"]
         self.report_ = report

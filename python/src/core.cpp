@@ -199,7 +199,9 @@ py::array_t<double> to_array(const MatrixD& m) {
 }
 
 // Runs the config (a dict, as a run config file holds it) whose input paths name `inputs`.
-py::tuple run(const py::dict& config, const Inputs&, bool quiet, const py::object& callbacks, int every) {
+// `write`, when given, takes each progress line instead of sys.stderr (a progress bar's write).
+py::tuple run(const py::dict& config, const Inputs&, bool quiet, const py::object& callbacks, int every,
+              const py::object& write) {
   pipeline::RunConfig rc;
   try {
     rc = pipeline::run_config_from_json(to_json(config, ""), "<python>");
@@ -215,9 +217,13 @@ py::tuple run(const py::dict& config, const Inputs&, bool quiet, const py::objec
   SignalControl control(callbacks, every, rc.method, dim);
   // progress lines go to Python's sys.stderr, which a notebook shows in the cell (the process's own
   // stderr reaches only the server's log)
-  const pipeline::ScopedProgressSink sink([](const std::string& line) {
+  const pipeline::ScopedProgressSink sink([&write](const std::string& line) {
     py::gil_scoped_acquire gil;
     try {
+      if (!write.is_none()) {
+        write(line);
+        return;
+      }
       const py::object err = py::module_::import("sys").attr("stderr");
       err.attr("write")(line);
       err.attr("flush")();
@@ -294,7 +300,7 @@ PYBIND11_MODULE(_core, m) {
            py::arg("col"), py::arg("val"))
       .def("add_bytes", &Inputs::add_bytes, py::arg("name"), py::arg("data"));
   m.def("run", &run, py::arg("config"), py::arg("inputs"), py::arg("quiet") = true,
-        py::arg("callbacks") = py::none(), py::arg("every") = 0,
+        py::arg("callbacks") = py::none(), py::arg("every") = 0, py::arg("write") = py::none(),
         "Runs a config (a dict, as a run config file holds it) whose input paths name `inputs`; returns "
         "(report JSON, {coordinate output name: array}, {other output file name: bytes}).");
   m.def(

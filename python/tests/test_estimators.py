@@ -250,9 +250,30 @@ def test_init_takes_a_start_array_or_the_principal_components():
     with pytest.raises(ValueError, match="N x n_components array"):
         orrery.TSNE(init=np.zeros(5), max_iter=10).fit(X)
     with pytest.raises(ValueError, match="no such file"):
-        orrery.TSNE(init="spectral", max_iter=10).fit(X)
-    with pytest.raises(ValueError, match="array start is taken by HSSNE and TSNE"):
-        orrery.NeRV(init=Y0, max_iter=10).fit(X)
+        orrery.TSNE(init="spectrum", max_iter=10).fit(X)
+    with pytest.raises(ValueError, match="array start is taken by TSNE, HSSNE, NeRV and SNeRV"):
+        orrery.PLSV(topics=3, init=Y0, max_iter=10).fit(counts()[0])
+
+
+def test_spectral_and_array_starts_for_tsne_nerv_and_snerv():
+    # init="spectral" (P's leading nontrivial eigenvectors) starts every neighbour-embedding
+    # estimator, from vectors or from a kNN graph, and does not depend on the seed; NeRV and SNeRV
+    # take an array start as TSNE does, as given: a finished map continues where it ended
+    X, y = blobs()
+    for est in (orrery.TSNE(perplexity=10, max_iter=60), orrery.NeRV(perplexity=10, max_iter=20),
+                orrery.SNeRV(perplexity=10, max_iter=20)):
+        est.set_params(init="spectral", random_state=1)
+        a = est.fit_transform(X, y)
+        est.set_params(random_state=2)
+        b = est.fit_transform(X, y)
+        assert a.shape == (len(X), 2) and np.isfinite(a).all()
+        if not isinstance(est, orrery.SNeRV):  # (SNeRV's class model is seeded)
+            assert np.array_equal(a, b), type(est).__name__
+    first = orrery.NeRV(perplexity=10, max_iter=15, random_state=1).fit(X)
+    more = orrery.NeRV(perplexity=10, max_iter=15, random_state=5, init=first.embedding_).fit(X)
+    assert more.report_["trace"][0] <= first.report_["result"]["objective"]
+    with pytest.raises(ValueError, match="needs one row per point"):
+        orrery.SNeRV(init=first.embedding_[:-1], max_iter=5).fit(X, y)
 
 
 @pytest.mark.parametrize("metric", ["cosine", "correlation"])
@@ -325,10 +346,13 @@ def test_callbacks_watch_the_fit_and_can_stop_it(optimizer):
         orrery.TSNE(max_iter=10, callbacks=watch, callbacks_every_iters=0).fit(X)
 
 
-def test_verbose_lines_go_to_pythons_stderr():
+def test_verbose_lines_go_to_pythons_stderr(monkeypatch):
     # a notebook shows sys.stderr in the cell; the process's own stderr goes to the server's log
+    # (without tqdm: the run's own lines, iterations included)
     import contextlib
     import io
+    import sys
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # an import of it fails
     X, _ = blobs()
     buf = io.StringIO()
     with contextlib.redirect_stderr(buf):
@@ -340,6 +364,26 @@ def test_verbose_lines_go_to_pythons_stderr():
     with contextlib.redirect_stderr(quiet):
         orrery.TSNE(perplexity=10, max_iter=60).fit(X)
     assert quiet.getvalue() == ""
+
+
+@pytest.mark.parametrize("cls", [orrery.TSNE, orrery.NeRV])
+def test_verbose_shows_a_progress_bar_with_tqdm(cls):
+    # with tqdm: a bar over max_iter fed every 10 iterations, the stages (neighbours, affinities,
+    # the result) written above it, no iteration lines; the map is the one a quiet fit makes
+    tqdm = pytest.importorskip("tqdm")
+    import contextlib
+    import io
+    X, y = blobs()
+    buf = io.StringIO()
+    with contextlib.redirect_stderr(buf):
+        loud = cls(perplexity=10, max_iter=40, verbose=True, random_state=3).fit(X, y)
+    text = buf.getvalue()
+    assert "40/40" in text, text
+    assert "cost " in text, text
+    assert "affinities" in text and "points:" in text, text
+    assert "] iter " not in text and "mem:" not in text, text
+    quiet = cls(perplexity=10, max_iter=40, random_state=3).fit(X, y)
+    assert np.array_equal(loud.embedding_, quiet.embedding_)
 
 
 @pytest.mark.parametrize("cls", [orrery.NeRV, orrery.SNeRV])

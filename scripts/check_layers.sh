@@ -9,6 +9,8 @@
 #   python/src, bench     front ends of the pipeline: no cli/ header
 #   host/prep             host primitives every backend uses: no backend, method or pipeline headers
 #   host/cpu              the CPU backend: no method internals (methods/, run/, cli/)
+#   host/comm             the communicators: no backend, method, pipeline or CLI headers (methods
+#                         see Comm, not the other way round)
 #   kernels               the CUDA backend: no host internals (cpu/, methods/, run/, cli/, io/, optim/,
 #                         report/)
 # and, with --objects BUILD_DIR, from the compiled objects: no object of host/methods, host/run or
@@ -72,6 +74,8 @@ violations host/prep '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(cpu|methods
   "host/prep includes no backend, method, pipeline or CLI headers" "${src[@]}"
 violations host/cpu '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(methods|run|cli)/' \
   "host/cpu includes no method, pipeline or CLI internals" "${src[@]}"
+violations host/comm '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(cpu|prep|methods|run|cli|kernels)/|^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*\.cuh"' \
+  "host/comm includes no backend, method, pipeline or CLI headers" "${src[@]}"
 violations kernels '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(cpu|methods|run|cli|io|optim|report)/' \
   "kernels include no host internals" "${src[@]}"
 

@@ -46,11 +46,12 @@ TEST(Layers, EveryBrokenRuleIsNamed) {
   append(root / "host/cpu/knn.cpp", "#include \"methods/random.hpp\"");
   append(root / "host/prep/affinity.cpp", "#include \"cpu/engines.hpp\"");
   append(root / "kernels/knn.cu", "#include \"cpu/engines.hpp\"");
+  append(root / "host/comm/comm.cpp", "#include \"methods/random.hpp\"");
   const auto o = check_layers(root.string());
   EXPECT_EQ(o.code, 1) << o.output;
   for (const char* where : {"include/orrery/math/hd.hpp:", "include/orrery/pe.hpp:", "host/methods/pe.cpp:",
                             "host/methods/hssne.cpp:", "host/cli/ne_run.cpp:", "host/cpu/knn.cpp:",
-                            "host/prep/affinity.cpp:", "kernels/knn.cu:"})
+                            "host/prep/affinity.cpp:", "kernels/knn.cu:", "host/comm/comm.cpp:"})
     EXPECT_NE(o.output.find(where), std::string::npos) << where << " not reported:\n" << o.output;
   EXPECT_EQ(o.output.find("layers: ok"), std::string::npos);
 }

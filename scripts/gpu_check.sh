@@ -177,12 +177,13 @@ else
   write_config hssne_dense hssne "{$v, \"affinities\": \"dense\"}"
   write_config hssne_grid hssne "{$v, \"affinities\": \"sparse\"}" '{"repulsion": "interpolated"}'
   write_config hssne_start hssne "{$v, \"affinities\": \"sparse\", \"metric\": \"cosine\"}" '{"init": "pca"}'
+  write_config hssne_spectral hssne "{$v, \"affinities\": \"dense\"}" '{"init": "spectral"}'
   write_config nerv nerv "{$v, \"affinities\": \"sparse\"}"
   write_config nerv_cells nerv "{$v, \"affinities\": \"sparse\"}" '{"pairs": "approximate"}'
   write_config snerv snerv "{\"vectors\": \"$chk/x.csv\", \"labels\": \"$chk/y.csv\", \"metric\": {\"components\": 6, \"width\": 2.0}}"
   write_config plsv plsv "{\"corpus\": \"$chk/c.mtx\"}" '{"topics": 4}'
   for c in "$root/configs/pe_planted_csv.json" "$chk"/hssne.json "$chk"/hssne_dense.json "$chk"/hssne_grid.json \
-    "$chk"/hssne_start.json "$chk"/nerv.json "$chk"/nerv_cells.json "$chk"/snerv.json "$chk"/plsv.json; do
+    "$chk"/hssne_start.json "$chk"/hssne_spectral.json "$chk"/nerv.json "$chk"/nerv_cells.json "$chk"/snerv.json "$chk"/plsv.json; do
     n=$(basename "$c" .json)
     step "check $n" 60 "$out/check-$n.log" "$cli" check "$c" --device "${GPU_CHECK_DEVICE:-cuda:0}" --iterations 3 \
       --out "$chk/$n.check.json"

@@ -114,13 +114,15 @@ UnitBandwidths unit_bandwidths(const std::vector<double>& beta) {
 }
 
 // A caller's control as the NeRV fit shows it: the optimiser's state ("cg.*", in units of sigma)
-// with the map in input units ("nerv.y") and its trace ("nerv.trace") added, as hssne's state holds
+// with, where the caller wants the map (RunControl::wants_map), the map in input units ("nerv.y")
+// and its trace ("nerv.trace") added, as hssne's state holds
 // "hssne.y" and "hssne.trace" (what Python's callbacks read); stop requests passed on.
 class NervControl final : public RunControl {
  public:
   NervControl(RunControl* inner, double sigma) : inner_(inner), sigma_(sigma) {}
   const RunState* resume() const override { return inner_->resume(); }
   void safe_point(int iteration, const std::function<RunState()>& capture) override {
+    if (!inner_->wants_map()) return inner_->safe_point(iteration, capture);
     inner_->safe_point(iteration, [&] {
       RunState s = capture();
       std::vector<double> y = s.get("cg.x");
@@ -131,6 +133,7 @@ class NervControl final : public RunControl {
     });
   }
   bool stop_requested() const override { return inner_->stop_requested(); }
+  bool wants_map() const override { return inner_->wants_map(); }
 
  private:
   RunControl* inner_;

@@ -62,6 +62,10 @@ class RunControl {
   // that iteration is the result, its stop_reason "callback"), where Interrupted abandons it. A
   // caller's per-iteration callbacks (Python's callbacks=) ask for it.
   virtual bool stop_requested() const { return false; }
+  // Whether a captured state should also hold the map in the method's output units where the
+  // method's own state keeps it otherwise (NeRV's "nerv.y" beside its optimiser's "cg.x"): a
+  // caller's callbacks read it; a checkpoint does not need the copy.
+  virtual bool wants_map() const { return false; }
 };
 
 // Thrown from RunControl::safe_point once the checkpoint is written: the run stopped on request

@@ -98,6 +98,7 @@ class SignalControl : public RunControl {
   SignalControl(py::object callbacks, int every, std::string method, int dim)
       : callbacks_(std::move(callbacks)), every_(every), method_(std::move(method)), dim_(dim) {}
   const RunState* resume() const override { return nullptr; }
+  bool wants_map() const override { return every_ > 0 && !callbacks_.is_none(); }
   void safe_point(int iteration, const std::function<RunState()>& capture) override {
     py::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) {

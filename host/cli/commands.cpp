@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "cli/view.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/build_info.hpp"
+#include "orrery/comm.hpp"
 #include "orrery/error.hpp"
 
 namespace orrery::cli {
@@ -116,11 +118,22 @@ int cmd_run(const std::vector<std::string>& args, bool validate_only) {
     else input_error("expected one configuration file, found a second: '" + a + "'");
   }
   if (config.empty()) input_error(std::string(validate_only ? "validate" : "run") + ": missing CONFIG.json");
-  const RunConfig cfg = read_run_config(config);
+  RunConfig cfg = read_run_config(config);
   const MethodEntry* method = find_method(cfg.method);
   check_run_outputs(cfg, method->outputs);  // validate and run alike, before any input is read
   if (validate_only) {
     std::printf("%s: valid (%s)\n", config.c_str(), method->validate(cfg).c_str());
+    return 0;
+  }
+  // Every rank of an MPI launch reads the same configuration and arrives here alike: the refusals
+  // below come before any collective, so no rank waits for one that gave up.
+  const std::unique_ptr<Comm> comm = make_comm(cfg.comm_mode);
+  cfg.comm = comm.get();
+  check_run_ranks(cfg, *method, resume);
+  if (comm->size() > 1) {
+    // No checkpoints across ranks yet, so no signal handlers: a signal ends every rank through the
+    // launcher, as it would any MPI program.
+    method->run(cfg, quiet, nullptr);
     return 0;
   }
   install_stop_signals();

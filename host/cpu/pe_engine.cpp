@@ -8,6 +8,7 @@
 
 #include "cpu/engines.hpp"
 #include "orrery/error.hpp"
+#include "orrery/exact_sum.hpp"
 #include "orrery/math/pe.hpp"
 #include "prep/clones.hpp"
 
@@ -15,8 +16,9 @@ namespace orrery::cpu {
 namespace {
 
 // Objects per reduction chunk: large enough to amortise scheduling, fixed so that partial
-// sums, and therefore results, are independent of the thread count.
-constexpr index_t kChunk = 1024;
+// sums, and therefore results, are independent of the thread count (and, through
+// solve_objects_exact, of the number of ranks).
+constexpr index_t kChunk = kPeChunk;
 
 // Newton steps for objects [begin, end) (math::pe_newton_object, inlined here so that its K loops
 // get the clone's instruction set), their sweep totals added to s and, with gp, their class forces.
@@ -61,7 +63,14 @@ class CpuPeEngine final : public PeEngine {
 
   PeSweep solve_objects(const std::vector<double>& phi, const PeNewtonOptions& opt,
                         std::vector<double>* class_grad) override {
-    return dim_ == 2 ? solve<2>(phi, opt, class_grad) : solve<3>(phi, opt, class_grad);
+    return dim_ == 2 ? solve<2>(phi, opt, class_grad, nullptr) : solve<3>(phi, opt, class_grad, nullptr);
+  }
+
+  PeSweep solve_objects_exact(const std::vector<double>& phi, const PeNewtonOptions& opt, ExactSum& sums) override {
+    const size_t kd = static_cast<size_t>(num_classes()) * static_cast<size_t>(dim_);
+    if (sums.size() != kd + 1) internal_error("CpuPeEngine::solve_objects_exact: expected K x D + 1 sums");
+    std::vector<double> grad;
+    return dim_ == 2 ? solve<2>(phi, opt, &grad, &sums) : solve<3>(phi, opt, &grad, &sums);
   }
 
   double objective(const std::vector<double>& phi) override {
@@ -71,8 +80,11 @@ class CpuPeEngine final : public PeEngine {
  private:
   index_t num_chunks() const { return (P_.rows + kChunk - 1) / kChunk; }
 
+  // With `exact`, every chunk's gradient and objective are added to it (K x D, then the objective)
+  // as they are, so that the totals are rounded once over all chunks of all engines.
   template <int D>
-  PeSweep solve(const std::vector<double>& phi, const PeNewtonOptions& opt, std::vector<double>* class_grad) {
+  PeSweep solve(const std::vector<double>& phi, const PeNewtonOptions& opt, std::vector<double>* class_grad,
+                ExactSum* exact) {
     const int K = num_classes();
     const index_t chunks = num_chunks();
     std::vector<PeSweep> part(static_cast<size_t>(chunks));
@@ -87,6 +99,13 @@ class CpuPeEngine final : public PeEngine {
       part[static_cast<size_t>(c)] = s;
     }
     const PeSweep total = combine_sweeps(part);
+    if (exact) {
+      for (index_t c = 0; c < chunks; ++c) {
+        const double* g = grad_part.data() + c * K * D;
+        for (int i = 0; i < K * D; ++i) exact->add(static_cast<size_t>(i), g[i]);
+        exact->add(static_cast<size_t>(K * D), part[static_cast<size_t>(c)].objective);
+      }
+    }
     if (class_grad) {
       class_grad->assign(static_cast<size_t>(K * D), 0.0);
       for (index_t c = 0; c < chunks; ++c)

@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <memory>
 #include <numeric>
 #include <random>
 
@@ -20,8 +22,20 @@
 #include "optim/lbfgs.hpp"
 #include "orrery/clock.hpp"
 #include "orrery/error.hpp"
+#include "orrery/exact_sum.hpp"
 
 namespace orrery {
+
+// The default for engines that cannot hand over their chunk sums (orrery/engines.hpp): their rounded
+// totals, one addition each.
+PeSweep PeEngine::solve_objects_exact(const std::vector<double>& phi, const PeNewtonOptions& opt, ExactSum& sums) {
+  std::vector<double> grad;
+  const PeSweep s = solve_objects(phi, opt, &grad);
+  if (grad.size() + 1 != sums.size()) internal_error("PeEngine::solve_objects_exact: expected K x D + 1 sums");
+  for (size_t i = 0; i < grad.size(); ++i) sums.add(i, grad[i]);
+  sums.add(grad.size(), s.objective);
+  return s;
+}
 
 const std::vector<Field<PeParams>>& pe_fields() {
   static const std::vector<Field<PeParams>> fields = {
@@ -164,22 +178,45 @@ std::vector<double> log_priors_of(const PeInput& in) {
 
 }  // namespace
 
+PeBlock pe_rank_block(index_t objects, int rank, int ranks) {
+  if (ranks < 1 || rank < 0 || rank >= ranks) internal_error("pe_rank_block: rank " + std::to_string(rank) + " of " +
+                                                              std::to_string(ranks));
+  const index_t chunks = (objects + kPeChunk - 1) / kPeChunk;
+  const auto edge = [&](int r) { return std::min(objects, chunks * r / ranks * kPeChunk); };
+  return {edge(rank), edge(rank + 1)};
+}
+
 PeResult fit_pe(Backend& backend, const PeInput& in, const PeParams& prm, unsigned long long seed,
-                const PeProgress& progress, RunControl* control) {
+                const PeProgress& progress, RunControl* control, Comm* comm_given) {
   const auto t0 = Clock::now();
+  const std::unique_ptr<Comm> own_comm = comm_given ? nullptr : make_single_comm();
+  Comm& comm = comm_given ? *comm_given : *own_comm;
+  if (comm.size() > 1 && control) internal_error("fit_pe: checkpoints and resume hold one process's state");
   const int K = static_cast<int>(in.posteriors.cols), D = prm.dim;
   const index_t N = in.posteriors.rows;
   if (N < 1 || K < 2) input_error("posteriors: PE needs at least 1 object and 2 classes");
   const std::vector<double> log_priors = log_priors_of(in);
+  // Every rank reads the whole P, so every rank computes the same start.
   std::vector<double> phi = initial_classes(in, prm, seed);
+
+  // This rank's objects; one process keeps the caller's P (the CPU engine reads it in place).
+  const PeBlock block = pe_rank_block(N, comm.rank(), comm.size());
+  const index_t n_local = block.end - block.begin;
+  MatrixD P_block;
+  if (comm.size() > 1) {
+    P_block = MatrixD(n_local, K);
+    std::copy(in.posteriors.data.begin() + block.begin * K, in.posteriors.data.begin() + block.end * K,
+              P_block.data.begin());
+  }
+  const MatrixD& P_local = comm.size() > 1 ? P_block : in.posteriors;
 
   // Start every object at the posterior-weighted mean of the classes: inside the convex hull
   // where its optimum usually is, so the first Newton sweep is short.
-  MatrixD R0(N, D, 0.0);
-  for (index_t n = 0; n < N; ++n)
+  MatrixD R0(n_local, D, 0.0);
+  for (index_t n = 0; n < n_local; ++n)
     for (int k = 0; k < K; ++k)
-      for (int d = 0; d < D; ++d) R0(n, d) += in.posteriors(n, k) * phi[k * D + d];
-  auto engine = backend.make_pe(in.posteriors, log_priors, D, prm.eta_r);
+      for (int d = 0; d < D; ++d) R0(n, d) += P_local(n, k) * phi[k * D + d];
+  auto engine = backend.make_pe(P_local, log_priors, D, prm.eta_r);
   engine->set_objects(R0);
 
   PeResult res;
@@ -192,8 +229,38 @@ PeResult fit_pe(Backend& backend, const PeInput& in, const PeParams& prm, unsign
   index_t newton_total = 0;
   int evaluations = 0;
 
+  // One sweep over every rank's objects: the class gradient and the objective as exact sums of the
+  // chunks' sums (the same bits for any number of ranks), the counters summed, the largest
+  // |dJ/dr_n|^2 and Newton count the maxima (a NaN norm anywhere stays NaN: the stop test must see
+  // it). Every rank issues the same four collectives in every evaluation.
+  const size_t kd = static_cast<size_t>(K) * static_cast<size_t>(D);
+  auto sweep = [&](const std::vector<double>& x, std::vector<double>& grad) {
+    ExactSum sums(kd + 1);
+    PeSweep s = engine->solve_objects_exact(x, nopt, sums);
+    sums.allreduce(comm);
+    std::vector<double> total(kd + 1);
+    try {
+      sums.results(total.data());
+    } catch (const Error&) {
+      internal_error("PE objective or class gradient became non-finite");
+    }
+    grad.assign(total.begin(), total.begin() + static_cast<std::ptrdiff_t>(kd));
+    s.objective = total[kd];
+    std::int64_t counts[2] = {static_cast<std::int64_t>(s.unconverged), static_cast<std::int64_t>(s.newton_steps)};
+    comm.allreduce(counts, 2, ReduceOp::sum);
+    std::int64_t maxima[2] = {s.max_newton_steps, std::isnan(s.max_grad_sq) ? 1 : 0};
+    comm.allreduce(maxima, 2, ReduceOp::max);
+    double max_grad_sq = std::isnan(s.max_grad_sq) ? 0.0 : s.max_grad_sq;
+    comm.allreduce(&max_grad_sq, 1, ReduceOp::max);
+    s.unconverged = static_cast<index_t>(counts[0]);
+    s.newton_steps = static_cast<index_t>(counts[1]);
+    s.max_newton_steps = static_cast<int>(maxima[0]);
+    s.max_grad_sq = maxima[1] ? std::nan("") : max_grad_sq;
+    return s;
+  };
+
   auto reduced = [&](const std::vector<double>& x, std::vector<double>& grad) {
-    last = engine->solve_objects(x, nopt, &grad);
+    last = sweep(x, grad);
     newton_total += last.newton_steps;
     ++evaluations;
     double prior = 0.0;
@@ -235,7 +302,7 @@ PeResult fit_pe(Backend& backend, const PeInput& in, const PeParams& prm, unsign
     s.put("pe.trace", trace);
   };
   if (const RunState* saved = resume_state(control)) {
-    engine->set_objects(saved->matrix("pe.objects", N, D));
+    engine->set_objects(saved->matrix("pe.objects", n_local, D));
     newton_total = static_cast<index_t>(saved->scalar("pe.newton_total"));
     evaluations = saved->count("pe.evaluations");
     last.max_grad_sq = saved->scalar("pe.max_grad_sq");
@@ -277,10 +344,26 @@ PeResult fit_pe(Backend& backend, const PeInput& in, const PeParams& prm, unsign
   }
   res.evaluations = evaluations;
   res.objects_converged = last.unconverged == 0;
-  res.object_coords = engine->objects();
   res.class_coords = MatrixD(K, D);
   res.class_coords.data = phi;
   res.seconds_fit = seconds_since(t1);
+  // Every rank gets the whole map (and every rank's share and time, for the report).
+  std::vector<std::size_t> counts(static_cast<size_t>(comm.size())), ones(counts.size(), 1);
+  res.rank_objects.resize(counts.size());
+  for (int r = 0; r < comm.size(); ++r) {
+    const PeBlock b = pe_rank_block(N, r, comm.size());
+    res.rank_objects[static_cast<size_t>(r)] = b.end - b.begin;
+    counts[static_cast<size_t>(r)] = static_cast<size_t>((b.end - b.begin) * D);
+  }
+  if (comm.size() == 1) {
+    res.object_coords = engine->objects();
+  } else {
+    const MatrixD mine = engine->objects();
+    res.object_coords = MatrixD(N, D);
+    comm.allgatherv(mine.data.data(), mine.data.size(), res.object_coords.data.data(), counts);
+  }
+  res.rank_seconds_fit.resize(counts.size());
+  comm.allgatherv(&res.seconds_fit, 1, res.rank_seconds_fit.data(), ones);
   for (double v : res.object_coords.data)
     if (!std::isfinite(v)) internal_error("PE produced non-finite object coordinates");
   return res;

@@ -5,6 +5,7 @@
 #include "run/pe_config.hpp"
 #include "run/pe_run.hpp"
 #include "run/plsv_run.hpp"
+#include "run/run_common.hpp"
 #include "orrery/hssne.hpp"
 #include "orrery/memory_plan.hpp"
 #include "orrery/nerv.hpp"
@@ -28,10 +29,14 @@ const std::vector<MethodEntry>& methods() {
                 ", D = " + std::to_string(p.cfg.params.dim) + ", planned peak " + format_bytes(p.plan.host_peak()) +
                 " host" + (p.plan.device_peak() > 0 ? " + " + format_bytes(p.plan.device_peak()) + " GPU" : "");
        },
-       [](const RunConfig& run, bool quiet, RunControl* control) { return run_pe(prepare_pe(run), quiet, control); },
+       [](const RunConfig& run, bool quiet, RunControl* control) {
+         PePrepared prepared;
+         on_every_rank(run, [&] { prepared = prepare_pe(run); });
+         return run_pe(std::move(prepared), quiet, control);
+       },
        {"objects.*", "classes.*", "map.svg", "map.html", "report.json"},
        check_pe_run, pe_page,
-       "posteriors with extreme ratios, or params eta_r, eta_phi or init_scale far from their defaults"},
+       "posteriors with extreme ratios, or params eta_r, eta_phi or init_scale far from their defaults", true},
       {"hssne", "Heavy-tailed symmetric SNE (alpha: 0 Gaussian, 1 t-SNE) with the fixed-point optimiser",
        {{"hssne", [] { return describe_fields(hssne_fields()); }},
         {"hssne_input", [] { return describe_fields(ne_input_fields(NeMethod::hssne), ne_input_defaults(NeMethod::hssne)); }}},
@@ -61,6 +66,19 @@ const std::vector<MethodEntry>& methods() {
        check_plsv_run, plsv_page, "params alpha, beta_per_document, gamma_per_topic or init_scale far from their defaults"},
   };
   return all;
+}
+
+void check_run_ranks(const RunConfig& run, const MethodEntry& method, bool resume) {
+  const int ranks = run_comm(run).size();
+  if (ranks <= 1) return;
+  const std::string launched = "comm: this run has " + std::to_string(ranks) + " ranks (" + run_comm(run).name() + "), but ";
+  if (!method.shards)
+    input_error(launched + run.method + " runs in one process; pe shards over MPI (start one process, or set \"comm\": "
+                "\"single\" and launch one)");
+  if (resume) input_error(launched + "--resume is not supported with several ranks yet (checkpoints hold one process's state)");
+  if (run.device == "cuda" || run.device.rfind("cuda:", 0) == 0)
+    input_error(launched + "device \"" + run.device + "\": sharding over GPUs needs NCCL, which is not built yet; use "
+                "\"device\": \"cpu\" or one process");
 }
 
 const MethodEntry* find_method(const std::string& name) {

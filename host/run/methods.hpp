@@ -36,9 +36,17 @@ struct MethodEntry {
   void (*page)(report::MapPage&, const RunConfig&, const json& report, const OutputPath&, std::vector<std::string>*);
   // What makes a fit of the method run off to Inf or NaN, as far as the user can change it.
   const char* divergence_causes;
+  // Whether a run may span several ranks (RunConfig::comm): the method shards its rows over them.
+  bool shards = false;
 };
 
 const std::vector<MethodEntry>& methods();
 const MethodEntry* find_method(const std::string& name);
+
+// What a run over several ranks cannot do yet, refused before any input is read or any collective
+// is issued: every rank reads the same configuration and so refuses alike, and none is left waiting.
+// Input errors naming `comm`: a method that does not shard, a resume (checkpoints hold one process's
+// state), a CUDA device (sharding device buffers needs NCCL). With one rank, nothing is refused.
+void check_run_ranks(const RunConfig& run, const MethodEntry& method, bool resume);
 
 }  // namespace orrery::pipeline

@@ -78,15 +78,31 @@ json run_pe(PePrepared prepared, bool quiet, RunControl* control) {
   const auto t0 = prepared.started;
   const PeRunConfig& cfg = prepared.cfg;
   PeRunData& data = prepared.data;
-  fit_posterior_model_step(cfg, data);
+  Comm& comm = run_comm(cfg.run);
+  // Rank 0 speaks for the run: the others fit their rows and stay silent.
+  const bool lead = comm.rank() == 0;
+  quiet = quiet || !lead;
+  on_every_rank(cfg.run, [&] { fit_posterior_model_step(cfg, data); });
   const index_t N = data.pe.posteriors.rows, K = data.pe.posteriors.cols;
   const std::unique_ptr<Backend>& backend = prepared.backend;
   if (!quiet)
     progress_line("[pe] %lld objects, %lld classes, D = %d on %s\n", static_cast<long long>(N),
                  static_cast<long long>(K), cfg.params.dim, backend->name().c_str());
   Progress progress(cfg.params, quiet);
-  const PeResult res = fit_pe(*backend, data.pe, cfg.params, cfg.run.seed, std::ref(progress), control);
+  PeResult res;
+  try {
+    res = fit_pe(*backend, data.pe, cfg.params, cfg.run.seed, std::ref(progress), control, &comm);
+  } catch (const Error& e) {
+    // The fit issues collectives: a rank that fails alone (memory, say) must end the others rather
+    // than leave them waiting. Failures every rank meets alike end them all the same way.
+    if (comm.size() > 1) comm.abort(exit_code(e.kind()), e.what());
+    throw;
+  } catch (const std::exception& e) {
+    if (comm.size() > 1) comm.abort(1, e.what());
+    throw;
+  }
   progress.final_line(res);
+  if (!lead) return json::object();  // rank 0 has the whole map and writes it
 
   const auto t_eval = Clock::now();
   json quality = json::object();
@@ -181,6 +197,8 @@ json run_pe(PePrepared prepared, bool quiet, RunControl* control) {
   report["quality"] = quality;
   report["outputs"] = outputs;
   report["outputs"]["report"] = (dir / "report.json").string();
+  report["comm"]["rows"] = res.rank_objects;
+  report["comm"]["fit_seconds"] = res.rank_seconds_fit;
   report["timings"] = {{"read", data.seconds_read},     {"posterior_model", data.seconds_posterior_model},
                        {"init", res.seconds_init},      {"fit", res.seconds_fit},
                        {"evaluate", seconds_eval},      {"write", seconds_since(t_write)},

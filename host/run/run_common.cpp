@@ -6,7 +6,11 @@
 
 #include <cmath>
 #include <cstdarg>
+#include <cstdint>
 #include <cstdio>
+#include <exception>
+#include <memory>
+#include <new>
 #include <mutex>
 #include <ctime>
 #include <filesystem>
@@ -98,7 +102,44 @@ json report_header(const RunConfig& run, const Backend& backend) {
   report["device"] = backend.name();
   report["threads"] = backend.threads();
   report["seed"] = run.seed;
+  Comm& comm = run_comm(run);
+  report["comm"] = {{"name", comm.name()}, {"ranks", comm.size()}};
   return report;
+}
+
+void on_every_rank(const RunConfig& run, const std::function<void()>& step) {
+  Comm& comm = run_comm(run);
+  if (comm.size() == 1) return step();
+  std::exception_ptr failure;
+  std::int64_t kind = 0;  // 0 done, 1 internal, 2 input (as the exit codes)
+  try {
+    step();
+  } catch (const Error& e) {
+    failure = std::current_exception();
+    kind = exit_code(e.kind());
+  } catch (const std::bad_alloc&) {
+    failure = std::current_exception();
+    kind = 2;  // the command line's out-of-memory advice exits 2 too
+  } catch (...) {
+    failure = std::current_exception();
+    kind = 1;
+  }
+  std::int64_t worst = kind, first = kind ? comm.rank() : comm.size();
+  comm.allreduce(&worst, 1, ReduceOp::max);
+  comm.allreduce(&first, 1, ReduceOp::min);
+  if (failure) std::rethrow_exception(failure);
+  if (worst == 0) return;
+  const std::string what = "comm: rank " + std::to_string(first) + " of " + std::to_string(comm.size()) +
+                           " stopped before the fit (its message says why); rank " + std::to_string(comm.rank()) +
+                           " stops with it";
+  if (worst == 2) input_error(what);
+  internal_error(what);
+}
+
+Comm& run_comm(const RunConfig& run) {
+  if (run.comm) return *run.comm;
+  static const std::unique_ptr<Comm> single = make_single_comm();  // holds no state: shared by every run
+  return *single;
 }
 
 void add_coordinates(io::OutputSet& out, json& outputs, const RunConfig& run, const std::string& name,

@@ -10,6 +10,7 @@
 #include "io/writers.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/clock.hpp"
+#include "orrery/comm.hpp"
 
 namespace orrery::pipeline {
 
@@ -48,6 +49,15 @@ struct StageProgress {
 // path is empty; a count other than n is an input error naming `key`, the file and `source`.
 std::vector<std::string> read_point_names(const std::string& path, index_t n, index_t limit, const std::string& key,
                                           const std::string& source);
+
+// The run's communicator: run.comm, or one process when it has none.
+Comm& run_comm(const RunConfig& run);
+
+// Runs `step` (reading inputs, preparing) on every rank of the run, then agrees on how it went:
+// when it failed on any rank, every rank throws (a failing rank its own error, the others an error
+// of the same kind naming the first rank that failed), so that no rank goes on to a collective the
+// others will not issue. Every rank must call it at the same point. One rank: just the step.
+void on_every_rank(const RunConfig& run, const std::function<void()>& step);
 
 // Report fields common to every run: orrery build, creation time, method, config file and echo,
 // device, threads and seed.

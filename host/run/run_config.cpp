@@ -134,7 +134,7 @@ RunConfig run_config_from_json(json raw, const std::string& path) {
   cfg.path = path;
   cfg.raw = std::move(raw);
   const json& j = cfg.raw;
-  check_keys(j, path, {"method", "input", "params", "output", "device", "threads", "seed"});
+  check_keys(j, path, {"method", "input", "params", "output", "device", "threads", "seed", "comm"});
   std::string known;
   for (const auto& m : methods()) known += (known.empty() ? "" : ", ") + std::string(m.name);
   if (!j.contains("method")) input_error(path + ": missing key 'method' (one of: " + known + ")");
@@ -188,6 +188,12 @@ RunConfig run_config_from_json(json raw, const std::string& path) {
       input_error("threads: expected an integer in [0, " + std::to_string(kMaxThreads) + "] (0 = all cores), found " +
                   detail::shown(t));
     cfg.threads = static_cast<int>(t.get<unsigned long long>());
+  }
+  if (j.contains("comm")) {
+    const json& c = j["comm"];
+    if (!c.is_string() || (c != "auto" && c != "single" && c != "mpi"))
+      input_error("comm: expected auto, single or mpi, found " + detail::shown(c));
+    cfg.comm_mode = c.get<std::string>();
   }
   if (j.contains("seed")) {
     if (!non_negative_integer(j["seed"])) input_error("seed: expected a non-negative integer, found " + detail::shown(j["seed"]));

@@ -1,4 +1,4 @@
-// A run: one JSON file {"method", "input", "params", "output", "device", "threads", "seed"}.
+// A run: one JSON file {"method", "input", "params", "output", "device", "threads", "seed", "comm"}.
 // This layer reads the keys every method shares; each method (run/methods.cpp) then reads its
 // own "input", "params" and extra "output" keys. Unknown keys and bad values are errors naming
 // the key, raised before any work starts.
@@ -10,6 +10,10 @@
 #include "orrery/config.hpp"
 #include "orrery/error.hpp"
 #include "orrery/types.hpp"
+
+namespace orrery {
+class Comm;
+}
 
 namespace orrery::pipeline {
 
@@ -40,6 +44,12 @@ struct RunConfig {
   std::string device = "auto";
   int threads = 0;
   unsigned long long seed = 0;
+  // "auto" | "single" | "mpi": the communicator a front end makes for the run (make_comm in
+  // orrery/comm.hpp) and hands over as `comm`.
+  std::string comm_mode = "auto";
+  // The processes of the run (not owned; null: one process). With several ranks every rank runs the
+  // same configuration; rank 0 alone shows progress and writes the outputs.
+  Comm* comm = nullptr;
   // When set, a run hands its outputs here instead of writing them: a program calling the run
   // layer in process (the Python module) takes its results from memory, the coordinates as
   // matrices. The checks before a fit are the same either way.

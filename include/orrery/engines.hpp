@@ -13,6 +13,7 @@
 
 namespace orrery {
 
+class ExactSum;
 struct KnnGraph;
 struct SparseAffinity;
 
@@ -50,6 +51,12 @@ inline PeSweep combine_sweeps(const std::vector<PeSweep>& parts) {
   return t;
 }
 
+// Objects per reduction chunk of the CPU engine: each chunk's sums are taken in object order, and the
+// chunks' sums are then added exactly (PeEngine::solve_objects_exact). A block of objects that starts
+// at a multiple of kPeChunk therefore has the same chunks as the whole, which is what lets ranks own
+// chunk-aligned blocks and still give the one-process bits.
+inline constexpr index_t kPeChunk = 1024;
+
 struct PeNewtonOptions {
   double eps_r = 1e-8;  // per-object convergence: |dJ/dr_n|^2 < eps_r
   int max_iter = 50;    // per-object Newton iteration cap per sweep
@@ -78,6 +85,14 @@ class PeEngine {
 
   // Objective sum_n J_n at the current R and the given Phi, without moving R.
   virtual double objective(const std::vector<double>& phi) = 0;
+
+  // solve_objects, with the class gradient (K x D, sums 0 .. KD-1) and the objective (sum KD) added
+  // to `sums` (KD + 1 exact sums) instead of rounded here; the returned sweep's objective is this
+  // engine's own. An engine that adds its chunk sums one by one (the CPU's) gives sums that do not
+  // depend on how chunk-aligned blocks of objects are spread over engines or ranks. The default
+  // adds the engine's rounded totals (what the CUDA engine does): its results are then the same for
+  // the same input, but bit-identity across numbers of ranks is not promised.
+  virtual PeSweep solve_objects_exact(const std::vector<double>& phi, const PeNewtonOptions& opt, ExactSum& sums);
 };
 
 // ---------------------------------------------------------------- HSSNE (orrery/hssne.hpp)

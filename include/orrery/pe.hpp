@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "orrery/backend.hpp"
+#include "orrery/comm.hpp"
 #include "orrery/config.hpp"
 #include "orrery/run_control.hpp"
 #include "orrery/types.hpp"
@@ -83,15 +84,32 @@ struct PeResult {
   int evaluations = 0;
   std::vector<PeTraceEntry> trace;
   double seconds_init = 0.0, seconds_fit = 0.0;
+  // Per rank of the fit's communicator (one entry in a single process): the objects it owned and
+  // its fit seconds.
+  std::vector<index_t> rank_objects;
+  std::vector<double> rank_seconds_fit;
 };
 
 using PeProgress = std::function<void(const PeTraceEntry&)>;
 
+// The objects [begin, end) that rank `rank` of `ranks` owns in a fit over `objects` objects:
+// contiguous blocks of whole kPeChunk chunks (orrery/engines.hpp), as even in chunks as they can be;
+// a rank may own none (fewer chunks than ranks) and the last block ends at `objects`.
+struct PeBlock {
+  index_t begin = 0, end = 0;
+};
+PeBlock pe_rank_block(index_t objects, int rank, int ranks);
+
 // Fits PE on `backend`. Same input, seed and backend -> same result, bit for bit. With a control
 // (orrery/run_control.hpp) the fit can stop at the end of an L-BFGS iteration and continue from the
 // saved state with the same bits (classes fixed: a single evaluation, nothing to interrupt).
+// With a communicator of several ranks (null: one process), every rank passes the same input and
+// parameters and its engine holds only its block of objects (pe_rank_block); the sums over objects
+// are exact (orrery/exact_sum.hpp), so on the CPU the result equals the one-process result bit for
+// bit, whatever the number of ranks, and every rank returns all of it. Several ranks take no
+// control (checkpoints hold one process's state): an internal error.
 PeResult fit_pe(Backend& backend, const PeInput& input, const PeParams& params, unsigned long long seed,
-                const PeProgress& progress = {}, RunControl* control = nullptr);
+                const PeProgress& progress = {}, RunControl* control = nullptr, Comm* comm = nullptr);
 
 // Posterior q_nk = p(c_k | r_n) of the fitted map (N x K), for reports and tests.
 MatrixD pe_map_posteriors(const MatrixD& object_coords, const MatrixD& class_coords,

@@ -102,7 +102,9 @@ json run_pe(PePrepared prepared, bool quiet, RunControl* control) {
     throw;
   }
   progress.final_line(res);
-  if (!lead) return json::object();  // rank 0 has the whole map and writes it
+  // rank 0 has the whole map and writes it; in process (Python) every rank keeps the map and the
+  // report (no files), since each holds the estimator its script fitted
+  if (!lead && !cfg.run.result) return json::object();
 
   const auto t_eval = Clock::now();
   json quality = json::object();

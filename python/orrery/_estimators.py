@@ -102,6 +102,35 @@ def _progress_bar(est, config, callbacks):
     return cb, cb.write
 
 
+def _comm_mode(comm):
+    """The run's communicator as its config names it: None one process; "auto" MPI when the
+    script was started by mpirun/mpiexec or srun; an mpi4py communicator: MPI_COMM_WORLD's
+    processes (the only one a run can take)."""
+    if comm is None:
+        return "single"
+    if isinstance(comm, str):
+        if comm not in ("auto", "single", "mpi"):
+            raise ValueError(f"comm: expected None, 'auto', 'single', 'mpi' or mpi4py's MPI.COMM_WORLD, found {comm!r}")
+        return comm
+    if type(comm).__module__.startswith("mpi4py"):
+        from mpi4py import MPI
+        if MPI.Comm.Compare(comm, MPI.COMM_WORLD) not in (MPI.IDENT, MPI.CONGRUENT):
+            raise ValueError("comm: a run spans MPI.COMM_WORLD's processes; this communicator is another group "
+                             "(split runs are not supported)")
+        return "mpi"
+    raise ValueError(f"comm: expected None, 'auto', 'single', 'mpi' or mpi4py's MPI.COMM_WORLD, found {comm!r}")
+
+
+def _gathered_labels(mode, y, n):
+    """Every rank's labels, in rank order (as their rows are gathered)."""
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"y: expected {n} labels (one per row this process passes), found shape {y.shape}")
+    data = _core.gather_bytes(mode, "\n".join(str(v) for v in y.tolist()).encode() + (b"\n" if n else b""))
+    lines = data.decode().split("\n")[:-1]
+    return np.asarray(lines, dtype=y.dtype if y.dtype.kind in "iuf" else object)
+
+
 def _start_input(value, inputs):
     """An array start (init=Y0, N x n_components) handed to the run in memory as params.init."""
     Y = np.asarray(value, dtype=np.float64)
@@ -263,7 +292,7 @@ class _Estimator(*_Bases):
                 for f in self._input_fields if self._value(f.name) is not None
                 and self._value(f.name) != f.default}
 
-    def _run(self, inputs, input_json, params_json=None, output_extra=None, callbacks=None, every=0):
+    def _run(self, inputs, input_json, params_json=None, output_extra=None, callbacks=None, every=0, comm="single"):
         self._check_params()
         config = {
             "method": self._method,
@@ -273,6 +302,7 @@ class _Estimator(*_Bases):
             "device": self.device,
             "threads": _threads(self.n_jobs),
             "seed": _seed(self.random_state),
+            "comm": comm,
         }
         bar = _progress_bar(self, config, callbacks) if self.verbose else None
         write = None
@@ -664,15 +694,30 @@ class PE(_Estimator):
     With posterior_model set, fit(X, y) fits that posterior model on labelled vectors X first.
     Fitted: embedding_ (N x D objects), class_coords_ (K x D). transform(P_new) places new objects
     against the fitted classes.
+
+    comm (None, "auto", "mpi" or mpi4py's MPI.COMM_WORLD): under `mpirun -n G python script.py` each
+    process passes its own rows (and their labels, on every process or none); the objects are
+    fitted across the processes (README, "Several processes") and every process gets the whole map,
+    the rows in rank order, the same bits as one process fitting all the rows. None: one process.
     """
 
     _method = "pe"
     _param_fields = tuple(_params.table("pe"))
     _input_fields = tuple(_params.table("pe_input", ("normalize_rows", "posterior_model")))
+    _extra = {"comm": None}
 
     def fit(self, X, y=None):
         inputs = _core.Inputs()
         input_json = self._input_json()
+        mode = _comm_mode(self.comm)
+        if mode != "single":
+            # each process of the launch passed its own rows (maybe none): the map is fitted over all
+            local = np.asarray(X, dtype=np.float64)
+            if local.ndim != 2:
+                raise ValueError(f"X: expected a 2-D array of this process's rows, found shape {local.shape}")
+            if y is not None:
+                y = _gathered_labels(mode, y, local.shape[0])
+            X = _core.gather_rows(mode, local)
         A = _dense(X)
         if self.posterior_model is not None:
             if y is None:
@@ -683,7 +728,7 @@ class PE(_Estimator):
             input_json["posteriors"] = inputs.add_matrix("P.npy", A)
             if y is not None:
                 input_json["labels"] = inputs.add_bytes("labels.txt", _label_bytes(y, A.shape[0]))
-        report, arrays, files = self._run(inputs, input_json, output_extra=_PAGE)
+        report, arrays, files = self._run(inputs, input_json, output_extra=_PAGE, comm=mode)
         self._page = files.get("map.html")
         self.embedding_ = arrays["objects"]
         self.class_coords_ = arrays["classes"]

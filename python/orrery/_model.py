@@ -61,14 +61,14 @@ def fitted_attributes(est):
 
 def to_bytes(est, *, skip_unsavable=False):
     """The model file's bytes. A parameter that is neither JSON nor an array (a callable, a
-    RandomState) is a ValueError naming it, or with skip_unsavable left out (callbacks are never
-    saved: they belong to the process)."""
+    RandomState) is a ValueError naming it, or with skip_unsavable left out (callbacks and comm are
+    never saved: they belong to the process)."""
     from . import __version__
 
     entries = {}
     params, array_params, dropped = {}, [], []
     for name, value in est.get_params(deep=False).items():
-        if name == "callbacks":
+        if name in ("callbacks", "comm"):
             params[name] = None
             continue
         if isinstance(value, np.ndarray):

@@ -31,6 +31,7 @@
 #include "io/readers.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/build_info.hpp"
+#include "orrery/comm.hpp"
 #include "orrery/error.hpp"
 #include "orrery/quality.hpp"
 #include "orrery/run_control.hpp"
@@ -210,6 +211,15 @@ py::tuple run(const py::dict& config, const Inputs&, bool quiet, const py::objec
     throw py::value_error(e.what());
   }
   const pipeline::MethodEntry* method = pipeline::find_method(rc.method);
+  // the run's communicator: one process unless the config's comm says otherwise (orrery.PE(comm=...))
+  std::unique_ptr<Comm> comm;
+  try {
+    comm = make_comm(rc.comm_mode);
+    rc.comm = comm.get();
+    pipeline::check_run_ranks(rc, *method, false);
+  } catch (const Error& e) {
+    throw py::value_error(e.what());
+  }
   pipeline::RunResult result;
   rc.result = &result;
   int dim = 2;
@@ -232,11 +242,50 @@ py::tuple run(const py::dict& config, const Inputs&, bool quiet, const py::objec
     }
   });
   json report;
-  without_gil([&] { report = method->run(rc, quiet, &control); }, &control);
+  // (several ranks: no callbacks or interruption; a rank that stops alone would leave the others
+  // waiting in a collective)
+  RunControl* run_control = comm->size() > 1 ? nullptr : &control;
+  without_gil([&] { report = method->run(rc, quiet, run_control); }, &control);
   py::dict arrays, files;
   for (const auto& [name, m] : result.arrays) arrays[py::str(name)] = to_array(m);
   for (const auto& [name, bytes] : result.files) files[py::str(name)] = py::bytes(bytes);
   return py::make_tuple(report.dump(), arrays, files);
+}
+
+// Every rank's rows of a float64 matrix (or bytes), concatenated in rank order, on every rank: what
+// an estimator given `comm` fits when each process of an MPI launch passes its own rows.
+py::array_t<double> gather_rows(const std::string& mode, const py::array_t<double, py::array::c_style | py::array::forcecast>& a) {
+  if (a.ndim() != 2) throw py::value_error("gather_rows: expected a 2-D array");
+  std::unique_ptr<Comm> comm;
+  try {
+    comm = make_comm(mode);
+  } catch (const Error& e) {
+    throw py::value_error(e.what());
+  }
+  std::vector<std::int64_t> cols = {static_cast<std::int64_t>(a.shape(1))}, low = cols;
+  comm->allreduce(cols.data(), 1, ReduceOp::max);
+  comm->allreduce(low.data(), 1, ReduceOp::min);
+  if (cols[0] != low[0])
+    throw py::value_error("comm: the ranks pass rows of different widths (" + std::to_string(low[0]) + " and " +
+                          std::to_string(cols[0]) + " columns)");
+  std::vector<std::size_t> counts;
+  const std::vector<double> all = comm->allgatherv(a.data(), static_cast<std::size_t>(a.size()), &counts);
+  py::array_t<double> out({static_cast<py::ssize_t>(all.size() / std::max<std::size_t>(1, a.shape(1))),
+                           static_cast<py::ssize_t>(a.shape(1))});
+  std::copy(all.begin(), all.end(), out.mutable_data());
+  return out;
+}
+
+py::bytes gather_bytes(const std::string& mode, const py::bytes& b) {
+  std::unique_ptr<Comm> comm;
+  try {
+    comm = make_comm(mode);
+  } catch (const Error& e) {
+    throw py::value_error(e.what());
+  }
+  const std::string mine = b;
+  const std::vector<char> all = comm->allgatherv(mine.data(), mine.size());
+  return py::bytes(all.data(), all.size());
 }
 
 // Every parameter table: name -> [(key, type, default as text, range, doc)].
@@ -300,6 +349,10 @@ PYBIND11_MODULE(_core, m) {
       .def("add_sparse", &Inputs::add_sparse, py::arg("name"), py::arg("rows"), py::arg("cols"), py::arg("row"),
            py::arg("col"), py::arg("val"))
       .def("add_bytes", &Inputs::add_bytes, py::arg("name"), py::arg("data"));
+  m.def("gather_rows", &gather_rows, py::arg("comm"), py::arg("array"),
+        "Every rank's rows (float64), concatenated in rank order, on every rank of the communicator `comm` names.");
+  m.def("gather_bytes", &gather_bytes, py::arg("comm"), py::arg("data"),
+        "Every rank's bytes, concatenated in rank order, on every rank.");
   m.def("run", &run, py::arg("config"), py::arg("inputs"), py::arg("quiet") = true,
         py::arg("callbacks") = py::none(), py::arg("every") = 0, py::arg("write") = py::none(),
         "Runs a config (a dict, as a run config file holds it) whose input paths name `inputs`; returns "

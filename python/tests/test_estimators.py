@@ -401,3 +401,17 @@ def test_nerv_callbacks_see_the_map_in_input_units_and_can_stop_it(cls):
     assert np.array_equal(seen[-1][2], est.embedding_) and seen[-1][1] == est.report_["trace"][-1]
     ref = cls(perplexity=10, max_iter=30, random_state=1).fit(X, y)
     assert np.array_equal(ref.embedding_, est.embedding_)
+
+
+def test_pe_comm_is_checked_and_one_process_is_the_default():
+    # comm=None (one process) and "single" fit alike; a value that names no communicator is refused
+    # naming comm; a model file does not keep it (tests/comm/mpi/python_pe.py runs several processes)
+    P, y = posteriors()
+    a = orrery.PE(max_iter=20).fit(P, y)
+    b = orrery.PE(max_iter=20, comm="single").fit(P, y)
+    assert np.array_equal(a.embedding_, b.embedding_)
+    assert b.report_["comm"]["name"] == "single" and b.report_["comm"]["ranks"] == 1
+    with pytest.raises(ValueError, match="comm"):
+        orrery.PE(max_iter=20, comm="bogus").fit(P, y)
+    with pytest.raises(ValueError, match="comm"):
+        orrery.PE(max_iter=20, comm=3).fit(P, y)

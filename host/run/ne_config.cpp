@@ -190,25 +190,31 @@ void unit_rows(MatrixD& X, VectorMetric metric, const std::string& what) {
   }
 }
 
-// Scales Y so that its first coordinate has standard deviation sd (pca and spectral starts).
-void scale_start(MatrixD& Y, double sd) {
+namespace {
+
+// The standard deviation of Y's first coordinate.
+double first_sd(const MatrixD& Y) {
   const index_t N = Y.rows;
   double mean = 0, ss = 0;
   for (index_t i = 0; i < N; ++i) mean += Y(i, 0) / static_cast<double>(N);
   for (index_t i = 0; i < N; ++i) ss += (Y(i, 0) - mean) * (Y(i, 0) - mean);
-  const double f = sd / std::sqrt(ss / static_cast<double>(N));
+  return std::sqrt(ss / static_cast<double>(N));
+}
+
+// Scales Y so that its first coordinate has standard deviation sd (pca and spectral starts).
+void scale_start(MatrixD& Y, double sd) {
+  const double f = sd / first_sd(Y);
   for (double& v : Y.data) v *= f;
 }
+
+}  // namespace
 
 MatrixD hssne_start(const HssneParams& p, const NeData& d, int threads) {
   const index_t N = d.points();
   if (p.init == "pca") {
     MatrixD Y = pca_project(d.X, p.dim, threads);
-    double mean = 0, ss = 0;
-    for (index_t i = 0; i < N; ++i) mean += Y(i, 0) / static_cast<double>(N);
-    for (index_t i = 0; i < N; ++i) ss += (Y(i, 0) - mean) * (Y(i, 0) - mean);
     // (constant vectors project to rounding noise, not to zero)
-    if (!(std::sqrt(ss / static_cast<double>(N)) > 1e-12 * input_scale(d.X)))
+    if (!(first_sd(Y) > 1e-12 * input_scale(d.X)))
       input_error("params.init: pca: the input vectors do not vary, so they give no start");
     scale_start(Y, p.init_scale);
     return Y;

@@ -200,6 +200,15 @@ py::array_t<double> to_array(const MatrixD& m) {
   return out;
 }
 
+// The communicator a config's or estimator's comm names; a bad name is a ValueError naming comm.
+std::unique_ptr<Comm> comm_for(const std::string& mode) {
+  try {
+    return make_comm(mode);
+  } catch (const Error& e) {
+    throw py::value_error(e.what());
+  }
+}
+
 // Runs the config (a dict, as a run config file holds it) whose input paths name `inputs`.
 // `write`, when given, takes each progress line instead of sys.stderr (a progress bar's write).
 py::tuple run(const py::dict& config, const Inputs&, bool quiet, const py::object& callbacks, int every,
@@ -212,10 +221,9 @@ py::tuple run(const py::dict& config, const Inputs&, bool quiet, const py::objec
   }
   const pipeline::MethodEntry* method = pipeline::find_method(rc.method);
   // the run's communicator: one process unless the config's comm says otherwise (orrery.PE(comm=...))
-  std::unique_ptr<Comm> comm;
+  const std::unique_ptr<Comm> comm = comm_for(rc.comm_mode);
+  rc.comm = comm.get();
   try {
-    comm = make_comm(rc.comm_mode);
-    rc.comm = comm.get();
     pipeline::check_run_ranks(rc, *method, false);
   } catch (const Error& e) {
     throw py::value_error(e.what());
@@ -256,12 +264,7 @@ py::tuple run(const py::dict& config, const Inputs&, bool quiet, const py::objec
 // an estimator given `comm` fits when each process of an MPI launch passes its own rows.
 py::array_t<double> gather_rows(const std::string& mode, const py::array_t<double, py::array::c_style | py::array::forcecast>& a) {
   if (a.ndim() != 2) throw py::value_error("gather_rows: expected a 2-D array");
-  std::unique_ptr<Comm> comm;
-  try {
-    comm = make_comm(mode);
-  } catch (const Error& e) {
-    throw py::value_error(e.what());
-  }
+  const std::unique_ptr<Comm> comm = comm_for(mode);
   std::vector<std::int64_t> cols = {static_cast<std::int64_t>(a.shape(1))}, low = cols;
   comm->allreduce(cols.data(), 1, ReduceOp::max);
   comm->allreduce(low.data(), 1, ReduceOp::min);
@@ -277,12 +280,7 @@ py::array_t<double> gather_rows(const std::string& mode, const py::array_t<doubl
 }
 
 py::bytes gather_bytes(const std::string& mode, const py::bytes& b) {
-  std::unique_ptr<Comm> comm;
-  try {
-    comm = make_comm(mode);
-  } catch (const Error& e) {
-    throw py::value_error(e.what());
-  }
+  const std::unique_ptr<Comm> comm = comm_for(mode);
   const std::string mine = b;
   const std::vector<char> all = comm->allgatherv(mine.data(), mine.size());
   return py::bytes(all.data(), all.size());

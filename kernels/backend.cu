@@ -135,9 +135,9 @@ class CudaBackend final : public Backend {
   KnnGraph knn_reporting(const MatrixD& X, int k, const KnnProgress& progress) const override {
     return cuda::exact_knn(X, k, info_.index, progress);
   }
-  RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,
+  RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, RankInput input,
                      const std::vector<index_t>& queries) const override {
-    return cuda::rank_rows(X, Y, kmax, distance_matrix, queries, info_.index);
+    return cuda::rank_rows(X, Y, kmax, input, queries, info_.index);
   }
   MatrixD learning_metric_distances(const ClassMixture& model, const MatrixD& X, int pieces) const override {
     return cuda::learning_metric_distances(model, X, pieces, info_.index);

@@ -25,7 +25,7 @@ NervPlacementResult place_nerv(int device, const MatrixD& R, const KnnGraph& g, 
                                const NervPlacementParams& params);  // nerv_place.cu
 KnnGraph exact_knn(const MatrixD& X, int k, int device,
                    const std::function<void(index_t, index_t)>& progress);  // knn.cu
-RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,
+RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, RankInput input,
                   const std::vector<index_t>& queries, int device);  // quality.cu
 MatrixD learning_metric_distances(const ClassMixture& model, const MatrixD& X, int pieces, int device);  // snerv.cu
 std::vector<double> learning_metric_pairs(const ClassMixture& model, const MatrixD& X, const KnnGraph& graph,

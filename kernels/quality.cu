@@ -19,13 +19,14 @@ namespace {
 
 constexpr int kThreads = 128;  // the most threads a block of rows takes (math::row_launch)
 
-__device__ double input_distance(const double* X, int dx, long long N, bool distance_matrix, long long i,
-                                 long long l) {
+// Xq: the query rows (X itself but under inner_product: X with its last coordinate 0).
+__device__ double input_distance(const double* X, const double* Xq, int dx, long long N, bool distance_matrix,
+                                 long long i, long long l) {
   if (distance_matrix) {
     const double v = X[i * N + l];
     return v * v;
   }
-  return math::squared_distance(X + i * dx, X + l * dx, dx);
+  return math::squared_distance(Xq + i * dx, X + l * dx, dx);
 }
 
 struct Scratch {
@@ -35,8 +36,8 @@ struct Scratch {
 };
 
 // Thread t makes row t, of point queries[t] (of point t when queries is null).
-__global__ void rank_rows_kernel(const double* X, int dx, const double* Y, int dy, long long N, int kmax,
-                                 bool distance_matrix, const long long* queries, long long rows, Scratch s,
+__global__ void rank_rows_kernel(const double* X, const double* Xq, int dx, const double* Y, int dy, long long N,
+                                 int kmax, bool distance_matrix, const long long* queries, long long rows, Scratch s,
                                  long long* n_out, long long* rho_out, long long* r_in) {
   const long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= rows) return;
@@ -47,7 +48,7 @@ __global__ void rank_rows_kernel(const double* X, int dx, const double* Y, int d
   int size_in = 0, size_out = 0;
   for (long long l = 0; l < N; ++l) {
     if (l == i) continue;
-    math::heap_offer(input_distance(X, dx, N, distance_matrix, i, l), l, hd_in, v, size_in, kmax);
+    math::heap_offer(input_distance(X, Xq, dx, N, distance_matrix, i, l), l, hd_in, v, size_in, kmax);
     math::heap_offer(math::squared_distance(Y + i * dy, Y + l * dy, dy), l, hd_out, n, size_out, kmax);
   }
   math::heap_sort_ascending(hd_in, v, kmax);
@@ -66,7 +67,7 @@ __global__ void rank_rows_kernel(const double* X, int dx, const double* Y, int d
     if (p >= 0) {
       rho[l] = p + 1;
     } else {
-      kd_in[m_in] = input_distance(X, dx, N, distance_matrix, i, n[l]);
+      kd_in[m_in] = input_distance(X, Xq, dx, N, distance_matrix, i, n[l]);
       ki_in[m_in] = n[l];
       tag_in[m_in++] = l;
     }
@@ -90,7 +91,7 @@ __global__ void rank_rows_kernel(const double* X, int dx, const double* Y, int d
   for (long long l = 0; l < N; ++l) {
     if (l == i) continue;
     if (m_in) {
-      const double d = input_distance(X, dx, N, distance_matrix, i, l);
+      const double d = input_distance(X, Xq, dx, N, distance_matrix, i, l);
       if (d <= far_in) ++diff_in[math::first_key_after(d, l, kd_in, ki_in, m_in)];
     }
     if (m_out) {
@@ -106,15 +107,21 @@ __global__ void rank_rows_kernel(const double* X, int dx, const double* Y, int d
 
 }  // namespace
 
-RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,
+RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, RankInput input,
                   const std::vector<index_t>& queries, int device) {
   ORRERY_CUDA_CHECK(cudaSetDevice(device));
+  const bool distance_matrix = input == RankInput::distance_matrix;
   const long long N = Y.rows, R = queries.empty() ? N : static_cast<long long>(queries.size());
   const size_t nk = static_cast<size_t>(R) * kmax, nk1 = static_cast<size_t>(R) * (kmax + 1);
-  DeviceBuffer<double> x, y, hd_in(nk), hd_out(nk), kd_in(nk), kd_out(nk);
+  DeviceBuffer<double> x, xq, y, hd_in(nk), hd_out(nk), kd_in(nk), kd_out(nk);
   DeviceBuffer<long long> v(nk), ki_in(nk), ki_out(nk), diff_in(nk1), diff_out(nk1), n(nk), rho(nk), r(nk), q;
   DeviceBuffer<int> tag_in(nk), tag_out(nk);
   x.upload(X.data.data(), X.data.size());
+  if (input == RankInput::inner_product) {  // the queries [x_i, 0] (orrery/inner_product.hpp)
+    MatrixD Q = X;
+    for (index_t i = 0; i < Q.rows; ++i) Q(i, Q.cols - 1) = 0.0;
+    xq.upload(Q.data.data(), Q.data.size());
+  }
   y.upload(Y.data.data(), Y.data.size());
   const std::vector<long long> q_host(queries.begin(), queries.end());
   q.upload(q_host.data(), q_host.size());
@@ -128,8 +135,9 @@ RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_m
   const math::RowLaunch shape = math::row_launch(R, multiprocessors, kThreads);
   if (shape.blocks > 0) {
     rank_rows_kernel<<<static_cast<unsigned>(shape.blocks), shape.threads>>>(
-        x.get(), static_cast<int>(X.cols), y.get(), static_cast<int>(Y.cols), N, kmax, distance_matrix,
-        queries.empty() ? nullptr : q.get(), R, s, n.get(), rho.get(), r.get());
+        x.get(), input == RankInput::inner_product ? xq.get() : x.get(), static_cast<int>(X.cols), y.get(),
+        static_cast<int>(Y.cols), N, kmax, distance_matrix, queries.empty() ? nullptr : q.get(), R, s, n.get(),
+        rho.get(), r.get());
     ORRERY_CUDA_LAUNCHED("rank_rows_kernel");
   }
   RankRows rows;

@@ -81,7 +81,8 @@ int cmd_evaluate(const std::vector<std::string>& args) {
   io::check_output_paths(outputs, inputs);  // before the work, and again when the files are committed
   const auto t0 = Clock::now();
   MatrixD X = read_keyed("--data", [&] { return io::read_matrix(data); });
-  if (metric != VectorMetric::euclidean) unit_rows(X, metric, "--data " + data);
+  if (scales_rows(metric)) unit_rows(X, metric, "--data " + data);
+  req.inner_product = metric == VectorMetric::inner_product;
   const MatrixD Y = read_keyed("--embedding", [&] { return io::read_matrix(embedding); });
   if (X.rows != Y.rows)
     input_error(data + " has " + std::to_string(X.rows) + " rows but " + embedding + " has " + std::to_string(Y.rows));

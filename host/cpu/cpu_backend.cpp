@@ -129,9 +129,9 @@ class CpuBackend final : public Backend {
   KnnGraph knn_reporting(const MatrixD& X, int k, const KnnProgress& progress) const override {
     return exact_knn(X, k, threads_, progress);
   }
-  RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,
+  RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, RankInput input,
                      const std::vector<index_t>& queries) const override {
-    return cpu::rank_rows(X, Y, kmax, distance_matrix, queries, threads_);
+    return cpu::rank_rows(X, Y, kmax, input, queries, threads_);
   }
   MatrixD learning_metric_distances(const ClassMixture& model, const MatrixD& X, int pieces) const override {
     return orrery::learning_metric_distances(model, X, pieces, threads_);

@@ -36,7 +36,7 @@ NervPlacementResult place_nerv(const MatrixD& R, const KnnGraph& g, const std::v
 // point's sums in a fixed order, so the thread count changes no bits.
 void add_far_repulsion(const MatrixD& Y, const std::vector<index_t>& far, double alpha, RepulsionSums& out,
                        int threads);
-RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,
+RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, RankInput input,
                   const std::vector<index_t>& queries, int threads);
 
 }  // namespace orrery::cpu

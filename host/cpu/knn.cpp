@@ -35,10 +35,10 @@ KnnGraph exact_knn(const MatrixD& X, int k, int threads, const KnnProgress& prog
   return g;
 }
 
-KnnGraph exact_knn_to(const MatrixD& R, const MatrixD& Q, int k, int threads, const KnnProgress& progress) {
-  if (k < 1 || k > R.rows)
-    input_error("k: expected 1 <= k <= " + std::to_string(R.rows) + " reference points, found " + std::to_string(k));
-  if (Q.cols != R.cols) internal_error("exact_knn_to: queries and reference differ in dimension");
+namespace {
+
+// Each query row's k nearest rows of R; `paired`: query i skips reference row i.
+KnnGraph nearest_to(const MatrixD& R, const MatrixD& Q, int k, bool paired, int threads, const KnnProgress& progress) {
   const index_t M = Q.rows;
   KnnGraph g = sized_graph(M, k);
   std::atomic<index_t> done{0};
@@ -46,10 +46,25 @@ KnnGraph exact_knn_to(const MatrixD& R, const MatrixD& Q, int k, int threads, co
   for (index_t i = 0; i < M; ++i) {
     const index_t n = ++done;  // reported from thread 0 only
     if (progress && omp_get_thread_num() == 0 && n % 64 == 0) progress(n, M);
-    prep::nearest_rows(R, Q.row(i), -1, k, g.dist2.data() + i * k, g.index.data() + i * k);
+    prep::nearest_rows(R, Q.row(i), paired ? i : -1, k, g.dist2.data() + i * k, g.index.data() + i * k);
   }
   if (progress) progress(M, M);
   return g;
+}
+
+}  // namespace
+
+KnnGraph exact_knn_to(const MatrixD& R, const MatrixD& Q, int k, int threads, const KnnProgress& progress) {
+  if (k < 1 || k > R.rows)
+    input_error("k: expected 1 <= k <= " + std::to_string(R.rows) + " reference points, found " + std::to_string(k));
+  if (Q.cols != R.cols) internal_error("exact_knn_to: queries and reference differ in dimension");
+  return nearest_to(R, Q, k, false, threads, progress);
+}
+
+KnnGraph exact_knn_paired(const MatrixD& R, const MatrixD& Q, int k, int threads, const KnnProgress& progress) {
+  check_knn_k(R.rows, k);
+  if (Q.rows != R.rows || Q.cols != R.cols) internal_error("exact_knn_paired: queries and reference differ in shape");
+  return nearest_to(R, Q, k, true, threads, progress);
 }
 
 KnnGraph Backend::knn_reporting(const MatrixD& X, int k, const KnnProgress&) const { return knn(X, k); }

@@ -1,5 +1,6 @@
 // The quality measures' rank rows on the CPU (orrery/quality.hpp): per point its kmax nearest in
-// each space by a bounded heap over all points (math/select.hpp), then the ranks that link the two
+// each space by a bounded heap over all points (math/select.hpp; under inner_product from the point's
+// query to the references, orrery/inner_product.hpp), then the ranks that link the two
 // spaces, read from the other space's kept neighbors or counted. OpenMP over query points; each
 // row is independent, so any thread count gives the same integers. O(rows N (d + D + kmax)) time, O(N)
 // scratch per thread, and a transposed copy of X and Y (N (d + D) values).
@@ -86,8 +87,9 @@ ORRERY_CLONES void add_squared_differences(const double* xt, index_t N, int d, c
 
 }  // namespace
 
-RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,
+RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, RankInput input,
                   const std::vector<index_t>& queries, int threads) {
+  const bool distance_matrix = input == RankInput::distance_matrix;
   const index_t N = Y.rows, R = queries.empty() ? N : static_cast<index_t>(queries.size());
   RankRows rows;
   rows.num_points = N;
@@ -103,6 +105,7 @@ RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_m
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
   {
     std::vector<double> din(static_cast<size_t>(N)), dout(static_cast<size_t>(N)), hd_in(kmax), hd_out(kmax), kd(kmax);
+    std::vector<double> query(input == RankInput::inner_product ? static_cast<size_t>(dx) : 0);
     std::vector<std::int64_t> v(kmax), ki(kmax), before(kmax);
     std::vector<int> pos_in(static_cast<size_t>(N), -1), pos_out(static_cast<size_t>(N), -1), tag(kmax);
 #pragma omp for schedule(dynamic, 16)
@@ -113,6 +116,10 @@ RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_m
       if (distance_matrix) {
         const double* x = X.row(i);
         for (index_t l = 0; l < N; ++l) din[l] = x[l] * x[l];
+      } else if (input == RankInput::inner_product) {  // the query [x_i, 0] among the references
+        std::copy(X.row(i), X.row(i) + dx, query.begin());
+        query[static_cast<size_t>(dx) - 1] = 0.0;
+        add_squared_differences(Xt.data(), N, dx, query.data(), din.data());
       } else {
         add_squared_differences(Xt.data(), N, dx, X.row(i), din.data());
       }

@@ -7,6 +7,7 @@
 
 #include "orrery/clock.hpp"
 #include "orrery/error.hpp"
+#include "orrery/inner_product.hpp"
 #include "orrery/knn.hpp"
 
 namespace orrery {
@@ -54,11 +55,18 @@ std::vector<F> input_table(NeMethod m) {
                      "params.dim apply; params.max_iter caps each point's Newton steps."});
   if (!snerv)
     t.push_back({"metric", &NeInputSpec::vector_metric,
-                 "How vectors are compared: euclidean, cosine (1 - cos, for text and image embeddings) or "
-                 "correlation (cosine of the centred rows). cosine and correlation scale each row to unit length "
-                 "(centred first for correlation) before input.pca and every neighbor search, so the neighbors, "
-                 "the affinities and the quality measures' ranks are the metric's; a placement into input.model "
-                 "takes the model's metric. A row of zero length (correlation: a constant row) is an error."});
+                 "How vectors are compared: euclidean, cosine (1 - cos, for text and image embeddings), "
+                 "correlation (cosine of the centred rows) or inner_product (the dot product <x, y>, a similarity: "
+                 "a point's neighbors are the rows of largest inner product with it, for embeddings scored by dot "
+                 "products). cosine and correlation scale each row to unit length (centred first for correlation) "
+                 "before input.pca and every neighbor search, so the neighbors, the affinities and the quality "
+                 "measures' ranks are the metric's; a row of zero length (correlation: a constant row) is an error. "
+                 "inner_product keeps the rows as given and searches each point [x, 0] among the points "
+                 "[y, sqrt(M^2 - |y|^2)] (M the largest row norm), itself excluded: the squared distance "
+                 "|x|^2 + M^2 - 2 <x, y> ranks by inner product and is what the affinities calibrate, so "
+                 "p(j|i) ~ exp(2 beta_i <x_i, x_j>); it takes no input.pca (which centres the rows), and its "
+                 "neighbor search runs on the host on every device (input.neighbors auto as on the CPU). A "
+                 "placement into input.model takes the model's metric."});
   t.push_back({"labels", &NeInputSpec::labels,
                snerv ? "One label per point, any integer or name (-1 unknown): the class-posterior model's targets. Required (not for a placement into input.model)."
                      : "One label per point, any integer or name (-1 unknown): colours, k-NN accuracy, cv_folds" +
@@ -210,9 +218,12 @@ NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bo
                 std::to_string(sparse_neighbors(in.perplexity)) + " neighbors of each point, which needs k <= N - 1 = " +
                 std::to_string(N - 1) + " for the " + std::to_string(N) + " points; found perplexity " +
                 detail::number_text(in.perplexity));
+  // inner_product searches on the host on every backend (orrery/inner_product.hpp: a paired
+  // query/reference search, which no device offers), so its auto follows the CPU's rule
+  const bool inner = in.vector_metric == VectorMetric::inner_product;
   plan.approximate = plan.sparse && !given_affinities(in) && p.method != NeMethod::snerv &&
                      (in.neighbors == NeighborsMode::approximate ||
-                      (in.neighbors == NeighborsMode::automatic && !device && N > kExactNeighborsMaxPoints));
+                      (in.neighbors == NeighborsMode::automatic && (!device || inner) && N > kExactNeighborsMaxPoints));
   // snerv: approximate = the metric's candidate re-ranking, whose Euclidean search is HNSW where
   // nerv's auto would take it; without the N x N distances its memory is NeRV's plus the candidates
   plan.metric_candidates =
@@ -246,6 +257,10 @@ NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bo
                      "use \"exact\" (slower, no index)",
                      static_cast<double>(N) * (12.0 * M + 4.0 * static_cast<double>(dims) + 16.0), 0.0});
   }
+  if (inner && dims > 0 && !given_affinities(in))
+    plan.memory.add({"input.metric inner_product's references and queries, 16 N (d + 1) bytes", "input.metric",
+                     "fewer points (input.limit)", 16.0 * static_cast<double>(N) * (static_cast<double>(dims) + 1.0),
+                     0.0});
   if (dims > 0 && in.distances.empty())  // the quality measures' rank rows read both spaces by dimension
     plan.memory.add({"the quality measures' copies of the input and the map by dimension, N (d + 3) doubles",
                      "input.pca", "a smaller input.pca or fewer points (input.limit)",
@@ -271,6 +286,12 @@ AffinityResult ne_affinities(const NeSpec& cfg, const NeData& d, const NePlan& p
     const MatrixD unit = e ? times_power_of_two(d.X, -e) : MatrixD();
     const MatrixD& X = e ? unit : d.X;
     const int k = sparse_neighbors(in.perplexity);
+    // inner_product: each point [x, 0] among the points [y, sqrt(M^2 - |y|^2)], itself excluded
+    // (orrery/inner_product.hpp); every other metric: the rows among themselves
+    const bool inner = in.vector_metric == VectorMetric::inner_product;
+    const MatrixD R = inner ? inner_product_references(X) : MatrixD(), Q = inner ? inner_product_queries(X) : MatrixD();
+    const MatrixD& Xr = inner ? R : X;
+    const MatrixD& Xq = inner ? Q : X;
     const auto t0 = Clock::now();
     NeighborSearch s;
     s.approximate = plan.approximate;
@@ -278,10 +299,12 @@ AffinityResult ne_affinities(const NeSpec& cfg, const NeData& d, const NePlan& p
     if (plan.approximate) {
       ApproxKnnParams prm;
       prm.ef_search = in.neighbor_ef;
-      g = approximate_knn(X, k, cfg.seed, threads, prm, stage("approximate neighbors"));
-      const KnnRecall r = estimate_knn_recall(X, g, kNeighborRecallSample, cfg.seed, threads);
+      g = approximate_knn_paired(Xr, Xq, k, cfg.seed, threads, prm, stage("approximate neighbors"));
+      const KnnRecall r = estimate_knn_recall_paired(Xr, Xq, g, kNeighborRecallSample, cfg.seed, threads);
       s.recall = r.recall;
       s.recall_sample = r.sample;
+    } else if (inner) {
+      g = exact_knn_paired(R, Q, k, threads, stage("exact neighbors"));
     } else {
       g = backend.knn_reporting(X, k, stage("exact neighbors"));
     }
@@ -289,6 +312,8 @@ AffinityResult ne_affinities(const NeSpec& cfg, const NeData& d, const NePlan& p
     if (search) *search = s;
     a = affinities_from_knn(g, in.perplexity, threads, stage("affinity rows"));
     for (double& b : a.beta) b = std::ldexp(b, -2 * e);
+  } else if (in.vector_metric == VectorMetric::inner_product) {
+    a = affinities_dense_paired(inner_product_references(d.X), inner_product_queries(d.X), in.perplexity, threads);
   } else a = affinities_dense(d.X, in.perplexity, threads);
   return a;
 }

@@ -18,6 +18,7 @@
 
 #include "orrery/affinity.hpp"
 #include "orrery/error.hpp"
+#include "orrery/inner_product.hpp"
 #include "orrery/math/affinity.hpp"
 #include "orrery/backend.hpp"
 #include "orrery/math/distance.hpp"
@@ -47,6 +48,8 @@ void validate(const MatrixD& X, const MatrixD& Y, const std::vector<int>& labels
   const index_t N = Y.rows;
   if (X.rows != N)
     input_error("input has " + std::to_string(X.rows) + " rows but the embedding has " + std::to_string(N));
+  if (req.input_is_distance_matrix && req.inner_product)
+    internal_error("evaluate_quality: a distance matrix is not ranked by inner product");
   if (req.input_is_distance_matrix && X.cols != N)
     input_error("distance matrix: expected " + std::to_string(N) + " x " + std::to_string(N) + ", found " +
                 std::to_string(X.rows) + " x " + std::to_string(X.cols));
@@ -157,10 +160,16 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
   const std::vector<index_t> queries = quality_queries(N, req);
   const index_t Q = queries.empty() ? N : static_cast<index_t>(queries.size());
   auto point = [&](index_t row) { return queries.empty() ? row : queries[static_cast<size_t>(row)]; };
-  // ranks do not depend on the scale of either space: each at unit scale for a float backend
+  // ranks do not depend on the scale of either space: each at unit scale for a float backend (under
+  // inner_product the references are made at that scale, where their squares are safe)
   const int ex = float_safe_exponent(X, req.input_is_distance_matrix), ey = float_safe_exponent(Y);
   const MatrixD Xu = ex ? times_power_of_two(X, -ex) : MatrixD(), Yu = ey ? times_power_of_two(Y, -ey) : MatrixD();
-  const RankRows rows = backend.rank_rows(ex ? Xu : X, ey ? Yu : Y, kmax, req.input_is_distance_matrix, queries);
+  const MatrixD Xr = req.inner_product ? inner_product_references(ex ? Xu : X, "metric") : MatrixD();
+  const RankInput input = req.input_is_distance_matrix ? RankInput::distance_matrix
+                          : req.inner_product          ? RankInput::inner_product
+                                                       : RankInput::vectors;
+  const RankRows rows =
+      backend.rank_rows(req.inner_product ? Xr : ex ? Xu : X, ey ? Yu : Y, kmax, input, queries);
   const std::vector<int> grid = k_grid(req, kmax);
   const size_t G = grid.size();
   const index_t chunks = (Q + kChunk - 1) / kChunk;
@@ -284,10 +293,17 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
   rep.smoothed_precision = rep.smoothed_recall = kNaN;
   if (req.perplexity > 0) {
     std::vector<double> a_part(static_cast<size_t>(chunks), 0.0), b_part(static_cast<size_t>(chunks), 0.0);
-    const int dx = static_cast<int>(X.cols), dy = static_cast<int>(Y.cols);
+    const int dy = static_cast<int>(Y.cols);
     const SmoothedUnits units = smoothed_units(X, Y, req.input_is_distance_matrix);
-    const MatrixD& Xs = units.X.empty() ? X : units.X;
+    const MatrixD& Xs0 = units.X.empty() ? X : units.X;
     const MatrixD& Ys = units.Y.empty() ? Y : units.Y;
+    // inner_product: the squared distances from each query [x_i, 0] to the references, as the
+    // affinities calibrate them (in the input's units: beta is shared with the map)
+    const MatrixD Xref = req.inner_product ? inner_product_references(Xs0, "metric") : MatrixD();
+    const MatrixD Xqry = req.inner_product ? inner_product_queries(Xs0) : MatrixD();
+    const MatrixD& Xs = req.inner_product ? Xref : Xs0;
+    const MatrixD& Xq = req.inner_product ? Xqry : Xs0;
+    const int dx = static_cast<int>(Xs.cols);
 #pragma omp parallel num_threads(threads)
     {
       std::vector<double> din(static_cast<size_t>(N)), dout(static_cast<size_t>(N));
@@ -296,7 +312,8 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
         for (index_t row = ch * kChunk; row < std::min(Q, (ch + 1) * kChunk); ++row) {
           const index_t i = point(row);
           for (index_t l = 0; l < N; ++l) {
-            din[l] = req.input_is_distance_matrix ? Xs(i, l) * Xs(i, l) : math::squared_distance(Xs.row(i), Xs.row(l), dx);
+            din[l] = req.input_is_distance_matrix ? Xs(i, l) * Xs(i, l)
+                                                  : math::squared_distance(Xq.row(i), Xs.row(l), dx);
             dout[l] = math::squared_distance(Ys.row(i), Ys.row(l), dy);
           }
           double a, b;

@@ -63,10 +63,9 @@ ORRERY_CLONES double calibrate_row(const double* d2, index_t N, index_t i, doubl
   return beta;
 }
 
-// d2[l] = |x_i - x_l|^2 for every point l of row-major X (n x d); cloned like calibrate_row.
-ORRERY_CLONES void squared_distances_row(const double* X, index_t n, int d, index_t i, double* d2) {
-  const double* xi = X + i * d;
-  for (index_t l = 0; l < n; ++l) d2[l] = math::squared_distance(xi, X + l * d, d);
+// d2[l] = |q - x_l|^2 for every point l of row-major X (n x d); cloned like calibrate_row.
+ORRERY_CLONES void squared_distances_row(const double* X, index_t n, int d, const double* q, double* d2) {
+  for (index_t l = 0; l < n; ++l) d2[l] = math::squared_distance(q, X + l * d, d);
 }
 
 // Dense affinities from rows of squared distances: row(i, d2) fills d2 (N entries) for point i.
@@ -101,10 +100,17 @@ AffinityResult dense_from_rows(index_t N, double perplexity, int threads, const 
 }  // namespace
 
 AffinityResult affinities_dense(const MatrixD& X, double perplexity, int threads) {
-  check_points(X);
-  const int d = static_cast<int>(X.cols);
-  return dense_from_rows(X.rows, perplexity, threads, [&](index_t i, std::vector<double>& d2) {
-    squared_distances_row(X.data.data(), X.rows, d, i, d2.data());
+  return affinities_dense_paired(X, X, perplexity, threads);
+}
+
+AffinityResult affinities_dense_paired(const MatrixD& R, const MatrixD& Q, double perplexity, int threads) {
+  check_points(R);
+  if (&Q != &R) check_points(Q);
+  if (Q.rows != R.rows || Q.cols != R.cols)
+    internal_error("affinities_dense_paired: queries and reference differ in shape");
+  const int d = static_cast<int>(R.cols);
+  return dense_from_rows(R.rows, perplexity, threads, [&](index_t i, std::vector<double>& d2) {
+    squared_distances_row(R.data.data(), R.rows, d, Q.row(i), d2.data());
   });
 }
 

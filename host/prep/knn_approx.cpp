@@ -131,16 +131,7 @@ KnnGraph query_index(Index& index, const MatrixD& R, const MatrixD& Q, int k, in
 
 KnnGraph approximate_knn(const MatrixD& X, int k, unsigned long long seed, int threads, const ApproxKnnParams& params,
                          const KnnProgress& progress) {
-  const index_t N = X.rows;
-  check_knn_k(N, k);
-  const int nt = threads_or_default(threads);
-  // The work is N insertions then N queries, of similar cost at ef_construction ~ ef_search.
-  ProgressTicker ticker{progress, 2 * N};
-  auto index = build_index(X, seed, nt, params, ticker);
-  ticker.done = 0;
-  KnnGraph g = query_index(*index, X, X, k, nt, params, ticker, N, [](index_t i) { return i; });
-  if (progress) progress(2 * N, 2 * N);
-  return g;
+  return approximate_knn_paired(X, X, k, seed, threads, params, progress);
 }
 
 KnnGraph approximate_knn_to(const MatrixD& R, const MatrixD& Q, int k, unsigned long long seed, int threads,
@@ -157,11 +148,32 @@ KnnGraph approximate_knn_to(const MatrixD& R, const MatrixD& Q, int k, unsigned 
   return g;
 }
 
+KnnGraph approximate_knn_paired(const MatrixD& R, const MatrixD& Q, int k, unsigned long long seed, int threads,
+                                const ApproxKnnParams& params, const KnnProgress& progress) {
+  const index_t N = R.rows;
+  check_knn_k(N, k);
+  if (Q.rows != N || Q.cols != R.cols) internal_error("approximate_knn_paired: queries and reference differ in shape");
+  const int nt = threads_or_default(threads);
+  // The work is N insertions then N queries, of similar cost at ef_construction ~ ef_search.
+  ProgressTicker ticker{progress, 2 * N};
+  auto index = build_index(R, seed, nt, params, ticker);
+  ticker.done = 0;
+  KnnGraph g = query_index(*index, R, Q, k, nt, params, ticker, N, [](index_t i) { return i; });
+  if (progress) progress(2 * N, 2 * N);
+  return g;
+}
+
 KnnRecall estimate_knn_recall(const MatrixD& X, const KnnGraph& g, index_t sample, unsigned long long seed,
                               int threads) {
-  const index_t N = X.rows;
+  return estimate_knn_recall_paired(X, X, g, sample, seed, threads);
+}
+
+KnnRecall estimate_knn_recall_paired(const MatrixD& R, const MatrixD& Q, const KnnGraph& g, index_t sample,
+                                     unsigned long long seed, int threads) {
+  const index_t N = R.rows;
   const int k = g.k;
-  if (g.num_points != N) internal_error("estimate_knn_recall: the graph has another number of points than X");
+  if (g.num_points != N || Q.rows != N)
+    internal_error("estimate_knn_recall: the graph has another number of points than X");
   // The first `sample` entries of a seeded Fisher-Yates shuffle of 0..N-1 (all when sample >= N).
   std::vector<index_t> order(static_cast<size_t>(N));
   for (index_t i = 0; i < N; ++i) order[static_cast<size_t>(i)] = i;
@@ -179,7 +191,7 @@ KnnRecall estimate_knn_recall(const MatrixD& X, const KnnGraph& g, index_t sampl
 #pragma omp for schedule(dynamic, 4)
     for (index_t s = 0; s < S; ++s) {
       const index_t i = order[static_cast<size_t>(s)];
-      prep::exact_knn_row(X, i, k, hd.data(), hi.data());
+      prep::nearest_rows(R, Q.row(i), i, k, hd.data(), hi.data());
       const double kth = hd[static_cast<size_t>(k) - 1];  // the exact k-th distance
       const double* listed = g.distances2(i);
       hits[static_cast<size_t>(s)] = std::count_if(listed, listed + k, [&](double v) { return v <= kth; });

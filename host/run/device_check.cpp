@@ -12,6 +12,7 @@
 #include "orrery/backend.hpp"
 #include "orrery/error.hpp"
 #include "orrery/hssne.hpp"
+#include "orrery/inner_product.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/nerv.hpp"
 #include "orrery/parity.hpp"
@@ -80,7 +81,9 @@ Checks check_ne_run(const RunConfig& run, Backend& ref, Backend& dev, int iterat
   const bool snerv = cfg.method == NeMethod::snerv, hssne = cfg.method == NeMethod::hssne;
   const bool vectors = !cfg.input.vectors.empty();
   Checks out;
-  if (vectors && !snerv) {
+  // (inner_product's neighbor search runs on the host on every backend: no device search to check)
+  const bool inner = cfg.input.vector_metric == VectorMetric::inner_product;
+  if (vectors && !snerv && !inner) {
     const int k = static_cast<int>(std::min<index_t>(N - 1, sparse_neighbors(cfg.input.perplexity)));
     // on the data the run searches: divided by a power of two when its scale would overflow float
     const int e = float_safe_exponent(d.X);
@@ -180,10 +183,12 @@ Checks check_ne_run(const RunConfig& run, Backend& ref, Backend& dev, int iterat
     const MatrixD& input = snerv ? metric : d.X;
     const bool dm = snerv || !cfg.input.distances.empty();
     const int e = float_safe_exponent(input, dm);  // as evaluate_quality scales it for float ranks
-    const MatrixD X = e ? times_power_of_two(input, -e) : input;
+    const MatrixD Xe = e ? times_power_of_two(input, -e) : input;
+    const MatrixD X = inner ? inner_product_references(Xe) : Xe;
+    const RankInput how = dm ? RankInput::distance_matrix : inner ? RankInput::inner_product : RankInput::vectors;
     const MatrixD Y = gaussian(N, 2, run.seed + 7, 1.0);
     const int kmax = static_cast<int>(std::min<index_t>(20, N - 1));
-    const RankRows rr = ref.rank_rows(X, Y, kmax, dm, {}), rd = dev.rank_rows(X, Y, kmax, dm, {});
+    const RankRows rr = ref.rank_rows(X, Y, kmax, how, {}), rd = dev.rank_rows(X, Y, kmax, how, {});
     auto as_double = [](const std::vector<std::int64_t>& v) { return std::vector<double>(v.begin(), v.end()); };
     out.push_back({"quality rank rows",
                    {{"map neighbors", "quality.rank_rows",

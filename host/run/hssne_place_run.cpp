@@ -14,6 +14,7 @@
 #include "io/writers.hpp"
 #include "orrery/error.hpp"
 #include "orrery/hssne.hpp"
+#include "orrery/inner_product.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/memory_plan.hpp"
 #include "orrery/quality.hpp"
@@ -112,8 +113,15 @@ bool approximate_placement(const NeInputSpec& in, index_t N, index_t M) {
          (in.neighbors == NeighborsMode::automatic && N > kExactNeighborsMaxPoints && pairs > kExactPlacementPairs);
 }
 
-KnnGraph placement_neighbors(const MatrixD& R, const MatrixD& X, int k, bool approximate, const NeRunConfig& cfg,
-                              int threads, const char* tag, bool quiet) {
+KnnGraph placement_neighbors(const MatrixD& reference, const MatrixD& points, int k, bool approximate,
+                              const NeRunConfig& cfg, int threads, const char* tag, bool quiet) {
+  // inner_product (the model's metric): the new points [x, 0] among the model's points
+  // [y, sqrt(M^2 - |y|^2)], M the largest norm among the model's (orrery/inner_product.hpp)
+  const bool inner = cfg.input.vector_metric == VectorMetric::inner_product;
+  const MatrixD Ri = inner ? inner_product_references(reference) : MatrixD(),
+                Xi = inner ? inner_product_queries(points) : MatrixD();
+  const MatrixD& R = inner ? Ri : reference;
+  const MatrixD& X = inner ? Xi : points;
   if (!approximate) return exact_knn_to(R, X, k, threads, StageProgress{tag, "exact neighbors", quiet});
   // the approximate search compares float distances: both sets at the reference's unit scale
   const int e = float_safe_exponent(R);
@@ -203,6 +211,7 @@ Prepared prepare(const RunConfig& run) {
     input_error("params.alpha: " + detail::number_text(p.cfg.hssne.alpha) + ", but the map in input.model " + in.model +
                 " was made with alpha " + detail::number_text(m.alpha));
   p.d = placement_points(p.cfg, m.reference.cols, m.pca, m.scale_exponent, run.threads, m.metric);
+  p.cfg.input.vector_metric = m.metric;  // the search and the quality measures compare as the model did
   p.perplexity = run.input.contains("perplexity") ? in.perplexity : kPlacementPerplexity;
   p.k = sparse_neighbors(p.perplexity);
   if (p.k > m.reference.rows)

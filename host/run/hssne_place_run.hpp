@@ -35,7 +35,8 @@ NeData placement_points(const NeRunConfig& cfg, index_t reference_cols, const Pc
                         int threads, VectorMetric metric = VectorMetric::euclidean);
 
 // Whether input.neighbors (auto: approximate above kExactNeighborsMaxPoints reference points when
-// M N exceeds ~1e9 pairs) searches approximately; and the search (the new points' k nearest).
+// M N exceeds ~1e9 pairs) searches approximately; and the search (the new points' k nearest, by
+// inner product under cfg.input.metric inner_product).
 bool approximate_placement(const NeInputSpec& in, index_t N, index_t M);
 KnnGraph placement_neighbors(const MatrixD& reference, const MatrixD& X, int k, bool approximate,
                               const NeRunConfig& cfg, int threads, const char* tag, bool quiet);

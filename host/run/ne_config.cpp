@@ -76,6 +76,9 @@ NeRunConfig read_ne_config(const RunConfig& run) {
   if (!snerv && in.vector_metric != VectorMetric::euclidean && in.vectors.empty())
     input_error("input.metric: " + enum_name(in.vector_metric) + " compares vectors; a distance matrix, a neighbor "
                 "graph or affinities are given already in their own metric");
+  if (in.vector_metric == VectorMetric::inner_product && in.pca > 0)
+    input_error("input.pca: does not apply with input.metric inner_product (the projection centres the rows, which "
+                "changes their inner products); project the vectors first, without centring, if they need it");
   if (!snerv && run.input.contains("metric") && !in.model.empty())
     input_error("input.metric: does not apply to a placement into input.model (the model's metric is used)");
   if (!in.model.empty()) {
@@ -281,7 +284,7 @@ NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent) {
     input_error(in.distances + ": expected a square N x N distance matrix, found " + std::to_string(d.X.rows) + " x " +
                 std::to_string(d.X.cols));
   if (!in_place) raw = d.X;
-  if (in.vector_metric != VectorMetric::euclidean && !in.vectors.empty()) {
+  if (scales_rows(in.vector_metric) && !in.vectors.empty()) {
     MatrixD U(raw.rows, raw.cols);
     std::copy(raw.values, raw.values + raw.rows * raw.cols, U.data.begin());
     unit_rows(U, in.vector_metric, key + " " + source);
@@ -338,6 +341,7 @@ QualityRequest ne_quality_request(const NeRunConfig& cfg, index_t N, int threads
   req.threads = threads;
   req.queries = cfg.quality_sample;  // above kQualitySampleAbove points a seeded subsample by default
   req.seed = cfg.run.seed;
+  req.inner_product = cfg.input.vector_metric == VectorMetric::inner_product;
   return req;
 }
 

@@ -38,6 +38,10 @@ NeData load_ne_data(const NeRunConfig& cfg, std::optional<int> model_exponent = 
 // input.metric cosine or correlation: each row scaled to unit length (correlation: centred first), in
 // place; a zero (constant) or non-finite row is an input error naming `what` and the row.
 void unit_rows(MatrixD& X, VectorMetric metric, const std::string& what);
+// Whether a metric is unit_rows' (Euclidean on the scaled rows); euclidean and inner_product keep them.
+inline bool scales_rows(VectorMetric metric) {
+  return metric == VectorMetric::cosine || metric == VectorMetric::correlation;
+}
 // params.init (hssne) resolved before the affinities: pca of the vectors scaled to init_scale, or a
 // file's N x dim array as given; input errors name params.init and the file.
 MatrixD hssne_start(const HssneParams& p, const NeData& d, int threads);
@@ -50,7 +54,8 @@ MatrixD given_start(const std::string& init, index_t N, int dim);
 MatrixD fit_start(const NeRunConfig& cfg, const NeData& d, const AffinityResult& a, bool sparse, int threads);
 
 // The quality measures a neighbor-embedding run adds to its report, for a map of N points: k in
-// {1, 5, 10, 20} (at most N - 1), no curve, output.quality_sample query points, the run's seed.
+// {1, 5, 10, 20} (at most N - 1), no curve, output.quality_sample query points, the run's seed, the
+// input ranked by inner product under input.metric inner_product.
 QualityRequest ne_quality_request(const NeRunConfig& cfg, index_t N, int threads);
 
 // Adds output.dir/map.svg (when output.svg) drawing Y coloured by the data's labels, and records it.

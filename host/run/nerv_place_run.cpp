@@ -89,6 +89,7 @@ Prepared prepare(const RunConfig& run) {
                 " (a new point's bandwidth scales its map distances, so it is calibrated as the map's points were)");
   if (run.params.contains("max_iter")) p.params.max_iter = p.cfg.nerv.max_iter;
   p.d = placement_points(p.cfg, m.reference.cols, m.pca, m.scale_exponent, run.threads, m.metric);
+  p.cfg.input.vector_metric = m.metric;  // the search and the quality measures compare as the model did
   p.k = sparse_neighbors(p.perplexity);
   if (p.k > m.reference.rows)
     input_error("input.model: its perplexity " + detail::number_text(p.perplexity) + " asks for k = ceil(3 perplexity) = " +

@@ -44,6 +44,10 @@ struct AffinityResult {
 // The affinities depend on the points only up to scale: X times c gives the same P and beta / c^2.
 AffinityResult affinities_dense(const MatrixD& X, double perplexity, int threads = 0);
 AffinityResult affinities_sparse(const MatrixD& X, double perplexity, int threads = 0);
+// Dense affinities whose row i calibrates the squared distances from query row Q_i to every
+// reference row R_l (l != i): Q_i and R_i are one point seen two ways (orrery/knn.hpp's paired
+// search; input.metric inner_product, orrery/inner_product.hpp). With Q = R it is affinities_dense.
+AffinityResult affinities_dense_paired(const MatrixD& R, const MatrixD& Q, double perplexity, int threads = 0);
 
 // Sparse affinities from a precomputed kNN graph (any backend's; k >= ceil(3 perplexity), all k
 // neighbors are used): the same result as affinities_sparse when the graph is exact_knn's.

@@ -17,6 +17,7 @@ namespace orrery {
 struct Corpus;
 struct KnnGraph;
 struct RankRows;
+enum class RankInput;  // orrery/quality.hpp
 struct SparseAffinity;
 
 // Memory a backend can use now, for planning a run before its large allocations (Numbers in
@@ -95,9 +96,10 @@ class Backend {
   // knn that reports progress (rows done, N) on a long search; a device without reports runs knn.
   // (defined in host/cpu/knn.cpp)
   virtual KnnGraph knn_reporting(const MatrixD& X, int k, const std::function<void(index_t, index_t)>& progress) const;
-  // The quality measures' rank rows (orrery/quality.hpp) of map Y against input X (vectors, or
-  // an N x N distance matrix when distance_matrix), for the points `queries` (empty: all points).
-  virtual RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,
+  // The quality measures' rank rows (orrery/quality.hpp) of map Y against input X (vectors, an N x
+  // N distance matrix or inner-product references, as `input` says), for the points `queries`
+  // (empty: all points).
+  virtual RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, RankInput input,
                              const std::vector<index_t>& queries) const = 0;
   // Learning-metric distances between all rows of X under the class-mixture model (N x N,
   // symmetric, zero diagonal; orrery/snerv.hpp), straight paths of `pieces` pieces.

@@ -55,6 +55,12 @@ KnnGraph exact_knn(const MatrixD& X, int k, int threads = 0, const KnnProgress& 
 // indices are R's rows, with exact_knn's order and ties (no row is excluded: the sets differ).
 // Requires 1 <= k <= N (an input error naming k otherwise). progress: queries done out of M.
 KnnGraph exact_knn_to(const MatrixD& R, const MatrixD& Q, int k, int threads = 0, const KnnProgress& progress = {});
+// The paired search: query row i and reference row i are one point seen two ways (Q and R both
+// N x d), and query i never lists reference row i, as exact_knn excludes self; otherwise
+// exact_knn_to's order and ties. With Q = R it is exact_knn. input.metric inner_product searches
+// so (orrery/inner_product.hpp), where a point is not its own nearest. Requires 1 <= k <= N - 1.
+KnnGraph exact_knn_paired(const MatrixD& R, const MatrixD& Q, int k, int threads = 0,
+                          const KnnProgress& progress = {});
 // The k nearest of every row of a symmetric N x N distance matrix (dist2 holds squared distances),
 // in the same order and with the same ties as exact_knn.
 KnnGraph knn_from_distance_matrix(const MatrixD& D, int k, int threads = 0);
@@ -90,6 +96,10 @@ KnnGraph approximate_knn(const MatrixD& X, int k, unsigned long long seed, int t
 // the lists' membership): R's graph built as there (one thread, seeded), the queries in parallel.
 KnnGraph approximate_knn_to(const MatrixD& R, const MatrixD& Q, int k, unsigned long long seed, int threads,
                             const ApproxKnnParams& params = {}, const KnnProgress& progress = {});
+// approximate_knn's search in the paired form of exact_knn_paired: the graph over R built as
+// there, query i (of Q) never listing reference row i. Requires 1 <= k <= N - 1.
+KnnGraph approximate_knn_paired(const MatrixD& R, const MatrixD& Q, int k, unsigned long long seed, int threads,
+                                const ApproxKnnParams& params = {}, const KnnProgress& progress = {});
 // The recall of a k-NN graph of X, estimated on `sample` query points drawn by `seed` (all of them
 // when sample >= N): each sampled point's exact k nearest are found by brute force against all N,
 // and a listed neighbor counts as found when its squared distance is at most the exact k-th one
@@ -101,6 +111,10 @@ struct KnnRecall {
 };
 KnnRecall estimate_knn_recall(const MatrixD& X, const KnnGraph& g, index_t sample, unsigned long long seed,
                               int threads = 0);
+// The same estimate for a paired graph (approximate_knn_paired's): the exact lists are
+// exact_knn_paired's rows.
+KnnRecall estimate_knn_recall_paired(const MatrixD& R, const MatrixD& Q, const KnnGraph& g, index_t sample,
+                                     unsigned long long seed, int threads = 0);
 
 // Backend::knn runs this search on its device: on CUDA (kernels/knn.cu) a tiled distance GEMM keeps
 // k + max(8, k / 4) candidates per point, re-ranked by the same double distances and bounded heap,

@@ -46,10 +46,13 @@ struct EnumNames<NeighborsMode> {
 // the cosine distance (|u - v|^2 = 2 (1 - cos)), so every neighbor list and rank (the search, HNSW and
 // its recall, the quality measures) is the metric's, and the affinities equal scikit-learn's
 // (which calibrates cosine distances unsquared) up to the bandwidth, which the perplexity sets.
-enum class VectorMetric { euclidean, cosine, correlation };
+// inner_product is a similarity, not a distance: its searches are Euclidean ones between queries
+// [x, 0] and references [x, sqrt(M^2 - |x|^2)] (orrery/inner_product.hpp), whose squared distances
+// the affinities calibrate; the rows are kept as they are (no input.pca, which centres them).
+enum class VectorMetric { euclidean, cosine, correlation, inner_product };
 template <>
 struct EnumNames<VectorMetric> {
-  static constexpr std::array<const char*, 3> names = {"euclidean", "cosine", "correlation"};
+  static constexpr std::array<const char*, 4> names = {"euclidean", "cosine", "correlation", "inner_product"};
 };
 
 // input.affinities = "auto" for NeRV takes dense affinities up to this many points (when their
@@ -155,8 +158,8 @@ struct NeighborSearch {
 };
 
 // The affinities of hssne and nerv: given (`given`, input.affinity_matrix), from a distance matrix,
-// sparse (neighbors at unit scale on the backend's device, or approximate on the host; rows on the
-// host) or dense from vectors. `progress(what)` (may be empty) gives the progress callback of a long
+// sparse (neighbors at unit scale on the backend's device, or approximate on the host, or on the
+// host for input.metric inner_product; rows on the host) or dense from vectors. `progress(what)` (may be empty) gives the progress callback of a long
 // stage ("exact neighbors", "approximate neighbors", "affinity rows"); `search` (optional) gets
 // what the neighbor search did.
 using NeStageProgress = std::function<std::function<void(index_t, index_t)>(const char* what)>;

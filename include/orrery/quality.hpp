@@ -39,6 +39,10 @@ struct QualityRequest {
   bool curve = true;                  // also a grid of K in [1, kmax] for plots
   double perplexity = 0.0;            // > 0: NeRV's mean smoothed precision/recall at this perplexity
   bool input_is_distance_matrix = false;  // input is an N x N matrix of distances, not vectors
+  // input vectors ranked by inner product, largest first (input.metric inner_product): each point's
+  // ranks are those of the query [x_i, 0] among the references [x_j, sqrt(M^2 - |x_j|^2)]
+  // (orrery/inner_product.hpp), itself excluded, and the smoothed measures calibrate those squared distances
+  bool inner_product = false;
   int threads = 0;                    // 0 = OpenMP default
   // Query points: -1 = the default rule (all points up to sample_above, else sample_queries),
   // 0 = all points, n > 0 = n seeded query points (all when n >= N).
@@ -71,6 +75,11 @@ struct QualityReport {
 };
 
 class Backend;
+
+// What Backend::rank_rows reads as the input space: vectors (point i's distances are from row i to
+// every row), an N x N distance matrix, or inner-product references (orrery/inner_product.hpp; N x
+// (d + 1)), point i's distances being from its query, row i with the last coordinate 0, to every row.
+enum class RankInput { vectors, distance_matrix, inner_product };
 
 // Per query point: its kmax nearest in the map and the ranks that link the two spaces, against all
 // points. Every rank-based measure is a sum over these (rows x kmax each, row-major).

@@ -401,7 +401,7 @@ verbose : bool, default=False
 # ---------------------------------------------------------------------- neighbor embeddings
 
 
-_VECTOR_METRICS = ("euclidean", "cosine", "correlation")
+_VECTOR_METRICS = ("euclidean", "cosine", "correlation", "inner_product")
 _PAGE = {"html": True}  # every fit keeps its interactive page for to_html
 
 
@@ -481,6 +481,11 @@ class HSSNE(_Estimator):
     fit(affinities=P) (a scipy.sparse N x N matrix, made symmetric and scaled to sum 1), never through
     X. y, optional, labels (semi-supervised with rho > 0, and the report's k-NN accuracy).
     transform(X_new) places new vectors into the fitted map.
+
+    metric: "euclidean" (default), "cosine", "correlation", "inner_product" (the dot product, a
+    similarity: a point's neighbors are the rows of largest inner product with it, itself excluded;
+    no pca) or "precomputed"; the CLI's input.metric (docs/hssne.md). transform compares new vectors
+    by the fit's metric.
 
     callbacks: a callable or a list of them, each called every callbacks_every_iters iterations (10)
     as f(iteration, objective, embedding): the iterations done, the objective last recorded (KL), and
@@ -563,7 +568,8 @@ class TSNE(HSSNE):
       optimiser (optimizer="gradient", which auto takes with the tree and the grid).
     - max_iter, n_components, perplexity, metric ("euclidean", "cosine", "correlation",
       "precomputed": dense distances, or a sparse kNN distance graph), init ("random", "pca",
-      "spectral" or an array), n_jobs, verbose, random_state: as in scikit-learn.
+      "spectral" or an array), n_jobs, verbose, random_state: as in scikit-learn. metric also takes
+      "inner_product" (neighbors by largest dot product, as HSSNE's), which scikit-learn's TSNE has not.
     - method="barnes_hut": orrery's repulsion="auto" (exact, Barnes-Hut tree or FFT grid by size,
       docs/hssne.md); method="exact": every pair, dense affinities and exact repulsion, as
       scikit-learn's exact method.
@@ -618,7 +624,8 @@ class TSNE(HSSNE):
                                  f"max_iter, or with the fixed-point optimiser when the objective stalls: tol); "
                                  f"leave it at {default}")
         if self.metric_params is not None:
-            raise ValueError("metric_params: orrery's metrics (euclidean, cosine, correlation) take no parameters")
+            raise ValueError("metric_params: orrery's metrics (euclidean, cosine, correlation, inner_product) take no "
+                             "parameters")
         super()._check_params()
 
     def fit(self, X=None, y=None, affinities=None):
@@ -639,7 +646,8 @@ class NeRV(_Estimator):
     fit(X, y=None): X is N x d vectors or an N x N distance matrix (metric='precomputed'); y, optional,
     labels for the report's k-NN accuracy. transform(X_new) places new vectors into the fitted map, each
     at the minimum of its own NeRV cost against the fixed map (its neighbors found among the fitted
-    points at the fit's perplexity).
+    points at the fit's perplexity, by the fit's metric). metric: as HSSNE's ("euclidean", "cosine",
+    "correlation", "inner_product" or "precomputed").
 
     callbacks: as HSSNE's, called every callbacks_every_iters conjugate-gradient iterations with the
     NeRV cost; True stops the fit there as a finished one (stop_reason "callback").

@@ -14,8 +14,9 @@ def evaluate(X, Y, labels=None, k=(5, 10, 20), *, metric="euclidean", perplexity
     Parameters
     ----------
     X : array (N, d), or (N, N) distances with metric='precomputed'
-    metric : 'euclidean', 'cosine' or 'correlation' (the input vectors' distance; the map is Euclidean),
-        or 'precomputed'
+    metric : 'euclidean', 'cosine', 'correlation' or 'inner_product' (how the input vectors are
+        compared: inner_product ranks each point's neighbors by largest inner product, itself
+        excluded; the map is Euclidean), or 'precomputed'
     Y : array (N, D), the map
     labels : array (N,) of integer classes (-1 unknown), optional: adds k-NN accuracy and 1-NN homogeneity
     k : sequence of int, the neighborhood sizes K
@@ -31,8 +32,9 @@ def evaluate(X, Y, labels=None, k=(5, 10, 20), *, metric="euclidean", perplexity
     """
     X = _dense(X, "X")
     Y = _dense(Y, "Y")
-    if metric not in ("euclidean", "cosine", "correlation", "precomputed"):
-        raise ValueError(f"metric: expected 'euclidean', 'cosine', 'correlation' or 'precomputed', found {metric!r}")
+    if metric not in ("euclidean", "cosine", "correlation", "inner_product", "precomputed"):
+        raise ValueError(f"metric: expected 'euclidean', 'cosine', 'correlation', 'inner_product' or 'precomputed', "
+                         f"found {metric!r}")
     if X.shape[0] != Y.shape[0]:
         raise ValueError(f"Y: {Y.shape[0]} points in the map for the {X.shape[0]} of X")
     lab = []

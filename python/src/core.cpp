@@ -305,8 +305,9 @@ std::string evaluate(const DoubleArray& X, const DoubleArray& Y, const std::vect
   MatrixD x = to_matrix(X, "X");
   const MatrixD y = to_matrix(Y, "Y");
   const VectorMetric m = parse_enum<VectorMetric>(metric, "metric");
-  if (m != VectorMetric::euclidean) pipeline::unit_rows(x, m, "X");
+  if (pipeline::scales_rows(m)) pipeline::unit_rows(x, m, "X");
   QualityRequest req;
+  req.inner_product = m == VectorMetric::inner_product;
   req.ks = ks;
   req.curve = false;
   req.input_is_distance_matrix = input_is_distance_matrix;

@@ -315,6 +315,98 @@ def test_evaluate_takes_the_cosine_and_correlation_metrics():
         orrery.evaluate(X, Y, metric="manhattan")
 
 
+def directions(n=160, seed=0):
+    """Two groups of 6-D vectors that differ in direction (axis 0 or 1, noise 0.2 per coordinate), not
+    in length (spread evenly in log from 0.01 to 3): near the origin the groups meet in Euclidean
+    distance, never in inner product."""
+    rng = np.random.RandomState(seed)
+    y = np.arange(n) % 2
+    U = np.zeros((n, 6))
+    U[np.arange(n), y] = 1.0
+    X = np.exp(rng.uniform(np.log(0.01), np.log(3.0), (n, 1))) * (U + 0.2 * rng.randn(n, 6))
+    return X, y
+
+
+def ranks(score):
+    """rank[i, j]: 1 + the points l != i that score above j for i (larger score nearer), ties by index;
+    i itself last. order[:, :k] are each point's top k, itself excluded."""
+    s = np.array(score, dtype=float)
+    np.fill_diagonal(s, -np.inf)
+    order = np.argsort(-s, axis=1, kind="stable")
+    r = np.empty_like(order)
+    r[np.arange(len(s))[:, None], order] = np.arange(1, len(s) + 1)
+    return r, order
+
+
+def trust_and_continuity(r_in, r_out, K):
+    """Venna and Kaski's trustworthiness and continuity from the two spaces' ranks."""
+    n = len(r_in)
+    scale = 2.0 / (n * K * (2 * n - 3 * K - 1))
+    t = np.where((r_out <= K) & (r_in > K), r_in - K, 0).sum()
+    c = np.where((r_in <= K) & (r_out > K), r_out - K, 0).sum()
+    return 1 - scale * t, 1 - scale * c
+
+
+def test_inner_product_neighbors_are_the_largest_inner_products():
+    # the input's neighbors are numpy's top k of X X' with the point itself excluded (here many a
+    # point's largest inner product is another's): both quality measures over the input ranks agree
+    # with those computed from numpy's lists, at every K, on all points and on a sample
+    manifold = pytest.importorskip("sklearn.manifold")
+    rng = np.random.RandomState(3)
+    X = rng.randn(150, 5) * np.exp(rng.uniform(-1, 1, (150, 1)))
+    Y = rng.randn(150, 2)
+    S = X @ X.T
+    r_in, order = ranks(S)
+    r_out, _ = ranks(-((Y[:, None, :] - Y[None, :, :]) ** 2).sum(-1))
+    assert (order[:, 0] != np.arange(150)).all()
+    assert (S[np.arange(150), order[:, 0]] > np.diag(S)).sum() > 30
+    ks = (1, 3, 7, 15, 30)
+    r = orrery.evaluate(X, Y, k=ks, metric="inner_product", queries=0)
+    D = S.max() + 1.0 - S  # per row decreasing in the inner product, for scikit-learn's precomputed input
+    np.fill_diagonal(D, 0.0)
+    for row, K in zip(r["at_k"], ks):
+        t, c = trust_and_continuity(r_in, r_out, K)
+        assert abs(row["trustworthiness"] - t) < 1e-12, K
+        assert abs(row["continuity"] - c) < 1e-12, K
+        assert abs(row["trustworthiness"] - manifold.trustworthiness(D, Y, n_neighbors=K, metric="precomputed")) < 1e-12
+    euclid = orrery.evaluate(X, Y, k=ks, queries=0)
+    assert [a["continuity"] for a in euclid["at_k"]] != [a["continuity"] for a in r["at_k"]]
+    with pytest.raises(ValueError, match="metric"):
+        orrery.evaluate(X, Y, metric="dot")
+
+
+def test_inner_product_metric_maps_directions():
+    # TSNE(metric="inner_product") keeps two groups of one direction apart; the report's quality
+    # ranks the input by inner product (scikit-learn's trustworthiness on the same ranks); new points
+    # are placed by inner product among the fitted ones; what cannot honour the metric is refused
+    manifold = pytest.importorskip("sklearn.manifold")
+    X, y = directions()
+    est = orrery.TSNE(metric="inner_product", perplexity=10, max_iter=300, random_state=1).fit(X, y)
+    assert est.report_["input"]["metric"] == "inner_product"
+    assert knn_accuracy(est.embedding_, y) > 0.95
+    S = X @ X.T
+    D = S.max() + 1.0 - S
+    np.fill_diagonal(D, 0.0)
+    for row in est.report_["quality"]["at_k"]:
+        if row["k"] in (5, 10):
+            want = manifold.trustworthiness(D, est.embedding_, n_neighbors=row["k"], metric="precomputed")
+            assert abs(row["trustworthiness"] - want) < 1e-9
+    new, y_new = directions(n=40, seed=1)
+    placed = est.transform(new)
+    nearest = ((placed[:, None, :] - est.embedding_[None, :, :]) ** 2).sum(-1).argmin(axis=1)
+    assert (y[nearest] == y_new).mean() >= 0.95
+    approx = orrery.HSSNE(metric="inner_product", perplexity=10, max_iter=300, neighbors="approximate",
+                          random_state=1).fit(X, y)
+    assert approx.report_["input"]["neighbor_recall"] >= 0.9
+    assert knn_accuracy(approx.embedding_, y) > 0.95
+    with pytest.raises(ValueError, match="input.pca"):
+        orrery.HSSNE(metric="inner_product", pca=3, max_iter=10).fit(X)
+    with pytest.raises(ValueError, match="input.metric: inner_product: every row"):
+        orrery.TSNE(metric="inner_product", max_iter=10).fit(np.zeros((40, 3)))
+    with pytest.raises(ValueError, match="metric"):
+        orrery.TSNE(metric="dot", max_iter=10).fit(X)
+
+
 @pytest.mark.parametrize("optimizer", ["fixed_point", "gradient"])
 def test_callbacks_watch_the_fit_and_can_stop_it(optimizer):
     X, _ = blobs()

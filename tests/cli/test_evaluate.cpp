@@ -90,3 +90,44 @@ TEST(Evaluate, CosineRanksByAngle) {
   EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.output.find("--metric"), std::string::npos) << o.output;
 }
+
+// --metric inner_product: a point's input neighbors are the rows of largest inner product, itself
+// excluded. Points on the x axis at lengths 1, 2, 3, 4 and on the y axis the same: by inner product
+// the nearest of each of the three shorter points is the longest point of its axis, and the
+// longest's is the next longest; a map putting each axis's longest point at the centre of the
+// others (at 1, 1 and 0.9) is perfect at K = 1 by inner product, and not by Euclidean distance
+// (where a point's nearest is its neighbor on the axis). Every row zero, --distances and an
+// unknown metric are refused naming the metric.
+TEST(Evaluate, InnerProductRanksByTheLargestInnerProduct) {
+  TempDir tmp;
+  std::ostringstream x, y;
+  const double pi = 3.14159265358979;
+  for (int axis = 0; axis < 2; ++axis)
+    for (int len = 1; len <= 4; ++len) {
+      x << (axis == 0 ? len : 0) << "," << (axis == 1 ? len : 0) << "\n";
+      const double r = len == 4 ? 0.0 : len == 3 ? 0.9 : 1.0, a = 2.0 * pi * (len - 1) / 3.0;
+      y << 100 * axis + r * std::cos(a) << "," << r * std::sin(a) << "\n";
+    }
+  const std::string xs = tmp.write("x.csv", x.str()), ys = tmp.write("y.csv", y.str());
+  for (const char* metric : {"inner_product", "euclidean"}) {
+    const auto o = run("--data " + xs + " --embedding " + ys + " --k 1 --metric " + metric + " --quiet --out " +
+                       tmp.path(std::string(metric) + ".json"));
+    ASSERT_EQ(o.code, 0) << o.output;
+  }
+  const auto ip = nlohmann::json::parse(std::ifstream(tmp.path("inner_product.json")));
+  const auto e = nlohmann::json::parse(std::ifstream(tmp.path("euclidean.json")));
+  EXPECT_EQ(ip["at_k"][0]["trustworthiness"], 1.0);
+  EXPECT_EQ(ip["at_k"][0]["continuity"], 1.0);
+  EXPECT_LT(e["at_k"][0]["trustworthiness"], 1.0);
+  const std::string zero = tmp.write("z.csv", "0,0\n0,0\n0,0\n0,0\n");
+  const std::string y4 = tmp.write("y4.csv", "0,0\n1,0\n2,0\n3,0\n");
+  auto o = run("--data " + zero + " --embedding " + y4 + " --k 1 --metric inner_product");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("metric: inner_product: every row"), std::string::npos) << o.output;
+  o = run("--data " + zero + " --embedding " + y4 + " --k 1 --metric inner_product --distances");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("--metric"), std::string::npos) << o.output;
+  o = run("--data " + xs + " --embedding " + ys + " --k 1 --metric dot");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.output.find("--metric"), std::string::npos) << o.output;
+}

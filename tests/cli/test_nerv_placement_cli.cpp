@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "common/cli_runner.hpp"
+#include "common/map_checks.hpp"
+#include "common/run_files.hpp"
 #include "common/temp_dir.hpp"
 #include "io/readers.hpp"
 
@@ -26,46 +28,16 @@ namespace {
 void write_classes(const orrery::test::TempDir& tmp, const std::string& name, int n, unsigned seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> z(0, 1);
-  std::ostringstream x, y;
-  for (int i = 0; i < n; ++i) {
-    for (int d = 0; d < 6; ++d) x << (d ? "," : "") << (d == i % 3 ? 8.0 : 0.0) + z(rng);
-    x << "\n";
-    y << i % 3 << "\n";
-  }
-  tmp.write(name + ".csv", x.str());
-  tmp.write(name + "_labels.txt", y.str());
+  orrery::test::write_labelled_points(tmp, name, n, 6, 3,
+                                      [&](int i, int d) { return (d == i % 3 ? 8.0 : 0.0) + z(rng); });
 }
 
 std::string config(const orrery::test::TempDir& tmp, const std::string& name, const std::string& method,
                    const json& input, const std::string& out, const json& params = json::object(), int threads = 0) {
-  json c = {{"method", method},
-            {"input", input},
-            {"params", params},
-            {"output", {{"dir", tmp.path(out)}, {"svg", false}}},
-            {"device", "cpu"},
-            {"seed", 3}};
-  if (threads > 0) c["threads"] = threads;
-  return tmp.write(name, c.dump());
+  return orrery::test::write_run_config(tmp, name, method, input, out, params, threads);
 }
 
-double dist2(const orrery::MatrixD& A, orrery::index_t i, const orrery::MatrixD& B, orrery::index_t j) {
-  double s = 0;
-  for (orrery::index_t a = 0; a < A.cols; ++a) s += (A(i, a) - B(j, a)) * (A(i, a) - B(j, a));
-  return s;
-}
-
-// New points whose nearest map point (of Y) is of their class (class = row % 3 in both).
-int nearest_of_class(const orrery::MatrixD& Z, const orrery::MatrixD& Y) {
-  int right = 0;
-  for (orrery::index_t i = 0; i < Z.rows; ++i) {
-    orrery::index_t best = 0;
-    double bd = 1e300;
-    for (orrery::index_t j = 0; j < Y.rows; ++j)
-      if (const double d = dist2(Z, i, Y, j); d < bd) bd = d, best = j;
-    right += best % 3 == i % 3;
-  }
-  return right;
-}
+using orrery::test::dist2;
 
 json read_report(const std::string& path) {
   std::ifstream in(path);
@@ -101,7 +73,8 @@ TEST_P(NervPlacementCli, NewPointsLandAmongTheirClassAndTheRunsOwnPointsNearThei
   const orrery::MatrixD Z = orrery::io::read_matrix(tmp.path("new_out/embedding.npy"));
   ASSERT_EQ(Z.rows, 45);
   ASSERT_EQ(Z.cols, 2);
-  EXPECT_GE(nearest_of_class(Z, Y), 44) << "new points whose nearest reference point in the map is of their class";
+  EXPECT_GE(orrery::test::nearest_of_class(Z, Y, 3), 44)
+      << "new points whose nearest reference point in the map is of their class";
   const json r = read_report(tmp.path("new_out/report.json"));
   EXPECT_EQ(r["method"], method);
   EXPECT_EQ(r["result"]["placement"], true);
@@ -132,7 +105,7 @@ TEST_P(NervPlacementCli, NewPointsLandAmongTheirClassAndTheRunsOwnPointsNearThei
   ASSERT_EQ(o.code, 0) << o.output;
   const orrery::MatrixD S = orrery::io::read_matrix(tmp.path("self_out/embedding.npy"));
   ASSERT_EQ(S.rows, 300);
-  EXPECT_GE(nearest_of_class(S, Y), 294);
+  EXPECT_GE(orrery::test::nearest_of_class(S, Y, 3), 294);
   if (method == "nerv") {
     int near = 0;
     for (orrery::index_t i = 0; i < Y.rows; ++i) {

@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "common/cli_runner.hpp"
+#include "common/map_checks.hpp"
+#include "common/run_files.hpp"
 #include "common/temp_dir.hpp"
 #include "io/readers.hpp"
 
@@ -23,25 +25,13 @@ namespace {
 void write_classes(const orrery::test::TempDir& tmp, const std::string& name, int n, unsigned seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> z(0, 1);
-  std::ostringstream x, y;
-  for (int i = 0; i < n; ++i) {
-    for (int d = 0; d < 6; ++d) x << (d ? "," : "") << (d == i % 3 ? 8.0 : 0.0) + z(rng);
-    x << "\n";
-    y << i % 3 << "\n";
-  }
-  tmp.write(name + ".csv", x.str());
-  tmp.write(name + "_labels.txt", y.str());
+  orrery::test::write_labelled_points(tmp, name, n, 6, 3,
+                                      [&](int i, int d) { return (d == i % 3 ? 8.0 : 0.0) + z(rng); });
 }
 
 std::string config(const orrery::test::TempDir& tmp, const std::string& name, const json& input,
                    const std::string& out, const json& params = json::object()) {
-  return tmp.write(name, json({{"method", "hssne"},
-                               {"input", input},
-                               {"params", params},
-                               {"output", {{"dir", tmp.path(out)}, {"svg", false}}},
-                               {"device", "cpu"},
-                               {"seed", 3}})
-                             .dump());
+  return orrery::test::write_run_config(tmp, name, "hssne", input, out, params);
 }
 
 TEST(PlacementCli, NewPointsLandAmongTheirClassInTheSavedMap) {
@@ -66,17 +56,7 @@ TEST(PlacementCli, NewPointsLandAmongTheirClassInTheSavedMap) {
   const orrery::MatrixD Z = orrery::io::read_matrix(tmp.path("new_out/embedding.npy"));
   ASSERT_EQ(Z.rows, 45);
   ASSERT_EQ(Z.cols, 2);
-  int right = 0;
-  for (orrery::index_t i = 0; i < Z.rows; ++i) {
-    orrery::index_t best = 0;
-    double bd = 1e300;
-    for (orrery::index_t j = 0; j < Y.rows; ++j) {
-      const double d2 = std::pow(Z(i, 0) - Y(j, 0), 2) + std::pow(Z(i, 1) - Y(j, 1), 2);
-      if (d2 < bd) bd = d2, best = j;
-    }
-    right += best % 3 == i % 3;
-  }
-  EXPECT_GE(right, 44) << "new points whose nearest reference point in the map is of their class";
+  EXPECT_GE(orrery::test::nearest_of_class(Z, Y, 3), 44) << "new points whose nearest reference point in the map is of their class";
   std::ifstream in(tmp.path("new_out/report.json"));
   const json r = json::parse(in);
   EXPECT_EQ(r["result"]["reference_points"], 300);

@@ -161,9 +161,9 @@ class LoggingBackend final : public Backend {
                          const std::function<void(index_t, index_t)>& progress) const override {
     return b_.knn_reporting(X, k, progress);
   }
-  RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, bool distance_matrix,
+  RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, RankInput input,
                      const std::vector<index_t>& queries) const override {
-    return b_.rank_rows(X, Y, kmax, distance_matrix, queries);
+    return b_.rank_rows(X, Y, kmax, input, queries);
   }
   MatrixD learning_metric_distances(const ClassMixture& model, const MatrixD& X, int pieces) const override {
     return b_.learning_metric_distances(model, X, pieces);

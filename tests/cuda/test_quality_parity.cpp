@@ -17,6 +17,8 @@ using namespace orrery;
 
 namespace {
 
+constexpr RankInput kVectors = RankInput::vectors, kDistances = RankInput::distance_matrix;
+
 MatrixD integer_points(index_t n, index_t d, unsigned seed, int levels) {
   std::mt19937_64 rng(seed);
   MatrixD M(n, d);
@@ -39,7 +41,7 @@ std::vector<test::ParityCase> test::quality_parity_cases() {
     out.push_back({"quality", "rank_rows_N" + std::to_string(n) + "_d" + std::to_string(d) + "_k" + std::to_string(kmax),
                    [n = n, d = d, kmax = kmax, levels = levels](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
                      const MatrixD X = integer_points(n, d, 1, levels), Y = integer_points(n, 2, 2, levels * 3);
-                     same_rows(cpu.rank_rows(X, Y, kmax, false, {}), gpu.rank_rows(X, Y, kmax, false, {}), check, "");
+                     same_rows(cpu.rank_rows(X, Y, kmax, kVectors, {}), gpu.rank_rows(X, Y, kmax, kVectors, {}), check, "");
                    }});
   out.push_back({"quality", "measures_through_the_backend_N1500", [](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
                    const MatrixD X = integer_points(1500, 10, 3, 9), Y = integer_points(1500, 2, 4, 30);
@@ -63,9 +65,22 @@ std::vector<test::ParityCase> test::quality_parity_cases() {
   out.push_back({"quality", "distance_matrix_input_N200", [](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
                    const MatrixD X = integer_points(200, 4, 5, 5), Y = integer_points(200, 2, 6, 11);
                    const MatrixD D = test::euclidean_distances(X);
-                   same_rows(cpu.rank_rows(D, Y, 15, true, {}), gpu.rank_rows(D, Y, 15, true, {}), check, "distances: ");
-                   check.same("vectors and distances give the same input ranks", gpu.rank_rows(X, Y, 15, false, {}).input_rank_of_map_nb,
-                              gpu.rank_rows(D, Y, 15, true, {}).input_rank_of_map_nb);
+                   same_rows(cpu.rank_rows(D, Y, 15, kDistances, {}), gpu.rank_rows(D, Y, 15, kDistances, {}), check, "distances: ");
+                   check.same("vectors and distances give the same input ranks", gpu.rank_rows(X, Y, 15, kVectors, {}).input_rank_of_map_nb,
+                              gpu.rank_rows(D, Y, 15, kDistances, {}).input_rank_of_map_nb);
+                 }});
+  out.push_back({"quality", "inner_product_input_N600", [](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
+                   // references of any values (integers: exact distances), each point's query its row with the
+                   // last coordinate 0 (orrery/inner_product.hpp), all points and a subsample of queries
+                   const MatrixD R = integer_points(600, 6, 13, 7), Y = integer_points(600, 2, 14, 25);
+                   same_rows(cpu.rank_rows(R, Y, 15, RankInput::inner_product, {}),
+                             gpu.rank_rows(R, Y, 15, RankInput::inner_product, {}), check, "inner product: ");
+                   QualityRequest req;
+                   req.queries = 100;
+                   req.seed = 15;
+                   const std::vector<index_t> q = quality_queries(600, req);
+                   same_rows(cpu.rank_rows(R, Y, 15, RankInput::inner_product, q),
+                             gpu.rank_rows(R, Y, 15, RankInput::inner_product, q), check, "inner product, queries: ");
                  }});
   out.push_back({"quality", "query_subsample_N2000", [](Backend& cpu, Backend& gpu, test::ParityCheck& check) {
                    // the rows of a seeded subsample of query points, ranked against all points
@@ -74,9 +89,9 @@ std::vector<test::ParityCase> test::quality_parity_cases() {
                    req.queries = 300;
                    req.seed = 9;
                    const std::vector<index_t> q = quality_queries(2000, req);
-                   same_rows(cpu.rank_rows(X, Y, 20, false, q), gpu.rank_rows(X, Y, 20, false, q), check, "queries: ");
+                   same_rows(cpu.rank_rows(X, Y, 20, kVectors, q), gpu.rank_rows(X, Y, 20, kVectors, q), check, "queries: ");
                    const MatrixD D = test::euclidean_distances(X);
-                   same_rows(cpu.rank_rows(D, Y, 20, true, q), gpu.rank_rows(D, Y, 20, true, q), check,
+                   same_rows(cpu.rank_rows(D, Y, 20, kDistances, q), gpu.rank_rows(D, Y, 20, kDistances, q), check,
                              "queries, distances: ");
                  }});
   // Large: the rank rows of 256 query points against all 2^17 + 3 points (O(queries x N) on both).
@@ -86,7 +101,7 @@ std::vector<test::ParityCase> test::quality_parity_cases() {
                    req.queries = 256;
                    req.seed = 12;
                    const std::vector<index_t> q = quality_queries(test::kLargeN, req);
-                   same_rows(cpu.rank_rows(X, Y, 20, false, q), gpu.rank_rows(X, Y, 20, false, q), check, "queries: ");
+                   same_rows(cpu.rank_rows(X, Y, 20, kVectors, q), gpu.rank_rows(X, Y, 20, kVectors, q), check, "queries: ");
                  }});
   return out;
 }

@@ -66,8 +66,8 @@ TEST(QualitySample, EstimatesAreTheFullFormulasOverTheQueryRows) {
   // The full rows, every point against every point; the query rows must be the same integers.
   const int kmax = 12;
   const auto cpu = make_cpu_backend(2);
-  const RankRows full = cpu->rank_rows(d.X, d.Y, kmax, false, {});
-  const RankRows part = cpu->rank_rows(d.X, d.Y, kmax, false, q);
+  const RankRows full = cpu->rank_rows(d.X, d.Y, kmax, RankInput::vectors, {});
+  const RankRows part = cpu->rank_rows(d.X, d.Y, kmax, RankInput::vectors, q);
   ASSERT_EQ(part.map_neighbors.size(), q.size() * kmax);
   EXPECT_EQ(part.queries, q);
   for (size_t r = 0; r < q.size(); ++r)

@@ -151,8 +151,8 @@ MemoryPlan plan_plsv(index_t docs, index_t words, int topics, index_t nonzeros, 
   } else {
     p.add({"the PLSV engine's document arrays (N Z and per nonzero) in double", "params.topics", remedy,
            16.0 * nz + 24.0 * nnz, 0.0});
-    p.add({"the PLSV engine's word arrays, theta and its statistics (W Z) in double", "input.corpus", fewer_ids, 16.0 * wz,
-           0.0});
+    p.add({"the PLSV engine's word arrays, theta (W Z doubles) and its statistics (W Z, 24 bytes each in fixed point)",
+           "input.corpus", fewer_ids, 32.0 * wz, 0.0});
   }
   return p;
 }

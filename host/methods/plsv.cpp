@@ -2,11 +2,16 @@
 // EM whose E-step and coordinate solves run on the engine (CPU or CUDA), with L-BFGS on the topic
 // coordinates on the host (Z x D values per evaluation cross). See orrery/plsv.hpp for the
 // M-step's design.
+//
+// Over several ranks each engine holds a block of documents; what the topic steps need from all of
+// them (the word-topic statistics, the topic gradient, the objective, the log-likelihood) is summed
+// exactly, so every rank takes the same topic steps as one process would, bit for bit.
 #include "orrery/plsv.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <random>
 
@@ -14,10 +19,31 @@
 #include "optim/lbfgs.hpp"
 #include "orrery/clock.hpp"
 #include "orrery/error.hpp"
+#include "orrery/exact_sum.hpp"
 #include "orrery/math/plsv.hpp"
 #include "orrery/pe.hpp"
 
 namespace orrery {
+
+// The defaults for engines that cannot hand over their chunk sums (orrery/engines.hpp): their rounded
+// totals, one addition each.
+PlsvEngine::EStep PlsvEngine::e_step_exact(const std::vector<double>& phi, double alpha, ExactSum& sums) {
+  if (sums.size() != 2) internal_error("PlsvEngine::e_step_exact: expected 2 sums");
+  const EStep e = e_step(phi, alpha);
+  sums.add(0, e.log_likelihood);
+  sums.add(1, e.docs_sq);
+  return e;
+}
+
+PeSweep PlsvEngine::solve_docs_exact(const std::vector<double>& phi, double gamma, const PeNewtonOptions& opt,
+                                     ExactSum& sums) {
+  std::vector<double> grad;
+  const PeSweep s = solve_docs(phi, gamma, opt, &grad);
+  if (grad.size() + 1 != sums.size()) internal_error("PlsvEngine::solve_docs_exact: expected Z x D + 1 sums");
+  for (size_t i = 0; i < grad.size(); ++i) sums.add(i, grad[i]);
+  sums.add(grad.size(), s.objective);
+  return s;
+}
 
 const std::vector<Field<PlsvParams>>& plsv_fields() {
   static const std::vector<Field<PlsvParams>> fields = {
@@ -127,12 +153,34 @@ std::vector<index_t> seed_documents(const Corpus& c, int Z, std::mt19937_64& rng
   return seeds;
 }
 
+// Every rank's block of rows (plsv_rank_block's, in rank order) as one N-row matrix on every rank.
+MatrixD gather_rows(Comm& comm, const MatrixD& mine, index_t N) {
+  if (comm.size() == 1) return mine;
+  std::vector<std::size_t> counts(static_cast<size_t>(comm.size()));
+  for (int r = 0; r < comm.size(); ++r) {
+    const PlsvBlock b = plsv_rank_block(N, r, comm.size());
+    counts[static_cast<size_t>(r)] = static_cast<size_t>((b.end - b.begin) * mine.cols);
+  }
+  MatrixD all(N, mine.cols);
+  comm.allgatherv(mine.data.data(), mine.data.size(), all.data.data(), counts);
+  return all;
+}
+
+// Rows [b.begin, b.end) of M.
+MatrixD rows_of(const MatrixD& M, PlsvBlock b) {
+  MatrixD out(b.end - b.begin, M.cols);
+  std::copy(M.data.begin() + b.begin * M.cols, M.data.begin() + b.end * M.cols, out.data.begin());
+  return out;
+}
+
 struct Start {
   MatrixD X, theta;
   std::vector<double> phi;
 };
 
-Start initial_state(Backend& backend, const Corpus& c, const PlsvParams& prm, unsigned long long seed) {
+// Every rank reads the whole corpus and computes the same start; the PE fit inside it shards like the
+// EM (each rank computes the posteriors of its block of documents).
+Start initial_state(Backend& backend, const Corpus& c, const PlsvParams& prm, unsigned long long seed, Comm& comm) {
   const index_t N = c.num_docs(), W = c.num_words;
   const int Z = prm.topics, D = prm.dim;
   std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ULL);
@@ -170,11 +218,11 @@ Start initial_state(Backend& backend, const Corpus& c, const PlsvParams& prm, un
   // documents start close together, which a random layout of the topics does not give.
   MatrixD logt(Z, W);
   for (size_t i = 0; i < logt.data.size(); ++i) logt.data[i] = std::log(s.theta.data[i]);
-  PeInput pin;
-  pin.posteriors = MatrixD(N, Z, 0.0);
+  const PlsvBlock block = plsv_rank_block(N, comm.rank(), comm.size());
+  MatrixD mine(block.end - block.begin, Z, 0.0);
 #pragma omp parallel for schedule(static)
-  for (index_t n = 0; n < N; ++n) {
-    double* l = pin.posteriors.row(n);
+  for (index_t n = block.begin; n < block.end; ++n) {
+    double* l = mine.row(n - block.begin);
     const double M = c.length(n);
     for (index_t i = c.row_ptr[static_cast<size_t>(n)]; i < c.row_ptr[static_cast<size_t>(n) + 1]; ++i)
       for (int z = 0; z < Z; ++z) l[z] += c.count[static_cast<size_t>(i)] * logt(z, c.word[static_cast<size_t>(i)]);
@@ -184,6 +232,8 @@ Start initial_state(Backend& backend, const Corpus& c, const PlsvParams& prm, un
     for (int z = 0; z < Z; ++z) t += (l[z] = std::exp((l[z] - lmax) / M));
     for (int z = 0; z < Z; ++z) l[z] /= t;
   }
+  PeInput pin;
+  pin.posteriors = gather_rows(comm, mine, N);
   double mean_len = 0.0;
   for (double v : c.count) mean_len += v;
   mean_len /= static_cast<double>(N);
@@ -193,7 +243,7 @@ Start initial_state(Backend& backend, const Corpus& c, const PlsvParams& prm, un
   pp.eta_phi = std::max(1e-6, 0.5 * prm.beta_per_document * static_cast<double>(N) / (mean_len * static_cast<double>(N)));
   pp.max_iter = 200;
   pp.init_scale = prm.init_scale;
-  const PeResult pe = fit_pe(backend, pin, pp, seed);
+  const PeResult pe = fit_pe(backend, pin, pp, seed, {}, nullptr, &comm);
   s.phi = pe.class_coords.data;
   s.X = pe.object_coords;
   return s;
@@ -212,11 +262,14 @@ double sum_sq(const std::vector<double>& v) {
   return s;
 }
 
-// The EM iterations shared by fitting and fold-in (fit_model false: theta and Phi stay fixed).
-PlsvResult run_em(PlsvEngine& eng, const Corpus& c, const PlsvParams& prm, std::vector<double> phi, bool fit_model,
-                  const PlsvProgress& progress, Clock::time_point t0, RunControl* control) {
+// The EM iterations shared by fitting and fold-in (fit_model false: theta and Phi stay fixed). `c` is
+// the whole corpus, the engine holds this rank's block of it (plsv_rank_block); every rank issues the
+// same collectives in the same order.
+PlsvResult run_em(PlsvEngine& eng, const Corpus& c, Comm& comm, const PlsvParams& prm, std::vector<double> phi,
+                  bool fit_model, const PlsvProgress& progress, Clock::time_point t0, RunControl* control) {
   const index_t N = c.num_docs();
   const int Z = prm.topics, D = prm.dim;
+  const size_t zd = static_cast<size_t>(Z) * static_cast<size_t>(D);
   const double beta = prm.beta_per_document * static_cast<double>(N);
   const double gamma = prm.gamma_per_topic * static_cast<double>(Z);
   PlsvResult res;
@@ -229,6 +282,36 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, const PlsvParams& prm, std::
   int newton = 0;
   int first = 0;
   double seconds_before = 0.0;  // fit time of the interrupted run this one continues
+  // Exact totals over every rank's documents (the same bits for any number of ranks); a non-finite
+  // value anywhere fails on every rank alike.
+  const auto reduce_exact = [&](ExactSum& sums, const char* what) {
+    sums.allreduce(comm);
+    std::vector<double> total(sums.size());
+    try {
+      sums.results(total.data());
+    } catch (const Error&) {
+      internal_error(std::string("PLSV ") + what + " became non-finite");
+    }
+    return total;
+  };
+  const auto count_all = [&](index_t local) {
+    std::int64_t v = local;
+    comm.allreduce(&v, 1, ReduceOp::sum);
+    return static_cast<index_t>(v);
+  };
+  // Newton on every rank's documents; with grad, -dQ/dPhi over all of them (the objective is only
+  // needed then).
+  const auto solve = [&](const std::vector<double>& x, std::vector<double>* grad) {
+    if (!grad) {
+      newton += static_cast<int>(count_all(eng.solve_docs(x, gamma, nopt, nullptr).newton_steps));
+      return 0.0;
+    }
+    ExactSum sums(zd + 1);
+    newton += static_cast<int>(count_all(eng.solve_docs_exact(x, gamma, nopt, sums).newton_steps));
+    const std::vector<double> total = reduce_exact(sums, "objective or topic gradient");
+    grad->assign(total.begin(), total.begin() + static_cast<std::ptrdiff_t>(zd));
+    return total[zd];
+  };
   // A safe point ends an EM iteration: the next one starts from X, theta and Phi alone (its E-step
   // recomputes the rest), so those, the counters and the trace are the whole state.
   constexpr size_t kTraceColumns = 6;  // a PlsvTraceEntry's fields, in order
@@ -236,7 +319,7 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, const PlsvParams& prm, std::
     eng.set_docs(saved->matrix("plsv.docs", N, D));
     eng.set_theta(saved->matrix("plsv.theta", Z, c.num_words));
     phi = saved->get("plsv.phi");
-    if (phi.size() != static_cast<size_t>(Z) * D) internal_error("checkpoint: PLSV's topic coordinates are not Z x D");
+    if (phi.size() != zd) internal_error("checkpoint: PLSV's topic coordinates are not Z x D");
     prev = saved->scalar("plsv.prev");
     newton = saved->count("plsv.newton");
     first = saved->count("plsv.iteration");
@@ -263,13 +346,15 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, const PlsvParams& prm, std::
     return s;
   };
   for (int it = first;; ++it) {
-    const auto es = eng.e_step(phi, prm.alpha);
-    const double lp = es.log_likelihood + es.theta_log_prior - 0.5 * gamma * es.docs_sq - 0.5 * beta * sum_sq(phi);
+    ExactSum e_sums(2);
+    const auto es = eng.e_step_exact(phi, prm.alpha, e_sums);  // theta_log_prior: theta is every rank's
+    const std::vector<double> e_total = reduce_exact(e_sums, "log-likelihood");
+    const double lp = e_total[0] + es.theta_log_prior - 0.5 * gamma * e_total[1] - 0.5 * beta * sum_sq(phi);
     if (!std::isfinite(lp)) internal_error("PLSV log posterior became non-finite (" + std::to_string(lp) + ")");
     PlsvTraceEntry e;
     e.iteration = it;
     e.log_posterior = lp;
-    e.log_likelihood = es.log_likelihood;
+    e.log_likelihood = e_total[0];
     e.newton_steps = newton;
     e.seconds = seconds_before + seconds_since(t1);
     res.trace.push_back(e);
@@ -288,19 +373,24 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, const PlsvParams& prm, std::
     newton = 0;
     const bool relocate = prm.relocate_every > 0 && (it + 1) % prm.relocate_every == 0;
     if (!fit_model) {
-      newton += static_cast<int>(eng.solve_docs(phi, gamma, nopt, nullptr).newton_steps);
-      if (relocate) res.trace.back().relocated = eng.relocate_docs(phi, gamma);
+      solve(phi, nullptr);
+      if (relocate) res.trace.back().relocated = count_all(eng.relocate_docs(phi, gamma));
       safe_point(control, it + 1, [&] { return capture(it + 1); });
       continue;
+    }
+    // theta from the statistics of every rank's documents: integer sums, the same for any split.
+    if (std::vector<std::int64_t>* stats = eng.word_topic_sums()) {
+      if (comm.size() > 1) comm.allreduce(stats->data(), stats->size(), ReduceOp::sum);
+    } else if (comm.size() > 1) {
+      internal_error("plsv: this engine's word-topic statistics cannot be summed over ranks");
     }
     eng.m_step_theta(prm.alpha);
     int evaluations = 0, accepted_at = -1;
     auto reduced = [&](const std::vector<double>& x, std::vector<double>& grad) {
-      const PeSweep sw = eng.solve_docs(x, gamma, nopt, &grad);
-      newton += static_cast<int>(sw.newton_steps);
+      const double objective = solve(x, &grad);
       ++evaluations;
       for (size_t i = 0; i < x.size(); ++i) grad[i] += beta * x[i];
-      return sw.objective + 0.5 * beta * sum_sq(x);
+      return objective + 0.5 * beta * sum_sq(x);
     };
     optim::LbfgsOptions lo;
     lo.memory = prm.lbfgs_memory;
@@ -309,52 +399,92 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, const PlsvParams& prm, std::
     lo.ftol = 0.0;
     optim::lbfgs_minimize(reduced, phi, lo, [&](const optim::LbfgsState&) { accepted_at = evaluations; });
     // A rejected trial may have left X solved for another Phi: solve once more for the accepted one.
-    if (accepted_at != evaluations) newton += static_cast<int>(eng.solve_docs(phi, gamma, nopt, nullptr).newton_steps);
-    if (relocate) res.trace.back().relocated = eng.relocate_docs(phi, gamma);
+    if (accepted_at != evaluations) solve(phi, nullptr);
+    if (relocate) res.trace.back().relocated = count_all(eng.relocate_docs(phi, gamma));
     safe_point(control, it + 1, [&] { return capture(it + 1); });
   }
-  res.doc_coords = eng.docs();
+  res.seconds_fit = seconds_since(t1);
+  // Every rank gets the whole map (and every rank's share and time, for the report).
+  res.doc_coords = gather_rows(comm, eng.docs(), N);
   res.model.topic_coords = MatrixD(Z, D);
   res.model.topic_coords.data = phi;
   res.model.theta = eng.theta();
   res.topic_information = mean_topic_information(res.doc_coords, res.model.topic_coords);
   res.collapsed = res.topic_information < kPlsvCollapseInformation;
-  res.seconds_fit = seconds_since(t1);
+  const auto ranks = static_cast<size_t>(comm.size());
+  res.rank_documents.resize(ranks);
+  for (int r = 0; r < comm.size(); ++r) {
+    const PlsvBlock b = plsv_rank_block(N, r, comm.size());
+    res.rank_documents[static_cast<size_t>(r)] = b.end - b.begin;
+  }
+  res.rank_seconds_fit.resize(ranks);
+  comm.allgatherv(&res.seconds_fit, 1, res.rank_seconds_fit.data(), std::vector<std::size_t>(ranks, 1));
   for (double v : res.doc_coords.data)
     if (!std::isfinite(v)) internal_error("PLSV produced non-finite document coordinates");
   return res;
 }
 
-}  // namespace
-
-namespace {
-
-// The corpus resident on the backend, after the checks every fit needs.
-std::unique_ptr<PlsvEngine> make_engine(Backend& backend, const Corpus& corpus, int topics, int dim) {
-  if (topics < 2) input_error("params.topics: PLSV needs at least 2 topics, found " + std::to_string(topics));
-  if (dim != 2 && dim != 3) internal_error("plsv: dim must be 2 or 3");
-  if (corpus.num_docs() < 1 || corpus.num_words < 1) input_error("corpus: no documents or no words to fit");
-  return backend.make_plsv(corpus, topics, dim);
+// The documents of c in block b, with the counts only (what an engine reads).
+Corpus block_corpus(const Corpus& c, PlsvBlock b) {
+  Corpus out;
+  out.num_words = c.num_words;
+  const index_t first = c.row_ptr[static_cast<size_t>(b.begin)], last = c.row_ptr[static_cast<size_t>(b.end)];
+  out.row_ptr.resize(static_cast<size_t>(b.end - b.begin) + 1);
+  for (index_t n = b.begin; n <= b.end; ++n)
+    out.row_ptr[static_cast<size_t>(n - b.begin)] = c.row_ptr[static_cast<size_t>(n)] - first;
+  out.word.assign(c.word.begin() + first, c.word.begin() + last);
+  out.count.assign(c.count.begin() + first, c.count.begin() + last);
+  return out;
 }
 
+// A fit's communicator (one process when none is given) and this rank's block of the corpus,
+// resident on the backend after the checks every fit needs.
+struct Sharded {
+  std::unique_ptr<Comm> own_comm;
+  Comm* comm = nullptr;
+  PlsvBlock block;
+  Corpus local;  // the block's documents when there are several ranks; one process reads the caller's
+  std::unique_ptr<PlsvEngine> engine;
+
+  Sharded(Backend& backend, const Corpus& corpus, int topics, int dim, Comm* given, RunControl* control,
+          const char* what) {
+    own_comm = given ? nullptr : make_single_comm();
+    comm = given ? given : own_comm.get();
+    if (comm->size() > 1 && control)
+      internal_error(std::string(what) + ": checkpoints and resume hold one process's state");
+    if (topics < 2) input_error("params.topics: PLSV needs at least 2 topics, found " + std::to_string(topics));
+    if (dim != 2 && dim != 3) internal_error("plsv: dim must be 2 or 3");
+    if (corpus.num_docs() < 1 || corpus.num_words < 1) input_error("corpus: no documents or no words to fit");
+    block = plsv_rank_block(corpus.num_docs(), comm->rank(), comm->size());
+    if (comm->size() > 1) local = block_corpus(corpus, block);
+    engine = backend.make_plsv(comm->size() > 1 ? local : corpus, topics, dim);
+  }
+};
+
 }  // namespace
 
+PlsvBlock plsv_rank_block(index_t documents, int rank, int ranks) {
+  if (ranks < 1 || rank < 0 || rank >= ranks)
+    internal_error("plsv_rank_block: rank " + std::to_string(rank) + " of " + std::to_string(ranks));
+  const index_t chunks = (documents + kPlsvChunk - 1) / kPlsvChunk;
+  const auto edge = [&](int r) { return std::min(documents, chunks * r / ranks * kPlsvChunk); };
+  return {edge(rank), edge(rank + 1)};
+}
+
 PlsvResult fit_plsv(Backend& backend, const Corpus& c, const PlsvParams& prm, unsigned long long seed,
-                    const PlsvProgress& progress, RunControl* control) {
+                    const PlsvProgress& progress, RunControl* control, Comm* comm) {
   const auto t0 = Clock::now();
-  if (prm.topics < 2) input_error("params.topics: PLSV needs at least 2 topics, found " + std::to_string(prm.topics));
-  if (c.num_docs() < 1) input_error("corpus: no documents to fit");
-  auto eng = make_engine(backend, c, prm.topics, prm.dim);
+  Sharded s(backend, c, prm.topics, prm.dim, comm, control, "fit_plsv");
   // A resumed fit takes X, theta and Phi from the checkpoint: its start (a PE fit) is not redone.
-  if (resume_state(control)) return run_em(*eng, c, prm, {}, true, progress, t0, control);
-  const Start s = initial_state(backend, c, prm, seed);
-  eng->set_docs(s.X);
-  eng->set_theta(s.theta);
-  return run_em(*eng, c, prm, s.phi, true, progress, t0, control);
+  if (resume_state(control)) return run_em(*s.engine, c, *s.comm, prm, {}, true, progress, t0, control);
+  const Start start = initial_state(backend, c, prm, seed, *s.comm);
+  s.engine->set_docs(s.comm->size() > 1 ? rows_of(start.X, s.block) : start.X);
+  s.engine->set_theta(start.theta);
+  return run_em(*s.engine, c, *s.comm, prm, start.phi, true, progress, t0, control);
 }
 
 PlsvResult fold_in_plsv(Backend& backend, const Corpus& c, const PlsvModel& model, const PlsvParams& params,
-                        const PlsvProgress& progress, RunControl* control) {
+                        const PlsvProgress& progress, RunControl* control, Comm* comm) {
   const auto t0 = Clock::now();
   PlsvParams prm = params;
   prm.topics = static_cast<int>(model.topic_coords.rows);
@@ -362,11 +492,11 @@ PlsvResult fold_in_plsv(Backend& backend, const Corpus& c, const PlsvModel& mode
   if (model.theta.rows != prm.topics || model.theta.cols != c.num_words)
     input_error("model: theta is " + std::to_string(model.theta.rows) + " x " + std::to_string(model.theta.cols) +
                 ", expected " + std::to_string(prm.topics) + " topics x " + std::to_string(c.num_words) + " words");
-  auto eng = make_engine(backend, c, prm.topics, prm.dim);
-  eng->set_docs(MatrixD(c.num_docs(), prm.dim, 0.0));
-  eng->set_theta(model.theta);
-  eng->relocate_docs(model.topic_coords.data, prm.gamma_per_topic * prm.topics);
-  PlsvResult r = run_em(*eng, c, prm, model.topic_coords.data, false, progress, t0, control);
+  Sharded s(backend, c, prm.topics, prm.dim, comm, control, "fold_in_plsv");
+  s.engine->set_docs(MatrixD(s.block.end - s.block.begin, prm.dim, 0.0));
+  s.engine->set_theta(model.theta);
+  s.engine->relocate_docs(model.topic_coords.data, prm.gamma_per_topic * prm.topics);
+  PlsvResult r = run_em(*s.engine, c, *s.comm, prm, model.topic_coords.data, false, progress, t0, control);
   r.model = model;
   return r;
 }

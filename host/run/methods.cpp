@@ -63,18 +63,35 @@ const std::vector<MethodEntry>& methods() {
         {"text", [] { return describe_fields(text_fields()); }}},
        validate_plsv, run_plsv,
        {"documents.*", "topics.*", "theta.npy", "vocab.txt", "doc_index.npy", "map.svg", "map.html", "report.json"},
-       check_plsv_run, plsv_page, "params alpha, beta_per_document, gamma_per_topic or init_scale far from their defaults"},
+       check_plsv_run, plsv_page, "params alpha, beta_per_document, gamma_per_topic or init_scale far from their defaults",
+       true},
   };
   return all;
 }
+
+namespace {
+
+// "pe shards", "pe and plsv shard", "pe, hssne and plsv shard": the methods whose entry says they
+// shard, in registry order, so the refusal names them all as entries change.
+std::string sharding_methods() {
+  std::vector<std::string> names;
+  for (const auto& m : methods())
+    if (m.shards) names.push_back(m.name);
+  std::string list;
+  for (size_t i = 0; i < names.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return list + (names.size() == 1 ? " shards" : " shard");
+}
+
+}  // namespace
 
 void check_run_ranks(const RunConfig& run, const MethodEntry& method, bool resume) {
   const int ranks = run_comm(run).size();
   if (ranks <= 1) return;
   const std::string launched = "comm: this run has " + std::to_string(ranks) + " ranks (" + run_comm(run).name() + "), but ";
   if (!method.shards)
-    input_error(launched + run.method + " runs in one process; pe shards over MPI (start one process, or set \"comm\": "
-                "\"single\" and launch one)");
+    input_error(launched + run.method + " runs in one process; " + sharding_methods() + " over MPI (start one "
+                "process, or set \"comm\": \"single\" and launch one)");
   if (resume) input_error(launched + "--resume is not supported with several ranks yet (checkpoints hold one process's state)");
   if (run.device == "cuda" || run.device.rfind("cuda:", 0) == 0)
     input_error(launched + "device \"" + run.device + "\": sharding over GPUs needs NCCL, which is not built yet; use "

@@ -90,17 +90,9 @@ json run_pe(PePrepared prepared, bool quiet, RunControl* control) {
                  static_cast<long long>(K), cfg.params.dim, backend->name().c_str());
   Progress progress(cfg.params, quiet);
   PeResult res;
-  try {
+  fit_on_every_rank(comm, [&] {
     res = fit_pe(*backend, data.pe, cfg.params, cfg.run.seed, std::ref(progress), control, &comm);
-  } catch (const Error& e) {
-    // The fit issues collectives: a rank that fails alone (memory, say) must end the others rather
-    // than leave them waiting. Failures every rank meets alike end them all the same way.
-    if (comm.size() > 1) comm.abort(exit_code(e.kind()), e.what());
-    throw;
-  } catch (const std::exception& e) {
-    if (comm.size() > 1) comm.abort(1, e.what());
-    throw;
-  }
+  });
   progress.final_line(res);
   // rank 0 has the whole map and writes it; in process (Python) every rank keeps the map and the
   // report (no files), since each holds the estimator its script fitted

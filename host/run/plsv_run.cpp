@@ -209,7 +209,12 @@ std::string validate_plsv(const RunConfig& run) {
 
 json run_plsv(const RunConfig& run, bool quiet, RunControl* control) {
   const auto t0 = Clock::now();
-  const PlsvPrepared prep = prepare_plsv(run);
+  Comm& comm = run_comm(run);
+  // Rank 0 speaks for the run: the others fit their documents and stay silent.
+  const bool lead = comm.rank() == 0;
+  quiet = quiet || !lead;
+  PlsvPrepared prep;
+  on_every_rank(run, [&] { prep = prepare_plsv(run); });
   const PlsvRunInput& in = prep.in;
   const Loaded& L = prep.L;
   const Corpus& c = L.corpus;
@@ -230,14 +235,20 @@ json run_plsv(const RunConfig& run, bool quiet, RunControl* control) {
     progress_line("[plsv] iter %4d  log posterior %.10g  log likelihood %.10g  %s\n", e.iteration,
                  e.log_posterior, e.log_likelihood, format_seconds(e.seconds).c_str());
   };
-  const PlsvResult res = fold ? fold_in_plsv(*backend, c, L.model, in.params, progress, control)
-                              : fit_plsv(*backend, c, in.params, run.seed, progress, control);
+  PlsvResult res;
+  fit_on_every_rank(comm, [&] {
+    res = fold ? fold_in_plsv(*backend, c, L.model, in.params, progress, control, &comm)
+               : fit_plsv(*backend, c, in.params, run.seed, progress, control, &comm);
+  });
+  // rank 0 has the whole map and writes it; in process (Python) every rank keeps the map and the
+  // report (no files)
+  if (!lead && !run.result) return json::object();
   if (!quiet) {
     const auto& e = res.trace.back();
     progress_line("[plsv] stopped: %s after %d iterations, log posterior %.10g, %s\n", res.stop_reason.c_str(),
                  res.iterations, e.log_posterior, format_seconds(res.seconds_fit).c_str());
   }
-  if (res.collapsed)
+  if (res.collapsed && lead)
     progress_line(
                  "[plsv] WARNING: the map collapsed: documents carry %.3g nats of topic information on average "
                  "(threshold %.3g); every document has nearly equal topic proportions. Try params.init = "
@@ -339,6 +350,8 @@ json run_plsv(const RunConfig& run, bool quiet, RunControl* control) {
   report["quality"] = quality;
   report["outputs"] = outputs;
   report["outputs"]["report"] = (dir / "report.json").string();
+  report["comm"]["rows"] = res.rank_documents;
+  report["comm"]["fit_seconds"] = res.rank_seconds_fit;
   report["timings"] = {{"read", L.seconds_read},   {"init", res.seconds_init}, {"fit", res.seconds_fit},
                        {"write", seconds_since(t_write)}, {"total", seconds_since(t0)}};
   commit_run(out, report, run);

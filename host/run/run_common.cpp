@@ -19,6 +19,7 @@
 #include "io/readers.hpp"
 #include "orrery/build_info.hpp"
 #include "orrery/error.hpp"
+#include "orrery/run_control.hpp"
 
 namespace orrery::pipeline {
 
@@ -134,6 +135,20 @@ void on_every_rank(const RunConfig& run, const std::function<void()>& step) {
                            " stops with it";
   if (worst == 2) input_error(what);
   internal_error(what);
+}
+
+void fit_on_every_rank(Comm& comm, const std::function<void()>& fit) {
+  try {
+    fit();
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const Error& e) {
+    if (comm.size() > 1) comm.abort(exit_code(e.kind()), e.what());
+    throw;
+  } catch (const std::exception& e) {
+    if (comm.size() > 1) comm.abort(1, e.what());
+    throw;
+  }
 }
 
 Comm& run_comm(const RunConfig& run) {

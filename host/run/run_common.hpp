@@ -59,6 +59,12 @@ Comm& run_comm(const RunConfig& run);
 // others will not issue. Every rank must call it at the same point. One rank: just the step.
 void on_every_rank(const RunConfig& run, const std::function<void()>& step);
 
+// Runs `fit`, which issues collectives: a failure on one rank (memory, say) must end the others
+// rather than leave them waiting in a collective, so with several ranks an error ends every rank
+// with its message and exit code; failures every rank meets alike end them all the same way. An
+// Interrupted (a safe point every rank agrees on) and anything in one process are rethrown.
+void fit_on_every_rank(Comm& comm, const std::function<void()>& fit);
+
 // Report fields common to every run: orrery build, creation time, method, config file and echo,
 // device, threads and seed.
 json report_header(const RunConfig& run, const Backend& backend);

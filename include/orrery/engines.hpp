@@ -343,7 +343,16 @@ class PlsvEngine {
     double theta_log_prior = 0.0;  // alpha sum_zw log theta_zw
     double docs_sq = 0.0;          // sum_n |x_n|^2
   };
+// Documents per reduction chunk of the CPU PLSV engine's word-topic statistics, as kPeChunk is PE's
+// objects': each chunk's sums are taken in document order and then added exactly, so a block of
+// documents that starts at a multiple of kPlsvChunk has the chunks of the whole corpus (ranks own
+// such blocks). Its smaller chunks for threads (the other sums) divide it. Every chunk costs a
+// fixed-point addition per topic for each of its words, hence chunks larger than the threads' ones.
+inline constexpr index_t kPlsvChunk = 1024;
+
   // Responsibility sums R_nz and theta statistics S_zw = sum_n c_nw r_nwz at the resident X, Theta
+// Engines may each hold a block of one corpus's documents (one per rank, orrery/plsv.hpp): the
+// *_exact calls and word_topic_sums then give sums over all blocks that do not depend on the blocks.
   // and the given Phi (Z x D), kept on the engine; r_nwz itself is never stored.
   virtual EStep e_step(const std::vector<double>& phi, double alpha) = 0;
   // theta_zw = (S_zw + alpha) / (sum_w' S_zw' + alpha W) from the last e_step.
@@ -360,3 +369,21 @@ class PlsvEngine {
 };
 
 }  // namespace orrery
+
+  // e_step, with its sums over documents added to `sums` (2 exact sums: the log-likelihood, then
+  // sum_n |x_n|^2) instead of rounded here; the returned EStep holds this engine's own totals. An
+  // engine that adds its chunk sums one by one (the CPU's) gives totals that do not depend on how
+  // kPlsvChunk-aligned blocks of documents are spread over engines. The default adds the engine's
+  // rounded totals (the CUDA engine's): the same result for the same input, for one engine.
+  virtual EStep e_step_exact(const std::vector<double>& phi, double alpha, ExactSum& sums);
+  // The last e_step's word-topic statistics S as integers (fixed point) that add up: the element-wise
+  // int64 sum of every engine's vector, in any order, is the vector of all their documents together,
+  // and m_step_theta reads this vector, so summing it in place over the engines first gives every
+  // engine the theta of the whole corpus. Null where the engine keeps S in another form (the
+  // default): such an engine must hold the whole corpus.
+  virtual std::vector<std::int64_t>* word_topic_sums() { return nullptr; }
+  // solve_docs, with the topic gradient (Z x D, sums 0 .. ZD-1) and the objective (sum ZD) added to
+  // `sums` (ZD + 1 exact sums) as e_step_exact adds its sums; the returned sweep's objective is this
+  // engine's own.
+  virtual PeSweep solve_docs_exact(const std::vector<double>& phi, double gamma, const PeNewtonOptions& opt,
+                                   ExactSum& sums);

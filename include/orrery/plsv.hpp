@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "orrery/backend.hpp"
+#include "orrery/comm.hpp"
 #include "orrery/config.hpp"
 #include "orrery/corpus.hpp"
 #include "orrery/engines.hpp"
@@ -106,6 +107,10 @@ struct PlsvResult {
   double topic_information = 0.0;
   bool collapsed = false;  // topic_information < kPlsvCollapseInformation
   double seconds_init = 0.0, seconds_fit = 0.0;
+  // Per rank of the fit's communicator (one entry in a single process): the documents it owned and
+  // its fit seconds.
+  std::vector<index_t> rank_documents;
+  std::vector<double> rank_seconds_fit;
 };
 
 // Below this mean information (nats) the map is reported as collapsed.
@@ -115,16 +120,32 @@ using PlsvProgress = std::function<void(const PlsvTraceEntry&)>;
 
 // Engines come from Backend::make_plsv (the corpus must outlive the engine; Z >= 2, dim 2 or 3).
 
+// The documents [begin, end) that rank `rank` of `ranks` owns in a fit over `documents` documents:
+// contiguous blocks of whole kPlsvChunk chunks (orrery/engines.hpp), as even in chunks as they can
+// be; a rank may own none (fewer chunks than ranks) and the last block ends at `documents`.
+struct PlsvBlock {
+  index_t begin = 0, end = 0;
+};
+PlsvBlock plsv_rank_block(index_t documents, int rank, int ranks);
+
 // MAP-EM from the chosen start. Same corpus, params, seed and backend: same result. With a control
 // (orrery/run_control.hpp) the fit (or fold-in) can stop at the end of an EM iteration and continue
 // from the saved state with the same bits.
+// With a communicator of several ranks (null: one process), every rank passes the same corpus and
+// parameters and its engine holds only its block of documents (plsv_rank_block): the E-step and the
+// document solves run on each rank's documents, and the sums over documents that the topic steps
+// need are exact (orrery/exact_sum.hpp; the word-topic statistics in fixed point), so on the CPU
+// the result equals the one-process result bit for bit, whatever the number of ranks, and every rank
+// returns all of it. Several ranks take no control (checkpoints hold one process's state): an
+// internal error.
 PlsvResult fit_plsv(Backend& backend, const Corpus& corpus, const PlsvParams& params, unsigned long long seed,
-                    const PlsvProgress& progress = {}, RunControl* control = nullptr);
+                    const PlsvProgress& progress = {}, RunControl* control = nullptr, Comm* comm = nullptr);
 
 // Places the documents of `corpus` (whose word ids index the model's theta columns) with the model
-// fixed: EM over their coordinates only. The result's model is the given one.
+// fixed: EM over their coordinates only. The result's model is the given one. Shards over `comm`
+// as fit_plsv does.
 PlsvResult fold_in_plsv(Backend& backend, const Corpus& corpus, const PlsvModel& model, const PlsvParams& params,
-                        const PlsvProgress& progress = {}, RunControl* control = nullptr);
+                        const PlsvProgress& progress = {}, RunControl* control = nullptr, Comm* comm = nullptr);
 
 // --- by the definitions, for tests and reports ---
 

@@ -1,5 +1,5 @@
 // The run config's "comm" key through the orrery binary: an unknown value, MPI asked of a build
-// without it, and a one-process run that records its communicator in the report.
+// without it, and one-process PE and PLSV runs that record their communicator in the report.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -57,6 +57,25 @@ TEST(CommCli, OneProcessRecordsItsCommunicatorAndItsRows) {
   EXPECT_EQ(report["comm"]["name"], "single");
   EXPECT_EQ(report["comm"]["ranks"], 1);
   EXPECT_EQ(report["comm"]["rows"], json::array({report["input"]["objects"]}));
+  ASSERT_EQ(report["comm"]["fit_seconds"].size(), 1u);
+}
+
+TEST(CommCli, OnePlsvProcessRecordsItsCommunicatorAndItsDocuments) {
+  orrery::test::TempDir tmp;
+  std::ofstream(tmp.dir() / "corpus.svm") << "0 1:3 2:1\n0 1:2 3:1\n1 4:2 5:2\n1 4:1 5:3 6:1\n0 2:2 3:2\n";
+  const json j = {{"method", "plsv"},
+                  {"input", {{"corpus", (tmp.dir() / "corpus.svm").string()}}},
+                  {"params", {{"topics", 2}, {"max_iter", 5}}},
+                  {"output", {{"dir", (tmp.dir() / "out").string()}, {"svg", false}}},
+                  {"device", "cpu"},
+                  {"comm", "single"}};
+  std::ofstream(tmp.dir() / "run.json") << j.dump(2);
+  const Outcome o = orrery::test::run_orrery("run " + (tmp.dir() / "run.json").string() + " --quiet");
+  ASSERT_EQ(o.code, 0) << o.output;
+  const json report = json::parse(orrery::test::slurp(tmp.dir() / "out" / "report.json"));
+  EXPECT_EQ(report["comm"]["name"], "single");
+  EXPECT_EQ(report["comm"]["ranks"], 1);
+  EXPECT_EQ(report["comm"]["rows"], json::array({5}));
   ASSERT_EQ(report["comm"]["fit_seconds"].size(), 1u);
 }
 

@@ -13,6 +13,7 @@
 #include <map>
 
 #include "run/run_common.hpp"
+#include "orrery/comm.hpp"
 #include "io/writers.hpp"
 #include "orrery/build_info.hpp"
 #include "orrery/error.hpp"
@@ -271,20 +272,34 @@ void CheckpointControl::save(int iteration, const RunState& state) {
 }
 
 void CheckpointControl::safe_point(int iteration, const std::function<RunState()>& capture) {
-  const bool stop = g_stop_requested || iteration == stop_at_;
-  if (!stop && !(interval_ > 0 && seconds_since(last_save_) >= interval_)) return;
+  bool stop = g_stop_requested || iteration == stop_at_;
+  bool due = interval_ > 0 && seconds_since(last_save_) >= interval_;
+  Comm& comm = run_comm(run_);
+  if (comm.size() > 1) {
+    // Several ranks capture together (a sharded state is gathered, a collective): each says what it
+    // would do and all do it when any one would, since a signal or a clock may reach the ranks at
+    // different iterations. Rank 0 writes the whole state.
+    std::int64_t want[2] = {stop, due};
+    comm.allreduce(want, 2, ReduceOp::max);
+    stop = want[0] != 0;
+    due = want[1] != 0;
+  }
+  if (!stop && !due) return;
   last_save_ = Clock::now();
+  const bool writer = comm.rank() == 0;
   if (!stop) {
     // A periodic checkpoint that cannot be written (a full disk, say) must not end a run that can
     // still finish: say so and go on; the next interval tries again.
+    const RunState state = capture();
     try {
-      save(iteration, capture());
+      if (writer) save(iteration, state);
     } catch (const Error& e) {
       std::fprintf(stderr, "[orrery] warning: no checkpoint after iteration %d: %s\n", iteration, e.what());
     }
     return;
   }
-  save(iteration, capture());
+  const RunState state = capture();
+  if (writer) save(iteration, state);
   if (stop)
     throw Interrupted("stopped after iteration " + std::to_string(iteration) + "; its state is saved in " + path_ +
                       "\n  continue with: orrery run " + config_file_ + " --resume");

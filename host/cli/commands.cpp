@@ -131,16 +131,20 @@ int cmd_run(const std::vector<std::string>& args, bool validate_only) {
   const std::unique_ptr<Comm> comm = make_comm(cfg.comm_mode);
   cfg.comm = comm.get();
   check_run_ranks(cfg, *method, resume);
-  if (comm->size() > 1) {
-    // No checkpoints across ranks yet, so no signal handlers: a signal ends every rank through the
+  if (comm->size() > 1 && !method->resumes_across_ranks) {
+    // No checkpoints across ranks, so no signal handlers: a signal ends every rank through the
     // launcher, as it would any MPI program.
     method->run(cfg, quiet, nullptr);
     return 0;
   }
+  // Several ranks: each reads a checkpoint to resume from, rank 0 alone writes one (the method's
+  // state is whole on every rank at a safe point).
+  const bool lead = comm->rank() == 0;
   install_stop_signals();
-  CheckpointControl control(cfg, resume, quiet);
+  CheckpointControl control(cfg, resume, quiet || !lead);
   method->run(cfg, quiet, &control);
-  control.finish();
+  comm->barrier();  // every rank is past its last read of the checkpoint
+  if (lead) control.finish();
   return 0;
 }
 

@@ -33,9 +33,10 @@ NervPlacementResult place_nerv(const MatrixD& R, const KnnGraph& g, const std::v
 // Interpolated repulsion's far points (interp.cpp), summed exactly: each point of `far` (indices into
 // Y, N x D with D 2 or 3) gets its sums over every other point of Y, replacing its entries of out;
 // every other point gets its sums over the far points added to its entries. O(|far| N) pairs; each
-// point's sums in a fixed order, so the thread count changes no bits.
+// point's sums in a fixed order, so the thread count changes no bits. Only rows [first, end) are
+// touched (a shard's rows; end < 0: to the last).
 void add_far_repulsion(const MatrixD& Y, const std::vector<index_t>& far, double alpha, RepulsionSums& out,
-                       int threads);
+                       int threads, index_t first = 0, index_t end = -1);
 RankRows rank_rows(const MatrixD& X, const MatrixD& Y, int kmax, RankInput input,
                   const std::vector<index_t>& queries, int threads);
 

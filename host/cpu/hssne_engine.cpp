@@ -10,6 +10,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "cpu/map_rows.hpp"
 #include "cpu/repulsion_tree.hpp"
 #include "orrery/affinity.hpp"
+#include "orrery/comm.hpp"
 #include "orrery/engines.hpp"
 #include "orrery/error.hpp"
 #include "orrery/interp.hpp"
@@ -178,10 +180,18 @@ ORRERY_CLONES void dense_row(const double* yt, index_t N, index_t i, const doubl
 // pair); sparse rows run the repulsion alone, then the attraction over the row's list.
 // With a grid, the repulsion of every row comes from it (orrery/interp.hpp) and the rows run the
 // attraction alone; the same with a tree (repulsion_tree.hpp), used where the grid gives way.
+// A sharded engine's part (CpuHssneEngine::shard): rows [first, end) are this rank's; without a
+// communicator, every row.
+struct Shard {
+  Comm* comm = nullptr;
+  index_t first = 0, end = 0;
+  std::vector<std::size_t> rows;  // every rank's row count, in rank order
+};
+
 template <int D>
 void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, int threads,
               RepulsionGrid* grid, bool exact_when_cheaper, RepulsionTree* tree, RepulsionSums& rep, HssneSums& out,
-              HssneStageTimes& times) {
+              HssneStageTimes& times, index_t first, index_t end) {
   const double t0 = omp_get_wtime();
   const index_t N = Y.rows;
   resize_sums(out, N, D);
@@ -220,7 +230,7 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
   const bool summed = grid || tree;
   const double t1 = omp_get_wtime();
 #pragma omp parallel for schedule(static) num_threads(nthreads(threads))
-  for (index_t i = 0; i < N; ++i) {
+  for (index_t i = first; i < end; ++i) {
     math::HssneRow<double, D> acc;
     if (P) {
       dense_row<D>(yt.data(), N, i, P->row(i), alpha, acc);
@@ -253,16 +263,32 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
   ++times.evaluations;
 }
 
+// The two totals summed row by row in row order. A shard's rows' terms are gathered first, so the
+// sums run over the same terms in the same order on every rank, whatever the number of ranks.
 template <int D>
 HssneTotals cpu_evaluate(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, int threads,
                          RepulsionGrid* grid, bool exact_when_cheaper, RepulsionTree* tree, RepulsionSums& rep,
-                         HssneSums& out, HssneStageTimes& times) {
-  cpu_sums<D>(Y, alpha, P, S, threads, grid, exact_when_cheaper, tree, rep, out, times);
+                         HssneSums& out, HssneStageTimes& times, const Shard& shard) {
+  cpu_sums<D>(Y, alpha, P, S, threads, grid, exact_when_cheaper, tree, rep, out, times, shard.first, shard.end);
   HssneTotals t;
   t.z = rep.z_grid;
-  for (size_t i = 0; i < out.h.size(); ++i) {
-    t.z += out.h[i];
-    t.p_log_h += out.p_log_h[i];
+  if (!shard.comm) {
+    for (size_t i = 0; i < out.h.size(); ++i) {
+      t.z += out.h[i];
+      t.p_log_h += out.p_log_h[i];
+    }
+    return t;
+  }
+  std::vector<std::array<double, 2>> mine(static_cast<size_t>(shard.end - shard.first));
+  for (size_t r = 0; r < mine.size(); ++r) {
+    const size_t i = static_cast<size_t>(shard.first) + r;
+    mine[r] = {out.h[i], out.p_log_h[i]};
+  }
+  std::vector<std::array<double, 2>> all(static_cast<size_t>(Y.rows));
+  shard.comm->allgatherv(mine.data(), mine.size(), all.data(), shard.rows);
+  for (const auto& [h, plh] : all) {
+    t.z += h;
+    t.p_log_h += plh;
   }
   return t;
 }
@@ -332,6 +358,7 @@ class CpuHssneEngine final : public HssneEngine {
     exact_when_cheaper_ = repulsion.exact_when_cheaper;
     if ((grid_ && exact_when_cheaper_ && repulsion.tree_when_grid_dearer) || repulsion.tree)
       tree_ = std::make_unique<RepulsionTree>(dim, alpha, repulsion.tree_angle, threads);
+    shard_.end = N_;
     if ((grid_ || tree_) && S) {
       order_ = breadth_first_order(*S);
       std::vector<index_t> rank(order_.size());
@@ -341,6 +368,19 @@ class CpuHssneEngine final : public HssneEngine {
     }
   }
   std::string name() const override { return "cpu"; }
+
+  // The blocks are of the engine's numbering (P's breadth-first order with a grid or tree), so a
+  // rank's rows are neighbours in P and its attraction reads a compact part of the map.
+  void shard(Comm& comm) override {
+    shard_.comm = comm.size() > 1 ? &comm : nullptr;
+    shard_.rows.assign(static_cast<size_t>(comm.size()), 0);
+    for (int r = 0; r < comm.size(); ++r)
+      shard_.rows[static_cast<size_t>(r)] = static_cast<size_t>(hssne_rank_block(N_, r, comm.size()).count);
+    const RowBlock mine = hssne_rank_block(N_, comm.rank(), comm.size());
+    shard_.first = mine.first;
+    shard_.end = mine.first + mine.count;
+    if (grid_) grid_->only_rows(mine.first, mine.count, shard_.comm);
+  }
 
   HssneTotals start(const MatrixD& Y_caller) override {
     if (Y_caller.rows != N_ || Y_caller.cols != dim_) internal_error("hssne: Y has the wrong shape");
@@ -355,17 +395,20 @@ class CpuHssneEngine final : public HssneEngine {
 
   HssneTotals propose(double c, double step, double beta) override {
     const double inv_z = 1.0 / cur_.z;
-    for (index_t i = 0; i < N_; ++i) {
+    for (index_t i = shard_.first; i < shard_.end; ++i) {
       const auto k = static_cast<size_t>(i);
       for (index_t d = 0; d < dim_; ++d)
         trial_(i, d) = math::hssne_fixed_point_coord(y_(i, d), prev_(i, d), sums_.a[k], sums_.hs[k], sums_.ay(i, d),
                                                      sums_.hsy(i, d), c, inv_z, step, beta);
     }
+    gather_rows(trial_);
     return trial_totals_ = evaluate(trial_, trial_sums_);
   }
 
   HssneTotals damp() override {
-    for (size_t q = 0; q < trial_.data.size(); ++q) trial_.data[q] = math::hssne_damp_coord(trial_.data[q], y_.data[q]);
+    for (auto q = static_cast<size_t>(shard_.first * dim_); q < static_cast<size_t>(shard_.end * dim_); ++q)
+      trial_.data[q] = math::hssne_damp_coord(trial_.data[q], y_.data[q]);
+    gather_rows(trial_);
     return trial_totals_ = evaluate(trial_, trial_sums_);
   }
 
@@ -378,7 +421,7 @@ class CpuHssneEngine final : public HssneEngine {
 
   HssneTotals gradient_step(double c, double momentum, double learning_rate) override {
     const double inv_z = 1.0 / cur_.z;
-    for (index_t i = 0; i < N_; ++i) {
+    for (index_t i = shard_.first; i < shard_.end; ++i) {
       const auto k = static_cast<size_t>(i);
       for (index_t d = 0; d < dim_; ++d) {
         const double g = math::hssne_gradient_coord(y_(i, d), sums_.a[k], sums_.hs[k], sums_.ay(i, d), sums_.hsy(i, d),
@@ -386,6 +429,7 @@ class CpuHssneEngine final : public HssneEngine {
         y_(i, d) += math::tsne_momentum_step(g, velocity_(i, d), gains_(i, d), momentum, learning_rate);
       }
     }
+    gather_rows(y_);
     return cur_ = evaluate(y_, sums_);
   }
 
@@ -402,7 +446,13 @@ class CpuHssneEngine final : public HssneEngine {
     out.ay = outside(sums_.ay);
     out.hsy = outside(sums_.hsy);
   }
-  HssneState state() const override { return {outside(y_), outside(prev_), outside(velocity_), outside(gains_)}; }
+  // A shard steps only its own rows' velocity and gains: the state gathers them.
+  HssneState state() const override {
+    MatrixD velocity = velocity_, gains = gains_;
+    gather_rows(velocity);
+    gather_rows(gains);
+    return {outside(y_), outside(prev_), outside(velocity), outside(gains)};
+  }
 
   HssneStageTimes stage_times() const override { return grid_ ? with_grid_stages(times_, grid_->timings()) : times_; }
   HssneTotals restore(const HssneState& s) override {
@@ -440,9 +490,19 @@ class CpuHssneEngine final : public HssneEngine {
 
   HssneTotals evaluate(const MatrixD& Y, HssneSums& out) {
     return dim_ == 2 ? cpu_evaluate<2>(Y, alpha_, P_, S_, threads_, grid_.get(), exact_when_cheaper_, tree_.get(), rep_,
-                                       out, times_)
+                                       out, times_, shard_)
                      : cpu_evaluate<3>(Y, alpha_, P_, S_, threads_, grid_.get(), exact_when_cheaper_, tree_.get(), rep_,
-                                       out, times_);
+                                       out, times_, shard_);
+  }
+  // Every rank's rows of M (this rank's stepped, the others' stale) replaced by their owners'.
+  void gather_rows(MatrixD& M) const {
+    if (!shard_.comm) return;
+    std::vector<std::size_t> counts(shard_.rows);
+    for (std::size_t& c : counts) c *= static_cast<std::size_t>(dim_);
+    std::vector<double> all(M.data.size());
+    shard_.comm->allgatherv(M.data.data() + shard_.first * dim_, counts[static_cast<size_t>(shard_.comm->rank())],
+                            all.data(), counts);
+    M.data.swap(all);
   }
 
   const MatrixD* P_;
@@ -462,6 +522,7 @@ class CpuHssneEngine final : public HssneEngine {
   // so renumbered (S_ points to it).
   std::vector<index_t> order_;
   SparseAffinity local_;
+  Shard shard_;
 };
 
 template <int D>
@@ -480,7 +541,7 @@ void exact_repulsion_rows(const MatrixD& Y, double alpha, RepulsionSums& out, in
 
 template <int D>
 void far_repulsion_rows(const MatrixD& Y, const std::vector<index_t>& far, double alpha, RepulsionSums& out,
-                        int threads) {
+                        int threads, index_t first, index_t end) {
   const index_t N = Y.rows, m = static_cast<index_t>(far.size());
   const std::vector<double> yt = cpu::by_dimension<double>(Y);
   std::vector<double> ft(static_cast<size_t>(m * D));
@@ -493,7 +554,7 @@ void far_repulsion_rows(const MatrixD& Y, const std::vector<index_t>& far, doubl
   // A far point's row costs N pairs, another's m: dynamic chunks keep the threads even; each row's
   // sums are its own, so the schedule changes no bits.
 #pragma omp parallel for schedule(dynamic, 1024) num_threads(nthreads(threads))
-  for (index_t i = 0; i < N; ++i) {
+  for (index_t i = first; i < end; ++i) {
     const auto k = static_cast<size_t>(i);
     math::HssneRow<double, D> acc;
     if (is_far[k]) {
@@ -514,10 +575,11 @@ void far_repulsion_rows(const MatrixD& Y, const std::vector<index_t>& far, doubl
 }  // namespace
 
 void add_far_repulsion(const MatrixD& Y, const std::vector<index_t>& far, double alpha, RepulsionSums& out,
-                       int threads) {
+                       int threads, index_t first, index_t end) {
   if (far.empty()) return;
-  if (Y.cols == 2) far_repulsion_rows<2>(Y, far, alpha, out, threads);
-  else far_repulsion_rows<3>(Y, far, alpha, out, threads);
+  if (end < 0) end = Y.rows;
+  if (Y.cols == 2) far_repulsion_rows<2>(Y, far, alpha, out, threads, first, end);
+  else far_repulsion_rows<3>(Y, far, alpha, out, threads, first, end);
 }
 
 }  // namespace orrery::cpu

@@ -20,6 +20,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -28,6 +30,7 @@
 #include "cpu/engines.hpp"
 #include "cpu/fft.hpp"
 #include "orrery/backend.hpp"
+#include "orrery/comm.hpp"
 #include "orrery/error.hpp"
 #include "orrery/interp.hpp"
 #include "orrery/interp_plan.hpp"
@@ -114,6 +117,23 @@ Bounds choose_bounds(const MatrixD& Y, const InterpSettings& s, std::vector<inde
 
 }  // namespace
 
+// x rounded to the nearest integer, halves away from zero: inline (std::llrint is a libm call
+// unless errno handling is off, and the scatter makes D + 1 of them per point and node).
+namespace {
+// x (|x| < 2^51) rounded to the nearest integer: adding 1.5 * 2^52 leaves the integer in the low
+// bits of the double, which subtracting the constant's bits reads out. Unlike a conversion
+// instruction (x86 has no packed double to int64 before AVX-512) it vectorises: the scatter makes
+// D + 1 of them per point and node.
+constexpr double kRoundingShift = 6755399441055744.0;  // 1.5 * 2^52
+std::int64_t fixed_point(double x) {
+  const double shifted = x + kRoundingShift;
+  std::int64_t bits, base;
+  std::memcpy(&bits, &shifted, sizeof bits);
+  std::memcpy(&base, &kRoundingShift, sizeof base);
+  return bits - base;
+}
+}  // namespace
+
 struct RepulsionGrid::Impl {
   int D;
   double alpha;
@@ -141,6 +161,11 @@ struct RepulsionGrid::Impl {
   // The current grid's placement: box width, first node's box edge, the charges' centre.
   double w = 0, origin[3] = {0, 0, 0}, centre[3] = {0, 0, 0};
   RepulsionGrid::Timings timings;
+  // The rows whose charges field() scatters and whose sums run() gathers (RepulsionGrid::only_rows):
+  // all of them unless sharded; a shard's grid is summed over `comm`'s ranks.
+  index_t row_first = 0, row_end = std::numeric_limits<index_t>::max();
+  Comm* comm = nullptr;
+  std::vector<std::int64_t> fixed_charges;  // the charges in fixed point, (D + 1) x num_nodes
 
   Impl(int dim, double a, const InterpSettings& st, int t) : D(dim), alpha(a), s(st), threads(t) {}
 
@@ -150,7 +175,7 @@ struct RepulsionGrid::Impl {
   void check_memory() const {
     const double spectrum_values = static_cast<double>(cpu::GridConvolution::spectrum_length(nodes));
     const double bytes = cpu::GridConvolution::bytes(nodes, threads, 2) + 2 * 8 * spectrum_values +
-                         8.0 * (2 * D + 3) * static_cast<double>(num_nodes);
+                         8.0 * (3 * D + 4) * static_cast<double>(num_nodes);
     const double available = available_host_memory();
     if (bytes > available) {
       std::string shape_text;
@@ -185,6 +210,7 @@ struct RepulsionGrid::Impl {
     std::vector<double>().swap(kernel_h);
     std::vector<double>().swap(kernel_hs);
     std::vector<double>().swap(charges);
+    std::vector<std::int64_t>().swap(fixed_charges);
     std::vector<double>().swap(potentials);
     check_memory();
     conv = std::make_unique<cpu::GridConvolution>(nodes, threads);
@@ -201,6 +227,7 @@ struct RepulsionGrid::Impl {
         kernel_hs);
     interp::self_kernel_tables(D, s.nodes, h, alpha, self_h, self_hs);
     charges.assign(static_cast<size_t>((D + 1) * num_nodes), 0.0);
+    fixed_charges.assign(charges.size(), 0);
     potentials.assign(static_cast<size_t>((D + 2) * num_nodes), 0.0);
   }
 
@@ -250,8 +277,13 @@ void RepulsionGrid::Impl::field(const MatrixD& Y, const Bounds& box, const std::
   // coordinates and cells in that order (the scatter visits each point p^(D-1) times and the
   // gather once: both then read memory in sequence)
   point_cell.resize(static_cast<size_t>(N));
+  const index_t own_first = std::min(row_first, N), own_end = std::min(row_end, N);
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (index_t i = 0; i < N; ++i) {
+    if (i < own_first || i >= own_end) {  // another rank's point: scattered and gathered there
+      point_cell[static_cast<size_t>(i)] = -1;
+      continue;
+    }
     long c = 0;
     for (int d = 0; d < D_; ++d) {
       double u;
@@ -292,14 +324,24 @@ void RepulsionGrid::Impl::field(const MatrixD& Y, const Bounds& box, const std::
 
   lap(timings.grid);
   // 3. scatter, by rows of nodes along axis 0: row (n1, n2) takes the points of the cell rows
-  // (s1, s2) with n_d - p < s_d <= n_d, each point's p nodes n0 = s0 .. s0 + p - 1 of the row
-  std::fill(charges.begin(), charges.end(), 0.0);
+  // (s1, s2) with n_d - p < s_d <= n_d, each point's p nodes n0 = s0 .. s0 + p - 1 of the row.
+  // Each point's charge at a node is rounded to a multiple of 1 / scale and summed as an integer:
+  // integer sums do not depend on their order, so a grid summed over ranks, each scattering its own
+  // points, has the bits of one process's. The scale leaves the largest possible sum (every point
+  // at one node with weight magnitudes up to 2 per axis, at the grid's farthest coordinate) within
+  // 2^62; at 10^6 points on a map 100 wide a unit is ~1e-10, against the grid's 1e-3 errors.
+  std::fill(fixed_charges.begin(), fixed_charges.end(), 0);
   const long nn = num_nodes;
+  double reach = 1.0;
+  for (int d = 0; d < D_; ++d) reach = std::max(reach, 0.5 * w * boxes[static_cast<size_t>(d)] + w);
+  const double one = std::ldexp(reach, D_), bound = static_cast<double>(std::max<index_t>(N, 1)) * one;
+  // ... and each single charge within 2^50 (fixed_point's range)
+  const double scale = std::ldexp(1.0, std::min(61 - std::ilogb(bound), 49 - std::ilogb(one))), unit = 1.0 / scale;
   const long G1 = nodes[1], rows = nn / nodes[0];
 #pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
   for (long r = 0; r < rows; ++r) {
     const long n1 = r % G1, n2 = r / G1;
-    double* row_charges = charges.data() + r * nodes[0];
+    std::int64_t* row_charges = fixed_charges.data() + r * nodes[0];
     int lo1, hi1, lo2, hi2;
     math::stencils_reaching(static_cast<int>(n1), p, static_cast<int>(cells[1]), lo1, hi1);
     math::stencils_reaching(static_cast<int>(n2), p, static_cast<int>(cells[2]), lo2, hi2);
@@ -312,16 +354,20 @@ void RepulsionGrid::Impl::field(const MatrixD& Y, const Bounds& box, const std::
         for (long q = first; q < last; ++q) {
           const double* wi = weights.data() + static_cast<size_t>(q * D_ * p);
           const double* yc = sorted_yc.data() + static_cast<size_t>(q * D_);
-          double* at = row_charges + sorted_cell[static_cast<size_t>(q)] % cells[0];
+          std::int64_t* at = row_charges + sorted_cell[static_cast<size_t>(q)] % cells[0];
           for (int k0 = 0; k0 < p; ++k0) {
-            const double wt = math::stencil_node_weight<D_>(wi, p, k0, k1, k2);
-            at[k0] += wt;
-            for (int d = 0; d < D_; ++d) at[(d + 1) * nn + k0] += wt * yc[d];
+            const double wt = math::stencil_node_weight<D_>(wi, p, k0, k1, k2) * scale;
+            at[k0] += fixed_point(wt);
+            for (int d = 0; d < D_; ++d) at[(d + 1) * nn + k0] += fixed_point(wt * yc[d]);
           }
         }
       }
   }
 
+  if (comm) comm->allreduce(fixed_charges.data(), fixed_charges.size(), ReduceOp::sum);
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (long n = 0; n < static_cast<long>(charges.size()); ++n)
+    charges[static_cast<size_t>(n)] = static_cast<double>(fixed_charges[static_cast<size_t>(n)]) * unit;
   lap(timings.scatter);
   // 4. convolutions: charge 0 gives the H and HS potentials of charge 1 (or, without whole_h,
   // the HS potential and H's energy sum_n q_n (H * q)_n), charge d + 1 the HS potential of
@@ -355,6 +401,7 @@ void RepulsionGrid::Impl::run(const MatrixD& Y, const Bounds& box, const std::ve
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (index_t at = 0; at < inside; ++at) {
     const index_t i = order[static_cast<size_t>(at)];
+    if (i < row_first || i >= row_end) continue;
     const double* wi = weights.data() + static_cast<size_t>(at * D_ * p);
     double acc[D_ + 2], sh, shs, y[D_], hsy[D_];
     // without whole_h the H potential is not made: acc[0] = 0, and h is minus the self term
@@ -368,7 +415,7 @@ void RepulsionGrid::Impl::run(const MatrixD& Y, const Bounds& box, const std::ve
   timings.gather += omp_get_wtime() - t;
   t = omp_get_wtime();
   // the far points: their own sums, and everyone's sums over them, exactly
-  cpu::add_far_repulsion(Y, far, alpha, out, threads);
+  cpu::add_far_repulsion(Y, far, alpha, out, threads, row_first, std::min(row_end, N));
   timings.far += omp_get_wtime() - t;
   timings.far_points = static_cast<index_t>(far.size());
 }
@@ -420,6 +467,12 @@ struct RepulsionGrid::Choice {
   double units = 0;  // grid_units + the far points' pairs
   double cells = 0;
 };
+
+void RepulsionGrid::only_rows(index_t first, index_t count, Comm* comm) {
+  impl_->row_first = first;
+  impl_->row_end = first + count;
+  impl_->comm = comm && comm->size() > 1 ? comm : nullptr;
+}
 
 void RepulsionGrid::sums(const MatrixD& Y, RepulsionSums& out, bool whole_h) {
   if (Y.cols != impl_->D) internal_error("RepulsionGrid: Y has the wrong dimension");

@@ -37,16 +37,18 @@ KnnGraph exact_knn(const MatrixD& X, int k, int threads, const KnnProgress& prog
 
 namespace {
 
-// Each query row's k nearest rows of R; `paired`: query i skips reference row i.
-KnnGraph nearest_to(const MatrixD& R, const MatrixD& Q, int k, bool paired, int threads, const KnnProgress& progress) {
-  const index_t M = Q.rows;
+// Query rows [first, first + M) (all of Q: first 0, M -1), each one's k nearest rows of R; `paired`:
+// query i skips reference row i.
+KnnGraph nearest_to(const MatrixD& R, const MatrixD& Q, int k, bool paired, int threads, const KnnProgress& progress,
+                    index_t first = 0, index_t M = -1) {
+  if (M < 0) M = Q.rows;
   KnnGraph g = sized_graph(M, k);
   std::atomic<index_t> done{0};
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads > 0 ? threads : omp_get_max_threads())
   for (index_t i = 0; i < M; ++i) {
     const index_t n = ++done;  // reported from thread 0 only
     if (progress && omp_get_thread_num() == 0 && n % 64 == 0) progress(n, M);
-    prep::nearest_rows(R, Q.row(i), paired ? i : -1, k, g.dist2.data() + i * k, g.index.data() + i * k);
+    prep::nearest_rows(R, Q.row(first + i), paired ? first + i : -1, k, g.dist2.data() + i * k, g.index.data() + i * k);
   }
   if (progress) progress(M, M);
   return g;
@@ -65,6 +67,14 @@ KnnGraph exact_knn_paired(const MatrixD& R, const MatrixD& Q, int k, int threads
   check_knn_k(R.rows, k);
   if (Q.rows != R.rows || Q.cols != R.cols) internal_error("exact_knn_paired: queries and reference differ in shape");
   return nearest_to(R, Q, k, true, threads, progress);
+}
+
+KnnGraph exact_knn_paired_rows(const MatrixD& R, const MatrixD& Q, int k, index_t first, index_t count, int threads,
+                               const KnnProgress& progress) {
+  check_knn_k(R.rows, k);
+  if (Q.rows != R.rows || Q.cols != R.cols) internal_error("exact_knn_paired_rows: queries and reference differ in shape");
+  if (first < 0 || count < 0 || first + count > Q.rows) internal_error("exact_knn_paired_rows: rows out of range");
+  return nearest_to(R, Q, k, true, threads, progress, first, count);
 }
 
 KnnGraph Backend::knn_reporting(const MatrixD& X, int k, const KnnProgress&) const { return knn(X, k); }

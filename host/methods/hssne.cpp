@@ -10,6 +10,8 @@
 #include "methods/random.hpp"
 #include "orrery/affinity.hpp"
 #include "orrery/backend.hpp"
+#include "orrery/comm.hpp"
+#include "orrery/engines.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/neighbor.hpp"
 #include "orrery/run_control.hpp"
@@ -131,6 +133,16 @@ double hssne_fixed_point_step(const MatrixD& P, double alpha, MatrixD& Y, Backen
   engine->accept();
   Y = engine->coords();
   return objective(entropy_terms(P.data), t, 1.0);
+}
+
+void HssneEngine::shard(Comm& comm) {
+  if (comm.size() > 1)
+    internal_error("hssne: the " + name() + " engine runs in one process (" + std::to_string(comm.size()) + " ranks)");
+}
+
+RowBlock hssne_rank_block(index_t n, int rank, int ranks) {
+  const index_t base = n / ranks, extra = n % ranks;
+  return {rank * base + std::min<index_t>(rank, extra), base + (rank < extra ? 1 : 0)};
 }
 
 MatrixD mix_same_class_pairs(const MatrixD& P, const std::vector<int>& labels, double rho) {
@@ -323,13 +335,14 @@ HssneParams resolve_optimizer(const HssneParams& prm, index_t num_points, const 
 
 HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const HssneParams& prm,
                       unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress,
-                      RunControl* control, const MatrixD* start) {
+                      RunControl* control, const MatrixD* start, Comm* comm) {
   const MatrixD mixed = prm.rho > 0 ? mix_same_class_pairs(P, labels, prm.rho) : MatrixD();
   const MatrixD& Pm = prm.rho > 0 ? mixed : P;
   if (needs_sparse_affinities(prm.repulsion))
     input_error(std::string("params.repulsion: ") + enum_name(prm.repulsion) +
                 " repulsion needs sparse affinities (input.affinities: sparse)");
   auto engine = backend.make_hssne(Pm, prm.alpha, prm.dim);
+  if (comm) engine->shard(*comm);
   const HssneParams used = resolve_optimizer(prm, P.rows, HssneRepulsion{});
   HssneResult r = fit_impl(*engine, entropy_terms(Pm.data), P.rows, used, seed, progress, control, start);
   r.used = used;
@@ -337,10 +350,12 @@ HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const Hs
 }
 
 HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& prm, unsigned long long seed, Backend& backend,
-                      const std::function<void(int, double)>& progress, RunControl* control, const MatrixD* start) {
+                      const std::function<void(int, double)>& progress, RunControl* control, const MatrixD* start,
+                      Comm* comm) {
   if (prm.rho > 0) input_error("params.rho: semi-supervised mixing needs dense affinities (input.affinities)");
   const HssneRepulsion repulsion = resolve_repulsion(prm, P.num_points, backend);
   auto engine = backend.make_hssne(P, prm.alpha, prm.dim, repulsion);
+  if (comm) engine->shard(*comm);
   const HssneParams used = resolve_optimizer(prm, P.num_points, repulsion);
   HssneResult r = fit_impl(*engine, entropy_terms(P.val), P.num_points, used, seed, progress, control, start);
   r.repulsion = repulsion;

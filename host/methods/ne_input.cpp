@@ -6,6 +6,8 @@
 #include <cmath>
 
 #include "orrery/clock.hpp"
+#include "orrery/comm.hpp"
+#include "orrery/engines.hpp"
 #include "orrery/error.hpp"
 #include "orrery/inner_product.hpp"
 #include "orrery/knn.hpp"
@@ -271,8 +273,23 @@ NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bo
 
 // Affinities of hssne and nerv: given, from a distance matrix, sparse (neighbors on the backend's
 // device, rows on the host) or dense from vectors.
+namespace {
+
+// A rank's rows of a sharded search, every rank's gathered in rank order: the whole graph.
+KnnGraph gathered_graph(const KnnGraph& mine, index_t N, Comm& comm) {
+  KnnGraph g = sized_graph(N, mine.k);
+  std::vector<std::size_t> counts(static_cast<size_t>(comm.size()));
+  for (int r = 0; r < comm.size(); ++r)
+    counts[static_cast<size_t>(r)] = static_cast<std::size_t>(hssne_rank_block(N, r, comm.size()).count * mine.k);
+  comm.allgatherv(mine.index.data(), mine.index.size(), g.index.data(), counts);
+  comm.allgatherv(mine.dist2.data(), mine.dist2.size(), g.dist2.data(), counts);
+  return g;
+}
+
+}  // namespace
+
 AffinityResult ne_affinities(const NeSpec& cfg, const NeData& d, const NePlan& plan, Backend& backend,
-                             const NeStageProgress& progress, NeighborSearch* search) {
+                             const NeStageProgress& progress, NeighborSearch* search, Comm* comm) {
   const auto stage = [&](const char* what) { return progress ? progress(what) : std::function<void(index_t, index_t)>(); };
   const NeInputSpec& in = cfg.input;
   const int threads = backend.threads();
@@ -296,17 +313,26 @@ AffinityResult ne_affinities(const NeSpec& cfg, const NeData& d, const NePlan& p
     NeighborSearch s;
     s.approximate = plan.approximate;
     KnnGraph g;
-    if (plan.approximate) {
-      ApproxKnnParams prm;
-      prm.ef_search = in.neighbor_ef;
+    ApproxKnnParams prm;
+    prm.ef_search = in.neighbor_ef;
+    if (comm && comm->size() > 1) {  // this rank's rows (the same bits as one process's), then all of them
+      const RowBlock mine = hssne_rank_block(X.rows, comm->rank(), comm->size());
+      g = gathered_graph(plan.approximate ? approximate_knn_paired_rows(Xr, Xq, k, mine.first, mine.count, cfg.seed,
+                                                                        threads, prm, stage("approximate neighbors"))
+                                          : exact_knn_paired_rows(Xr, Xq, k, mine.first, mine.count, threads,
+                                                                  stage("exact neighbors")),
+                         X.rows, *comm);
+    } else if (plan.approximate) {
       g = approximate_knn_paired(Xr, Xq, k, cfg.seed, threads, prm, stage("approximate neighbors"));
-      const KnnRecall r = estimate_knn_recall_paired(Xr, Xq, g, kNeighborRecallSample, cfg.seed, threads);
-      s.recall = r.recall;
-      s.recall_sample = r.sample;
     } else if (inner) {
       g = exact_knn_paired(R, Q, k, threads, stage("exact neighbors"));
     } else {
       g = backend.knn_reporting(X, k, stage("exact neighbors"));
+    }
+    if (plan.approximate) {
+      const KnnRecall r = estimate_knn_recall_paired(Xr, Xq, g, kNeighborRecallSample, cfg.seed, threads);
+      s.recall = r.recall;
+      s.recall_sample = r.sample;
     }
     s.seconds = seconds_since(t0);
     if (search) *search = s;

@@ -163,6 +163,24 @@ KnnGraph approximate_knn_paired(const MatrixD& R, const MatrixD& Q, int k, unsig
   return g;
 }
 
+KnnGraph approximate_knn_paired_rows(const MatrixD& R, const MatrixD& Q, int k, index_t first, index_t count,
+                                     unsigned long long seed, int threads, const ApproxKnnParams& params,
+                                     const KnnProgress& progress) {
+  const index_t N = R.rows;
+  check_knn_k(N, k);
+  if (Q.rows != N || Q.cols != R.cols) internal_error("approximate_knn_paired_rows: queries and reference differ in shape");
+  if (first < 0 || count < 0 || first + count > N) internal_error("approximate_knn_paired_rows: rows out of range");
+  const int nt = threads_or_default(threads);
+  ProgressTicker ticker{progress, N + count};
+  auto index = build_index(R, seed, nt, params, ticker);
+  ticker.done = 0;
+  MatrixD mine(count, Q.cols);
+  std::copy(Q.row(first), Q.row(first) + count * Q.cols, mine.data.begin());
+  KnnGraph g = query_index(*index, R, mine, k, nt, params, ticker, N, [first](index_t i) { return first + i; });
+  if (progress) progress(N + count, N + count);
+  return g;
+}
+
 KnnRecall estimate_knn_recall(const MatrixD& X, const KnnGraph& g, index_t sample, unsigned long long seed,
                               int threads) {
   return estimate_knn_recall_paired(X, X, g, sample, seed, threads);

@@ -45,7 +45,8 @@ const std::vector<MethodEntry>& methods() {
         "model_pca_components.npy"},
        check_ne_run, ne_page,
        "input values or affinities of extreme magnitude, or params init_scale, learning_rate or exaggeration far from "
-       "their defaults"},
+       "their defaults",
+       true, true},
       {"nerv", "Neighbor retrieval visualisation: precision/recall trade-off lambda, conjugate gradient",
        {{"nerv", [] { return describe_fields(nerv_fields()); }},
         {"nerv_input", [] { return describe_fields(ne_input_fields(NeMethod::nerv), ne_input_defaults(NeMethod::nerv)); }}},
@@ -92,7 +93,9 @@ void check_run_ranks(const RunConfig& run, const MethodEntry& method, bool resum
   if (!method.shards)
     input_error(launched + run.method + " runs in one process; " + sharding_methods() + " over MPI (start one "
                 "process, or set \"comm\": \"single\" and launch one)");
-  if (resume) input_error(launched + "--resume is not supported with several ranks yet (checkpoints hold one process's state)");
+  if (resume && !method.resumes_across_ranks)
+    input_error(launched + "--resume is not supported with several ranks for " + run.method +
+                " (its checkpoints hold one process's state; hssne's hold every rank's)");
   if (run.device == "cuda" || run.device.rfind("cuda:", 0) == 0)
     input_error(launched + "device \"" + run.device + "\": sharding over GPUs needs NCCL, which is not built yet; use "
                 "\"device\": \"cpu\" or one process");

@@ -38,6 +38,9 @@ struct MethodEntry {
   const char* divergence_causes;
   // Whether a run may span several ranks (RunConfig::comm): the method shards its rows over them.
   bool shards = false;
+  // Whether a sharded run checkpoints and resumes (CheckpointControl): its state at a safe point is
+  // whole on every rank, so rank 0 writes it, and any number of ranks resumes from it.
+  bool resumes_across_ranks = false;
 };
 
 const std::vector<MethodEntry>& methods();

@@ -14,6 +14,8 @@
 #include "run/run_common.hpp"
 #include "io/writers.hpp"
 #include "orrery/affinity.hpp"
+#include "orrery/comm.hpp"
+#include "orrery/engines.hpp"
 #include "orrery/error.hpp"
 #include "orrery/hssne.hpp"
 #include "orrery/knn.hpp"
@@ -142,9 +144,20 @@ json cross_validate_snerv(const RunConfig& run, bool quiet) {
 }
 
 json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
-  if (is_placement(run)) return run_placement(run, quiet);
+  Comm& comm = run_comm(run);
+  if (is_placement(run)) {
+    if (comm.size() > 1)
+      input_error("comm: this run has " + std::to_string(comm.size()) +
+                  " ranks, but placing points into a map (input.model) runs in one process");
+    return run_placement(run, quiet);
+  }
+  // hssne shards its rows over the ranks (HssneEngine::shard); every rank reads the input and makes
+  // P and the start alike, and rank 0 speaks for the run and writes it.
+  const bool lead = comm.rank() == 0;
+  quiet = quiet || !lead;
   const auto t0 = Clock::now();
-  const NePrepared prep = prepare_ne(run);
+  NePrepared prep;
+  on_every_rank(run, [&] { prep = prepare_ne(run); });
   const NeRunConfig& cfg = prep.cfg;
   const std::string& method = run.method;
   const NeData& d = prep.d;
@@ -211,11 +224,11 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
       result["metric"]["candidates"] = r.candidate_k;
       result["metric"]["candidate_search"] = r.approximate_candidates ? "approximate" : "exact";
     }
-  } else {
+  } else fit_on_every_rank(comm, [&] {
     const AffinityResult a = ne_affinities(
         cfg, d, plan, *backend,
         [&](const char* what) { return std::function<void(index_t, index_t)>(StageProgress{method, what, quiet}); },
-        &search);
+        &search, comm.size() > 1 ? &comm : nullptr);
     if (!quiet && plan.sparse && !given_affinities(cfg.input) && cfg.input.distances.empty())
       progress_line("[%s] %s neighbors (k = %d): %s%s\n", method.c_str(), search.approximate ? "approximate" : "exact",
                    sparse_neighbors(cfg.input.perplexity), format_seconds(search.seconds).c_str(),
@@ -231,9 +244,10 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
     if (cfg.method == NeMethod::hssne) {
       const MatrixD first = fit_start(cfg, d, a, plan.sparse, backend->threads());
       const MatrixD* start = first.rows > 0 ? &first : nullptr;
+      Comm* shards = comm.size() > 1 ? &comm : nullptr;
       const HssneResult r =
-          plan.sparse ? fit_hssne(a.sparse, cfg.hssne, run.seed, *backend, progress, control, start)
-                      : fit_hssne(a.dense, d.labels, cfg.hssne, run.seed, *backend, progress, control, start);
+          plan.sparse ? fit_hssne(a.sparse, cfg.hssne, run.seed, *backend, progress, control, start, shards)
+                      : fit_hssne(a.dense, d.labels, cfg.hssne, run.seed, *backend, progress, control, start, shards);
       Y = r.coords;
       trace = r.objective_trace;
       params = fields_to_json(cfg.hssne, hssne_fields());
@@ -260,8 +274,12 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
                 {"objective", trace.empty() ? 0.0 : trace.back()}, {"arithmetic", r.arithmetic}};
       add_pairs_json(result, r, cfg.nerv);
     }
-  }
+  });
   const double t_fit = seconds_since(t1) - t_aff;
+  std::vector<double> rank_fit(static_cast<size_t>(comm.size()), t_fit);
+  if (comm.size() > 1) comm.allgatherv(&t_fit, 1, rank_fit.data(), std::vector<std::size_t>(rank_fit.size(), 1));
+  // rank 0 has the whole map and writes it
+  if (!lead && !run.result) return json::object();
   if (!quiet)
     progress_line("[%s] %lld points: %s after %d iterations, %s\n", method.c_str(), static_cast<long long>(N),
                  result["stop_reason"].get<std::string>().c_str(), result["iterations"].get<int>(),
@@ -344,6 +362,10 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
                               : !cfg.input.distances.empty()     ? "distances"
                                                                  : "vectors";
   report["memory"] = plan_json(plan, mem);
+  json rows = json::array();
+  for (int r = 0; r < comm.size(); ++r) rows.push_back(hssne_rank_block(N, r, comm.size()).count);
+  if (cfg.method == NeMethod::hssne) report["comm"]["rows"] = rows;
+  report["comm"]["fit_seconds"] = rank_fit;
   report["result"] = result;
   report["trace"] = trace;
   report["quality"] = quality;

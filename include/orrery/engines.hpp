@@ -13,6 +13,7 @@
 
 namespace orrery {
 
+class Comm;
 class ExactSum;
 struct KnnGraph;
 struct SparseAffinity;
@@ -174,7 +175,20 @@ class HssneEngine {
   virtual HssneTotals restore(const HssneState& s) = 0;
   // Time per stage over every evaluation so far.
   virtual HssneStageTimes stage_times() const = 0;
+  // Before start() or restore(): the engine's rows are split over comm's ranks in contiguous blocks
+  // (hssne_rank_block), each rank summing and stepping its own, every map whole on every rank
+  // (gathered after each step) and every total summed in one order over all rows, so every rank
+  // takes the steps one process takes, bit for bit. current_sums() then gives this rank's rows only.
+  // An engine that cannot shard refuses more than one rank.
+  virtual void shard(Comm& comm);
 };
+
+// Rank `rank`'s rows [first, first + count) of an HSSNE map of n points over `ranks` ranks: the
+// first n % ranks ranks one row more.
+struct RowBlock {
+  index_t first = 0, count = 0;
+};
+RowBlock hssne_rank_block(index_t n, int rank, int ranks);
 
 // --- Out-of-sample placement into a frozen HSSNE map (orrery/hssne.hpp, place_points: the cost and
 // the step rule are described there).
@@ -329,7 +343,16 @@ MetricProjections metric_projections(const ClassMixture& model, const MatrixD& X
 
 // ---------------------------------------------------------------- PLSV (orrery/plsv.hpp)
 
+// Documents per reduction chunk of the CPU PLSV engine's word-topic statistics, as kPeChunk is PE's
+// objects': each chunk's sums are taken in document order and then added exactly, so a block of
+// documents that starts at a multiple of kPlsvChunk has the chunks of the whole corpus (ranks own
+// such blocks). Its smaller chunks for threads (the other sums) divide it. Every chunk costs a
+// fixed-point addition per topic for each of its words, hence chunks larger than the threads' ones.
+inline constexpr index_t kPlsvChunk = 1024;
+
 // The corpus resident on one backend, with X, Theta, the last E-step's R (N x Z) and S (Z x W).
+// Engines may each hold a block of one corpus's documents (one per rank, orrery/plsv.hpp): the
+// *_exact calls and word_topic_sums then give sums over all blocks that do not depend on the blocks.
 class PlsvEngine {
  public:
   virtual ~PlsvEngine() = default;
@@ -343,16 +366,7 @@ class PlsvEngine {
     double theta_log_prior = 0.0;  // alpha sum_zw log theta_zw
     double docs_sq = 0.0;          // sum_n |x_n|^2
   };
-// Documents per reduction chunk of the CPU PLSV engine's word-topic statistics, as kPeChunk is PE's
-// objects': each chunk's sums are taken in document order and then added exactly, so a block of
-// documents that starts at a multiple of kPlsvChunk has the chunks of the whole corpus (ranks own
-// such blocks). Its smaller chunks for threads (the other sums) divide it. Every chunk costs a
-// fixed-point addition per topic for each of its words, hence chunks larger than the threads' ones.
-inline constexpr index_t kPlsvChunk = 1024;
-
   // Responsibility sums R_nz and theta statistics S_zw = sum_n c_nw r_nwz at the resident X, Theta
-// Engines may each hold a block of one corpus's documents (one per rank, orrery/plsv.hpp): the
-// *_exact calls and word_topic_sums then give sums over all blocks that do not depend on the blocks.
   // and the given Phi (Z x D), kept on the engine; r_nwz itself is never stored.
   virtual EStep e_step(const std::vector<double>& phi, double alpha) = 0;
   // theta_zw = (S_zw + alpha) / (sum_w' S_zw' + alpha W) from the last e_step.
@@ -366,9 +380,6 @@ inline constexpr index_t kPlsvChunk = 1024;
   // returns how many moved.
   virtual index_t relocate_docs(const std::vector<double>& phi, double gamma) = 0;
   virtual MatrixD topic_counts() const = 0;  // R (N x Z) of the last e_step
-};
-
-}  // namespace orrery
 
   // e_step, with its sums over documents added to `sums` (2 exact sums: the log-likelihood, then
   // sum_n |x_n|^2) instead of rounded here; the returned EStep holds this engine's own totals. An
@@ -387,3 +398,6 @@ inline constexpr index_t kPlsvChunk = 1024;
   // engine's own.
   virtual PeSweep solve_docs_exact(const std::vector<double>& phi, double gamma, const PeNewtonOptions& opt,
                                    ExactSum& sums);
+};
+
+}  // namespace orrery

@@ -17,6 +17,7 @@
 namespace orrery {
 
 class Backend;
+class Comm;
 class RunControl;
 
 // HssneParams::optimizer.
@@ -184,15 +185,18 @@ double hssne_objective(const SparseAffinity& P, const MatrixD& Y, double alpha, 
 // map and runs every step (HssneEngine). With a control (orrery/run_control.hpp) a fit can stop at the end of an iteration and continue
 // from the saved state with the same bits.
 // start (N x dim, optional): the first map instead of the seeded Gaussian (params.init resolved).
+// comm (optional, orrery/comm.hpp): the rows are shared among its ranks (HssneEngine::shard), each
+// rank holding P, the start and the map whole; every rank returns the same result, bit for bit the
+// one-process result, for any number of ranks. Every rank calls with the same arguments.
 HssneResult fit_hssne(const MatrixD& P, const std::vector<int>& labels, const HssneParams& params,
                       unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {},
-                      RunControl* control = nullptr, const MatrixD* start = nullptr);
+                      RunControl* control = nullptr, const MatrixD* start = nullptr, Comm* comm = nullptr);
 
 // Fits on sparse P (kNN affinities): the attraction runs over the neighbor lists only, the
 // repulsion over all pairs (exact) or on the interpolation grid (params.repulsion). rho > 0 is an input error (mixing needs dense P).
 HssneResult fit_hssne(const SparseAffinity& P, const HssneParams& params, unsigned long long seed, Backend& backend,
                       const std::function<void(int, double)>& progress = {}, RunControl* control = nullptr,
-                      const MatrixD* start = nullptr);
+                      const MatrixD* start = nullptr, Comm* comm = nullptr);
 
 // Out-of-sample placement: new points mapped into a frozen reference map (as openTSNE's transform,
 // for every tail). New point i has conditional probabilities p_{j|i} over its k nearest reference

@@ -23,6 +23,8 @@
 
 namespace orrery {
 
+class Comm;
+
 struct InterpSettings {
   // Interpolation nodes per box and dimension (2..8): each point interpolates from this many nodes
   // per axis, the nearest ones; the error falls as (box_width / nodes)^nodes.
@@ -106,6 +108,13 @@ class RepulsionGrid {
   // M log2 M units and the far points' 2 N |far| pairs against N^2 pairs (interp.cpp's kPairUnits
   // per pair), and M <= 2^27 cells.
   bool cheaper_than_exact(const MatrixD& Y) const;
+  // A shard of a map whose rows are split over comm's ranks (HssneEngine::shard): sums() from now on
+  // scatters the charges of rows [first, first + count) only, sums the grid over the ranks (every
+  // rank calls sums() at the same map), convolves it whole on every rank and gathers at those rows
+  // only, leaving every other row's sums as they were. Each row's sums are the bits one process
+  // gives: the charges are summed in fixed point. comm null or of one rank: nothing is summed across
+  // (the rows outside then simply carry no charge).
+  void only_rows(index_t first, index_t count, Comm* comm);
   // The last grid's boxes per axis (for reports and benchmarks).
   std::vector<int> boxes() const;
   // Seconds spent so far in each stage, over every call (benchmarks split an iteration with them).

@@ -100,6 +100,15 @@ KnnGraph approximate_knn_to(const MatrixD& R, const MatrixD& Q, int k, unsigned 
 // there, query i (of Q) never listing reference row i. Requires 1 <= k <= N - 1.
 KnnGraph approximate_knn_paired(const MatrixD& R, const MatrixD& Q, int k, unsigned long long seed, int threads,
                                 const ApproxKnnParams& params = {}, const KnnProgress& progress = {});
+// Rows [first, first + count) of exact_knn_paired(R, Q, k) and approximate_knn_paired(R, Q, k, seed)
+// (Q = R: exact_knn's and approximate_knn's), the same bits, as every row is searched on its own
+// (the approximate graph over all of R is built alike): a rank's share of a sharded search, a graph
+// of `count` rows whose indices are R's rows.
+KnnGraph exact_knn_paired_rows(const MatrixD& R, const MatrixD& Q, int k, index_t first, index_t count,
+                               int threads = 0, const KnnProgress& progress = {});
+KnnGraph approximate_knn_paired_rows(const MatrixD& R, const MatrixD& Q, int k, index_t first, index_t count,
+                                     unsigned long long seed, int threads, const ApproxKnnParams& params = {},
+                                     const KnnProgress& progress = {});
 // The recall of a k-NN graph of X, estimated on `sample` query points drawn by `seed` (all of them
 // when sample >= N): each sampled point's exact k nearest are found by brute force against all N,
 // and a listed neighbor counts as found when its squared distance is at most the exact k-th one

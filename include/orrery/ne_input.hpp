@@ -161,10 +161,13 @@ struct NeighborSearch {
 // sparse (neighbors at unit scale on the backend's device, or approximate on the host, or on the
 // host for input.metric inner_product; rows on the host) or dense from vectors. `progress(what)` (may be empty) gives the progress callback of a long
 // stage ("exact neighbors", "approximate neighbors", "affinity rows"); `search` (optional) gets
-// what the neighbor search did.
+// what the neighbor search did. `comm` (optional, a CPU run of several ranks): each rank searches the
+// neighbors of its block of points (hssne_rank_block) and the lists are all-gathered, the same bits as
+// one process's search; every rank then makes the same P.
 using NeStageProgress = std::function<std::function<void(index_t, index_t)>(const char* what)>;
 AffinityResult ne_affinities(const NeSpec& spec, const NeData& d, const NePlan& plan, Backend& backend,
-                             const NeStageProgress& progress = {}, NeighborSearch* search = nullptr);
+                             const NeStageProgress& progress = {}, NeighborSearch* search = nullptr,
+                             Comm* comm = nullptr);
 
 // Supervised NeRV's settings from the run's input, params and plan; input.neighbors in snerv's terms
 // (exact: N x N metric distances; approximate: candidate re-ranking). `scale_exponent`: the data's

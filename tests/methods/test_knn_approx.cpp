@@ -112,3 +112,24 @@ TEST(ApproximateKnn, RefusesKOutsideOneToNMinusOne) {
   p.M = 1;
   EXPECT_THROW(approximate_knn(X, 5, 1, 1, p), Error);
 }
+
+// A rank's share of a sharded search (exact_knn_paired_rows, approximate_knn_paired_rows): rows
+// [first, first + count) of the whole search, bit for bit, for blocks that cover the points.
+TEST(KnnRows, ABlockOfRowsIsThoseRowsOfTheWholeSearch) {
+  std::vector<int> label;
+  const MatrixD X = planted_clusters(900, 6, 5, 3, &label);
+  const int k = 12;
+  const KnnGraph exact = exact_knn(X, k, 2), approx = approximate_knn(X, k, 7, 2);
+  for (const auto& [first, count] : {std::pair<index_t, index_t>{0, 300}, {300, 299}, {599, 301}, {899, 1}, {450, 0}}) {
+    const KnnGraph e = exact_knn_paired_rows(X, X, k, first, count, 1);
+    const KnnGraph a = approximate_knn_paired_rows(X, X, k, first, count, 7, 1);
+    ASSERT_EQ(e.num_points, count);
+    ASSERT_EQ(a.num_points, count);
+    const size_t lo = static_cast<size_t>(first * k), hi = static_cast<size_t>((first + count) * k);
+    EXPECT_EQ(e.index, std::vector<index_t>(exact.index.begin() + lo, exact.index.begin() + hi)) << first;
+    EXPECT_EQ(e.dist2, std::vector<double>(exact.dist2.begin() + lo, exact.dist2.begin() + hi)) << first;
+    EXPECT_EQ(a.index, std::vector<index_t>(approx.index.begin() + lo, approx.index.begin() + hi)) << first;
+    EXPECT_EQ(a.dist2, std::vector<double>(approx.dist2.begin() + lo, approx.dist2.begin() + hi)) << first;
+  }
+  EXPECT_THROW(exact_knn_paired_rows(X, X, k, 800, 101, 1), Error);
+}

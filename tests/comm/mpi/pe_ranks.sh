@@ -3,8 +3,8 @@
 # classes; awk's seeded generator, so no tools beyond the shell), runs `orrery run` in one process,
 # then under the launcher with each number of ranks given, and passes when every run's objects.npy
 # and classes.npy equal the one-process files byte for byte and when each run shows one progress
-# stream and writes one report (rank 0's, naming every rank). With N = "refuse": passes when hssne
-# under 2 ranks is refused with exit status 2 naming `comm`, writing nothing.
+# stream and writes one report (rank 0's, naming every rank). With N = "refuse": passes when nerv
+# (which does not shard yet) under 2 ranks is refused with exit status 2 naming `comm`, writing nothing.
 # Usage: pe_ranks.sh ORRERY N K "NP..." LAUNCHER NP_FLAG [LAUNCHER_FLAGS...]
 #        pe_ranks.sh ORRERY refuse - - LAUNCHER NP_FLAG [LAUNCHER_FLAGS...]
 set -uo pipefail
@@ -52,10 +52,10 @@ done
 
 [ "$refuse" -eq 1 ] || exit 0
 # A method that does not shard is refused alike on every rank, before anything is read or written.
-printf '{"method": "hssne", "input": {"vectors": "post.csv"}, "output": {"dir": "hssne"}, "device": "cpu"}\n' >hssne.json
-launch 2 run hssne.json >hssne.log 2>&1
+printf '{"method": "nerv", "input": {"vectors": "post.csv"}, "output": {"dir": "nerv"}, "device": "cpu"}\n' >nerv.json
+launch 2 run nerv.json >nerv.log 2>&1
 rc=$?
-[ "$rc" -eq 2 ] || { cat hssne.log; fail "hssne under 2 ranks: exit status $rc, expected 2"; }
-grep -q "error: comm: .*hssne runs in one process" hssne.log || { cat hssne.log; fail "hssne under 2 ranks: no message naming comm"; }
-[ ! -e hssne ] || fail "hssne under 2 ranks wrote $(ls hssne)"
-echo "pe_ranks: hssne under 2 ranks refused (exit 2, naming comm), nothing written"
+[ "$rc" -eq 2 ] || { cat nerv.log; fail "nerv under 2 ranks: exit status $rc, expected 2"; }
+grep -q "error: comm: .*nerv runs in one process" nerv.log || { cat nerv.log; fail "nerv under 2 ranks: no message naming comm"; }
+[ ! -e nerv ] || fail "nerv under 2 ranks wrote $(ls nerv)"
+echo "pe_ranks: nerv under 2 ranks refused (exit 2, naming comm), nothing written"

@@ -13,6 +13,8 @@
 
 #include "comm/exact_sum_values.hpp"
 #include "orrery/comm.hpp"
+#include "orrery/engines.hpp"
+#include "orrery/interp.hpp"
 #include "orrery/error.hpp"
 #include "orrery/exact_sum.hpp"
 
@@ -244,6 +246,46 @@ TEST(CommMpi, ANonFiniteValueOnOneRankIsAnErrorOnEveryRank) {
   std::vector<double> out(2);
   EXPECT_THROW(orrery::exact_allreduce_sum(c, v.data(), out.data(), v.size()), orrery::Error);
   c.barrier();
+}
+
+// The interpolation grid of a sharded map (RepulsionGrid::only_rows): each rank scatters its own
+// block of rows, the grid is summed over the ranks, and each rank's rows get the bits a grid of
+// every row gives in one process (far points included), the other rows untouched.
+TEST(CommMpi, ShardedGridGivesEachRowTheOneProcessBits) {
+  auto& c = world();
+  for (int D : {2, 3}) {
+    const orrery::index_t N = D == 2 ? 1500 : 700;
+    orrery::MatrixD Y(N, D);
+    std::uint64_t state = 12345;
+    const auto uniform = [&state] {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      return static_cast<double>(state >> 11) / 9007199254740992.0;
+    };
+    for (double& v : Y.data) v = 30.0 * uniform();
+    for (orrery::index_t k = 0; k < 3; ++k) Y(11 + 400 * k, k % D) = (k % 2 ? -1.0 : 1.0) * (400.0 + 50 * k);  // far points
+    const orrery::RowBlock mine = orrery::hssne_rank_block(N, c.rank(), c.size());
+    for (bool whole_h : {true, false}) {
+      orrery::RepulsionGrid all(D, 1.0, orrery::InterpSettings{}, 1), part(D, 1.0, orrery::InterpSettings{}, 1);
+      part.only_rows(mine.first, mine.count, &c);
+      orrery::RepulsionSums whole, shard;
+      all.sums(Y, whole, whole_h);
+      shard.h.assign(static_cast<std::size_t>(N), -7.0);
+      shard.hs.assign(static_cast<std::size_t>(N), -7.0);
+      shard.hsy = orrery::MatrixD(N, D, -7.0);
+      part.sums(Y, shard, whole_h);
+      ASSERT_GT(part.timings().far_points, 0) << "the case must leave far points off the grid";
+      EXPECT_EQ(shard.z_grid, whole.z_grid);
+      int wrong = 0;
+      for (orrery::index_t i = 0; i < N; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        const bool own = i >= mine.first && i < mine.first + mine.count;
+        wrong += shard.h[k] != (own ? whole.h[k] : -7.0);
+        wrong += shard.hs[k] != (own ? whole.hs[k] : -7.0);
+        for (int d = 0; d < D; ++d) wrong += shard.hsy(i, d) != (own ? whole.hsy(i, d) : -7.0);
+      }
+      EXPECT_EQ(wrong, 0) << "D " << D << ", rank " << c.rank() << " of " << c.size();
+    }
+  }
 }
 
 // Run only by the ctest comm_mpi_abort (tests/comm/mpi/expect_abort.sh), which sets the rank.

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# A rank killed in the middle of a sharded HSSNE fit ends the whole run: starts a long fit (exact
+# repulsion, no stopping tolerance) on 2 ranks, waits for rank 0's first progress line, kills rank 1
+# with SIGKILL, and passes when the launcher exits non-zero within LIMIT seconds, its message names
+# rank 1, and the run wrote nothing (outputs are committed only at the end, by rank 0).
+# Usage: killed_rank.sh ORRERY LIMIT LAUNCHER NP_FLAG [LAUNCHER_FLAGS...]
+set -uo pipefail
+[ $# -ge 4 ] || { echo "usage: killed_rank.sh ORRERY LIMIT LAUNCHER NP_FLAG [FLAGS...]" >&2; exit 2; }
+orrery=$1 limit=$2 launcher=$3 np_flag=$4
+shift 4
+flags=("$@")
+work=$(mktemp -d "${TMPDIR:-/tmp}/orrery-killed-rank.XXXXXX") || exit 1
+launched=""
+trap '[ -n "$launched" ] && kill -9 "$launched" 2>/dev/null; rm -rf "$work"' EXIT
+cd "$work" || exit 1
+fail() { echo "killed_rank: $*" >&2; exit 1; }
+
+awk 'BEGIN { srand(5); for (i = 0; i < 2000; i++) { line = "";
+  for (j = 0; j < 5; j++) line = line (j ? "," : "") sprintf("%.17g", rand() + (j == i % 3 ? 3 : 0)); print line } }' >x.csv
+printf '{"method": "hssne", "input": {"vectors": "x.csv", "perplexity": 10, "affinities": "sparse"},
+  "params": {"repulsion": "exact", "max_iter": 100000000, "tol": 0}, "output": {"dir": "out", "format": "npy"},
+  "device": "cpu", "threads": 1, "seed": 3}\n' >run.json
+"$launcher" "$np_flag" 2 "${flags[@]}" "$orrery" run run.json >run.log 2>&1 &
+launched=$!
+
+# rank 1's process: the orrery child whose environment says so (Open MPI's, or PMI's under srun)
+rank_one=""
+for _ in $(seq 1 300); do
+  if grep -q '^\[hssne\] iter     0 ' run.log; then
+    for p in $(pgrep -f "$orrery run run.json"); do
+      if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qE '^(OMPI_COMM_WORLD_RANK|PMI_RANK|PMIX_RANK)=1$'; then
+        rank_one=$p
+      fi
+    done
+    [ -n "$rank_one" ] && break
+  fi
+  kill -0 "$launched" 2>/dev/null || { cat run.log; fail "the run ended before rank 1 could be killed"; }
+  sleep 0.1
+done
+[ -n "$rank_one" ] || { cat run.log; fail "found no rank 1 process in the fit"; }
+kill -9 "$rank_one"
+killed=$(date +%s.%N)
+rc=""
+for _ in $(seq 1 $((limit * 10))); do
+  if ! kill -0 "$launched" 2>/dev/null; then
+    wait "$launched"
+    rc=$?
+    break
+  fi
+  sleep 0.1
+done
+took=$(awk -v s="$killed" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+[ -n "$rc" ] || { cat run.log; fail "the other rank was still running $limit s after rank 1 was killed"; }
+launched=""
+[ "$rc" -ne 0 ] || { cat run.log; fail "exit status 0 after a rank was killed"; }
+grep -qiE "rank 1\b" run.log || { cat run.log; fail "the launcher's message does not name rank 1"; }
+[ ! -e out ] || fail "the run wrote $(ls out)"
+echo "killed_rank: rank 1 killed in the fit; the run ended $took s later, exit status $rc, nothing written"

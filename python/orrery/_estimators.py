@@ -131,6 +131,27 @@ def _gathered_labels(mode, y, n):
     return np.asarray(lines, dtype=y.dtype if y.dtype.kind in "iuf" else object)
 
 
+def _gathered_rows(mode, X, y, affinities, metric):
+    """Every process's rows of vectors X (and labels y), in rank order: a run across processes."""
+    if affinities is not None or metric == "precomputed" or _is_sparse(X):
+        raise ValueError("comm: a fit across processes takes vectors, each process passing its own rows; "
+                         "distances, neighbor graphs and affinities are fitted in one process (comm=None)")
+    if X is None:
+        raise ValueError("fit: X is required")
+    local = np.asarray(X, dtype=np.float64)
+    if local.ndim != 2:
+        raise ValueError(f"X: expected a 2-D array of this process's rows, found shape {local.shape}")
+    # whether each process passed labels, asked of all of them first: a process that skipped the
+    # labels' gather while the others waited in it would hang the launch
+    given = _core.gather_bytes(mode, b"1" if y is not None else b"0")
+    if given not in (b"1" * len(given), b"0" * len(given)):
+        raise ValueError(f"y: labels are passed on every process or on none; the processes passed {given.decode()} "
+                         "(1: labels, in rank order)")
+    if y is not None:
+        y = _gathered_labels(mode, y, local.shape[0])
+    return _core.gather_rows(mode, local), y
+
+
 def _start_input(value, inputs):
     """An array start (init=Y0, N x n_components) handed to the run in memory as params.init."""
     Y = np.asarray(value, dtype=np.float64)
@@ -492,12 +513,18 @@ class HSSNE(_Estimator):
     a read-only copy of the map (N x n_components). One that returns True stops the fit there: the
     map at that iteration is the result, and report_["result"]["stop_reason"] is "callback".
     Without callbacks nothing is copied.
+
+    comm (None, "auto", "mpi" or mpi4py's MPI.COMM_WORLD): under `mpirun -n G python script.py` each
+    process passes its own rows of X (vectors; labels on every process or none); the map is fitted
+    across the processes (README, "Several processes") and every process gets the whole map, rows in
+    rank order, the same bits as one process fitting all the rows. Callbacks run on every process
+    with the same map and must agree on stopping. None: one process.
     """
 
     _method = "hssne"
     _param_fields = tuple(_params.table("hssne"))
     _input_fields = tuple(_params.table("hssne_input", _NE_INPUT_KEYS))
-    _extra = {"metric": "euclidean", "callbacks": None, "callbacks_every_iters": 10}
+    _extra = {"metric": "euclidean", "callbacks": None, "callbacks_every_iters": 10, "comm": None}
 
     def _callbacks(self):
         """callbacks (a callable or a list of them) as _core.run takes them, checked."""
@@ -515,11 +542,14 @@ class HSSNE(_Estimator):
 
     def fit(self, X=None, y=None, affinities=None):
         self._check_params()
+        mode = _comm_mode(self.comm)
+        if mode != "single":
+            X, y = _gathered_rows(mode, X, y, affinities, getattr(self, "metric", "euclidean"))
         inputs = _core.Inputs()
         input_json = _ne_inputs(self, X, y, inputs, allow_affinities=True, affinities=affinities)
         cbs, every = self._callbacks()
         report, arrays, files = self._run(inputs, input_json, params_json=self._params_json(inputs),
-                                          output_extra=_PAGE, callbacks=cbs, every=every)
+                                          output_extra=_PAGE, callbacks=cbs, every=every, comm=mode)
         self._page = files.get("map.html")
         self._set_fitted(report, arrays, files)
         return self
@@ -720,12 +750,7 @@ class PE(_Estimator):
         mode = _comm_mode(self.comm)
         if mode != "single":
             # each process of the launch passed its own rows (maybe none): the map is fitted over all
-            local = np.asarray(X, dtype=np.float64)
-            if local.ndim != 2:
-                raise ValueError(f"X: expected a 2-D array of this process's rows, found shape {local.shape}")
-            if y is not None:
-                y = _gathered_labels(mode, y, local.shape[0])
-            X = _core.gather_rows(mode, local)
+            X, y = _gathered_rows(mode, X, y, None, "euclidean")
         A = _dense(X)
         if self.posterior_model is not None:
             if y is None:

@@ -22,8 +22,8 @@ splits it as the sharded engine does (HssneEngine::shard, host/cpu/hssne_engine.
                              figure within a node of up to 8 ranks, the second across nodes; plus
                              a latency per collective.
 
-Memory per rank, as built: P whole on every rank (N k_sym entries of 8-byte index and 8-byte value,
-twice: the input's and the engine's renumbered copy), five N x D maps (map, previous, trial,
+Memory per rank, as built: P whole on every rank (N k_sym entries of 8-byte index and 8-byte value)
+and the rank's rows of the engine's renumbered copy (1 / G of it), five N x D maps (map, previous, trial,
 velocity, gains), the per-row sums of two maps ((4 + 2D) N doubles each), and the grid ((3D + 4)
 values a node and the FFT's padded buffers, 2^D (D + 2) doubles a node; nodes ~ 0.22 N, SCALE.md's
 52 MB grid at 10^7 points).
@@ -84,8 +84,8 @@ def per_iteration_ms(p, n, g, dim, bandwidths, latency_us, nodes_per_point):
     return replicated + sharded + comm, replicated, sharded, comm
 
 
-def memory_gb(n, dim, row_nonzeros, nodes_per_point):
-    p_bytes = 2 * 16 * row_nonzeros * n
+def memory_gb(n, g, dim, row_nonzeros, nodes_per_point):
+    p_bytes = (1 + 1 / g) * 16 * row_nonzeros * n
     maps = 5 * 8 * dim * n + 2 * 8 * (4 + 2 * dim) * n
     grid = 8 * ((3 * dim + 4) + 2 ** dim * (dim + 2)) * nodes_per_point * n
     return (p_bytes + maps + grid) / 1e9
@@ -123,7 +123,7 @@ def main():
             t, rep, sh, comm = per_iteration_ms(p, n, g, args.dim, bandwidths, args.latency_us, args.nodes_per_point)
             moved = moved_bytes(n, g, args.dim, args.nodes_per_point) / 1e6
             print(f"| {n:.0e} | {g} | {t:,.1f} | {rep:,.1f} | {sh:,.1f} | {comm:,.2f} | {one / t:.2f}x | "
-                  f"{memory_gb(n, args.dim, row_nonzeros, args.nodes_per_point):,.1f} | {moved:,.0f} |")
+                  f"{memory_gb(n, g, args.dim, row_nonzeros, args.nodes_per_point):,.1f} | {moved:,.0f} |")
     print()
     print("The FFTs, repeated on every rank, bound the speed-up (Amdahl): giving each of the D + 2 convolutions")
     print("to a different rank is the next step, and holding P by rows (each rank its own) divides its memory by G.")

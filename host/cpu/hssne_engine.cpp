@@ -380,6 +380,17 @@ class CpuHssneEngine final : public HssneEngine {
     shard_.first = mine.first;
     shard_.end = mine.first + mine.count;
     if (grid_) grid_->only_rows(mine.first, mine.count, shard_.comm);
+    // The renumbered copy of P keeps this rank's rows only (the attraction reads no other): their
+    // entries move to the front and row_ptr is shifted to match; other rows' pointers are unused.
+    if (shard_.comm && S_ == &local_) {
+      const auto lo = static_cast<size_t>(local_.row_ptr[static_cast<size_t>(shard_.first)]);
+      const auto hi = static_cast<size_t>(local_.row_ptr[static_cast<size_t>(shard_.end)]);
+      std::vector<index_t>(local_.col.begin() + static_cast<std::ptrdiff_t>(lo),
+                           local_.col.begin() + static_cast<std::ptrdiff_t>(hi)).swap(local_.col);
+      std::vector<double>(local_.val.begin() + static_cast<std::ptrdiff_t>(lo),
+                          local_.val.begin() + static_cast<std::ptrdiff_t>(hi)).swap(local_.val);
+      for (index_t& at : local_.row_ptr) at = std::clamp<index_t>(at - static_cast<index_t>(lo), 0, static_cast<index_t>(hi - lo));
+    }
   }
 
   HssneTotals start(const MatrixD& Y_caller) override {

@@ -11,7 +11,7 @@ the final map split into stages (stage_ms) at a measured N. The model scales eac
 splits it as the sharded engine does (HssneEngine::shard, host/cpu/hssne_engine.cpp):
 
   replicated on every rank:  the FFTs of the summed grid            fft ~ N log N (the grid ~ N in 2-D)
-                             (and, where they run, the far points' and the tree's sums)
+                             (and, where they run, the far points' sums and the tree's build)
   this rank's rows only:     its points' cells and weights, the scatter of their charges, the
                              gather, the attraction over its rows of P, the step
                              (grid_plan + scatter + gather + attraction + pairs) ~ N / G

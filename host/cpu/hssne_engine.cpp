@@ -380,6 +380,7 @@ class CpuHssneEngine final : public HssneEngine {
     shard_.first = mine.first;
     shard_.end = mine.first + mine.count;
     if (grid_) grid_->only_rows(mine.first, mine.count, shard_.comm);
+    if (tree_) tree_->only_rows(mine.first, mine.count);
     // The renumbered copy of P keeps this rank's rows only (the attraction reads no other): their
     // entries move to the front and row_ptr is shifted to match; other rows' pointers are unused.
     if (shard_.comm && S_ == &local_) {

@@ -263,10 +263,20 @@ void RepulsionTree::sum_points(RepulsionSums* out) {
     for (index_t l = 0; l < L; ++l) {
       const Node& leaf = nodes_[static_cast<size_t>(leaves[static_cast<size_t>(l)])];
       const index_t b = leaf.begin, n = leaf.end - leaf.begin;
+      const auto own = [&](index_t k) {
+        const index_t i = order_[static_cast<size_t>(b + k)];
+        return i >= row_first_ && i < row_end_;
+      };
+      if (kSum) {
+        index_t k = 0;
+        while (k < n && !own(k)) ++k;
+        if (k == n) continue;  // another rank's points only
+      }
       if (kSum) acc.resize(static_cast<size_t>(n * (D + 2))), ys.resize(static_cast<size_t>(n * D));
       interactions += walk_leaf<D, kTsne, kSum>(nodes_.data(), sorted_.data(), N, b, n, angle2, alpha_, stack,
                                                 sources, ys.data(), centre, acc.data());
       for (index_t k = 0; k < n && kSum; ++k) {
+        if (!own(k)) continue;
         const index_t i = order_[static_cast<size_t>(b + k)];
         const R* a = acc.data() + k;
         const double hs = a[n];

@@ -20,6 +20,7 @@
 // fixed order over a tree that depends on the map alone, so they are the same bits for any number
 // of threads.
 #pragma once
+#include <limits>
 #include <vector>
 
 #include "orrery/interp.hpp"
@@ -44,6 +45,15 @@ class RepulsionTree {
   double plan(const MatrixD& Y);
   // sums(Y, out) for the Y of the last plan, on its tree.
   void sums_of_plan(RepulsionSums& out);
+
+  // sums() and sums_of_plan() from now on write the sums of points [first, first + count) only (a
+  // rank's share of a sharded map), walking only the leaves that hold one of them; a walk and its
+  // sums do not depend on which points are written, so they are the bits of the whole sums. plan()
+  // still counts every leaf's interactions (every rank makes the same choice).
+  void only_rows(index_t first, index_t count) {
+    row_first_ = first;
+    row_end_ = first + count;
+  }
 
   // Of the last plan or sums: the interactions, over all points (the work).
   double interactions() const { return interactions_; }
@@ -71,6 +81,7 @@ class RepulsionTree {
   int threads_;
   double interactions_ = 0;
   index_t planned_ = -1;  // the points of the plan that sums_of_plan may use (-1: none)
+  index_t row_first_ = 0, row_end_ = std::numeric_limits<index_t>::max();  // only_rows
   std::vector<Node> nodes_;
   std::vector<index_t> order_, scratch_;
   std::vector<double> sorted_;  // the points in order_, by dimension: sorted_[d N + r]

@@ -117,13 +117,12 @@ Bounds choose_bounds(const MatrixD& Y, const InterpSettings& s, std::vector<inde
 
 }  // namespace
 
-// x rounded to the nearest integer, halves away from zero: inline (std::llrint is a libm call
-// unless errno handling is off, and the scatter makes D + 1 of them per point and node).
 namespace {
-// x (|x| < 2^51) rounded to the nearest integer: adding 1.5 * 2^52 leaves the integer in the low
-// bits of the double, which subtracting the constant's bits reads out. Unlike a conversion
-// instruction (x86 has no packed double to int64 before AVX-512) it vectorises: the scatter makes
-// D + 1 of them per point and node.
+// x (|x| < 2^51) rounded to the nearest integer (ties to even, the default rounding): adding
+// 1.5 * 2^52 leaves the integer in the low bits of the double, which subtracting the constant's bits
+// reads out. Unlike std::llrint (a libm call while errno is kept) or a conversion instruction (x86
+// has no packed double to int64 before AVX-512) it vectorises: the scatter makes D + 1 of them per
+// point and node.
 constexpr double kRoundingShift = 6755399441055744.0;  // 1.5 * 2^52
 std::int64_t fixed_point(double x) {
   const double shifted = x + kRoundingShift;

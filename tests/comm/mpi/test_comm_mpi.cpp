@@ -262,7 +262,7 @@ TEST(CommMpi, ShardedGridGivesEachRowTheOneProcessBits) {
       return static_cast<double>(state >> 11) / 9007199254740992.0;
     };
     for (double& v : Y.data) v = 30.0 * uniform();
-    for (orrery::index_t k = 0; k < 3; ++k) Y(11 + 400 * k, k % D) = (k % 2 ? -1.0 : 1.0) * (400.0 + 50 * k);  // far points
+    for (orrery::index_t k = 0; k < 3; ++k) Y(11 + 200 * k, k % D) = (k % 2 ? -1.0 : 1.0) * (400.0 + 50 * k);  // far points
     const orrery::RowBlock mine = orrery::hssne_rank_block(N, c.rank(), c.size());
     for (bool whole_h : {true, false}) {
       orrery::RepulsionGrid all(D, 1.0, orrery::InterpSettings{}, 1), part(D, 1.0, orrery::InterpSettings{}, 1);

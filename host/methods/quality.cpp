@@ -165,9 +165,7 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
   const int ex = float_safe_exponent(X, req.input_is_distance_matrix), ey = float_safe_exponent(Y);
   const MatrixD Xu = ex ? times_power_of_two(X, -ex) : MatrixD(), Yu = ey ? times_power_of_two(Y, -ey) : MatrixD();
   const MatrixD Xr = req.inner_product ? inner_product_references(ex ? Xu : X, "metric") : MatrixD();
-  const RankInput input = req.input_is_distance_matrix ? RankInput::distance_matrix
-                          : req.inner_product          ? RankInput::inner_product
-                                                       : RankInput::vectors;
+  const RankInput input = rank_input(req.input_is_distance_matrix, req.inner_product);
   const RankRows rows =
       backend.rank_rows(req.inner_product ? Xr : ex ? Xu : X, ey ? Yu : Y, kmax, input, queries);
   const std::vector<int> grid = k_grid(req, kmax);

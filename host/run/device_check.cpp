@@ -185,7 +185,7 @@ Checks check_ne_run(const RunConfig& run, Backend& ref, Backend& dev, int iterat
     const int e = float_safe_exponent(input, dm);  // as evaluate_quality scales it for float ranks
     const MatrixD Xe = e ? times_power_of_two(input, -e) : input;
     const MatrixD X = inner ? inner_product_references(Xe) : Xe;
-    const RankInput how = dm ? RankInput::distance_matrix : inner ? RankInput::inner_product : RankInput::vectors;
+    const RankInput how = rank_input(dm, inner);
     const MatrixD Y = gaussian(N, 2, run.seed + 7, 1.0);
     const int kmax = static_cast<int>(std::min<index_t>(20, N - 1));
     const RankRows rr = ref.rank_rows(X, Y, kmax, how, {}), rd = dev.rank_rows(X, Y, kmax, how, {});

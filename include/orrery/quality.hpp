@@ -80,6 +80,10 @@ class Backend;
 // every row), an N x N distance matrix, or inner-product references (orrery/inner_product.hpp; N x
 // (d + 1)), point i's distances being from its query, row i with the last coordinate 0, to every row.
 enum class RankInput { vectors, distance_matrix, inner_product };
+// The input space a run's quality ranks read: a distance matrix, inner-product references, or vectors.
+inline RankInput rank_input(bool distance_matrix, bool inner_product) {
+  return distance_matrix ? RankInput::distance_matrix : inner_product ? RankInput::inner_product : RankInput::vectors;
+}
 
 // Per query point: its kmax nearest in the map and the ranks that link the two spaces, against all
 // points. Every rank-based measure is a sum over these (rows x kmax each, row-major).

@@ -1,5 +1,5 @@
 // PLSV's CPU engine: the reference path, in double, OpenMP over documents (E-step, Newton) and over
-// words (theta statistics). Every sum over documents runs through fixed chunks of documents (256,
+// words (theta statistics). Every sum over documents runs through fixed chunks of documents (64,
 // kPlsvChunk for the statistics) whose sums are added exactly (ExactSum for O(Z D) values, fixed point for the W x Z
 // statistics), so the result depends neither on the thread count nor on how chunk-aligned blocks of
 // the corpus are spread over engines (ranks).
@@ -14,6 +14,7 @@
 #include "orrery/engines.hpp"
 #include "orrery/error.hpp"
 #include "orrery/exact_sum.hpp"
+#include "orrery/math/exp.hpp"
 #include "orrery/math/plsv.hpp"
 #include "prep/clones.hpp"
 
@@ -23,7 +24,7 @@ namespace {
 // Documents per chunk of the threads' work and of the sums other than S (the log-likelihood, the
 // topic gradient, the objective): small, so that threads share small corpora evenly; a divisor of
 // kPlsvChunk, so that blocks of whole kPlsvChunk chunks have these chunks too.
-constexpr index_t kChunk = 256;
+constexpr index_t kChunk = 64;
 static_assert(kPlsvChunk % kChunk == 0, "rank blocks must hold whole thread chunks");
 
 // S_zw in fixed point, kStatDigits int64 per value: its integer part, then two 32-bit digits of its
@@ -77,6 +78,21 @@ ORRERY_CLONES int add_stats(const double* __restrict th, const double* __restric
   return bad;
 }
 
+// sum_z log theta_zw over one word's Z positive values, in SIMD lanes (math::log_positive, within an
+// ulp of std::log): W x Z logarithms an E-step, which libm's scalar log made a tenth of PLSV's time.
+ORRERY_CLONES double sum_logs(const double* __restrict th, int Z) {
+  double lp = 0.0;
+  ORRERY_SIMD(reduction(+ : lp))
+  for (int z = 0; z < Z; ++z) lp += math::log_positive(th[z]);
+  return lp;
+}
+
+// out_z = log theta_zw for one word's Z positive values, in SIMD lanes (math::log_positive).
+ORRERY_CLONES void logs_of(const double* __restrict th, int Z, double* __restrict out) {
+  ORRERY_SIMD()
+  for (int z = 0; z < Z; ++z) out[z] = math::log_positive(th[z]);
+}
+
 // Moves the carries of one word's fraction digits up (digits are sums of non-negative parts).
 inline void carry_stats(std::int64_t* whole, std::int64_t* high, std::int64_t* low, int Z) {
   for (int z = 0; z < Z; ++z) {
@@ -108,6 +124,38 @@ ORRERY_CLONES void solve_documents(const double* R, const double* len, double* X
       math::pe_class_forces_from_q<double, D>(rs, res.q, phi, Z, x, force);
       for (int i = 0; i < Z * D; ++i) gp[i] += M * force[i];
     }
+  }
+}
+
+// The E-step's per-document work for documents [begin, end) (MATH.md §2): proportions P_n, each word's
+// mixture m = sum_z P_nz theta_zw (kept as u = c_nw / m for the statistics), R_nz = P_nz sum_w u
+// theta_zw; their log-likelihood and sum |x_n|^2 added to ll and sq in document order. In the clone's
+// SIMD lanes: the sums over topics run in lanes (their order fixed by the instruction set, as
+// ORRERY_CLONES says), the logarithm is math::log_positive.
+template <int D>
+ORRERY_CLONES void e_step_documents(const Corpus& c, const double* X, const double* phi, const double* theta_t, int Z,
+                                    index_t begin, index_t end, double* P, double* R, double* u_out,
+                                    double* __restrict acc, double& ll, double& sq) {
+  for (index_t n = begin; n < end; ++n) {
+    const double* x = X + n * D;
+    double* __restrict p = P + n * Z;
+    math::plsv_topic_proportions<double, D>(x, phi, Z, p);
+    std::fill(acc, acc + Z, 0.0);
+    for (index_t i = c.row_ptr[static_cast<size_t>(n)]; i < c.row_ptr[static_cast<size_t>(n) + 1]; ++i) {
+      const double* __restrict th = theta_t + static_cast<index_t>(c.word[static_cast<size_t>(i)]) * Z;
+      const double cnt = c.count[static_cast<size_t>(i)];
+      double m = 0.0;
+      ORRERY_SIMD(reduction(+ : m))
+      for (int z = 0; z < Z; ++z) m += p[z] * th[z];
+      const double u = cnt / m;
+      u_out[i] = u;
+      ll += cnt * math::log_positive(m);
+      ORRERY_SIMD()
+      for (int z = 0; z < Z; ++z) acc[z] += u * th[z];
+    }
+    double* r = R + n * Z;
+    for (int z = 0; z < Z; ++z) r[z] = p[z] * acc[z];
+    for (int d = 0; d < D; ++d) sq += x[d] * x[d];
   }
 }
 
@@ -232,24 +280,8 @@ class CpuPlsvEngine final : public PlsvEngine {
 #pragma omp for schedule(dynamic, 1)
       for (index_t ch = 0; ch < nc; ++ch) {
         double ll = 0.0, sq = 0.0;
-        for (index_t n = ch * kChunk; n < std::min(N_, (ch + 1) * kChunk); ++n) {
-          const double* x = X_.data() + n * D;
-          double* p = P_.data() + n * Z_;
-          math::plsv_topic_proportions<double, D>(x, phi.data(), Z_, p);
-          std::fill(acc.begin(), acc.end(), 0.0);
-          for (index_t i = c_.row_ptr[static_cast<size_t>(n)]; i < c_.row_ptr[static_cast<size_t>(n) + 1]; ++i) {
-            const double* th = theta_t_.data() + static_cast<index_t>(c_.word[static_cast<size_t>(i)]) * Z_;
-            const double cnt = c_.count[static_cast<size_t>(i)];
-            const double m = math::plsv_word_mixture(p, th, Z_);
-            const double u = cnt / m;
-            u_[static_cast<size_t>(i)] = u;
-            ll += cnt * std::log(m);
-            for (int z = 0; z < Z_; ++z) acc[static_cast<size_t>(z)] += u * th[z];
-          }
-          double* r = R_.data() + n * Z_;
-          for (int z = 0; z < Z_; ++z) r[z] = p[z] * acc[static_cast<size_t>(z)];
-          for (int d = 0; d < D; ++d) sq += x[d] * x[d];
-        }
+        e_step_documents<D>(c_, X_.data(), phi.data(), theta_t_.data(), Z_, ch * kChunk,
+                            std::min(N_, (ch + 1) * kChunk), P_.data(), R_.data(), u_.data(), acc.data(), ll, sq);
         ll_part[static_cast<size_t>(ch)] = ll;
         sq_part[static_cast<size_t>(ch)] = sq;
       }
@@ -280,9 +312,7 @@ class CpuPlsvEngine final : public PlsvEngine {
         }
         if (chunk >= 0) flush();
         carry_stats(plane(w, 0), plane(w, 1), plane(w, 2), Z_);
-        double lp = 0.0;
-        for (int z = 0; z < Z_; ++z) lp += std::log(th[z]);
-        prior_part[static_cast<size_t>(w)] = lp;
+        prior_part[static_cast<size_t>(w)] = sum_logs(th, Z_);
       }
     }
     if (out_of_range)
@@ -305,15 +335,19 @@ class CpuPlsvEngine final : public PlsvEngine {
   template <int D>
   index_t relocate_impl(const std::vector<double>& phi, double gamma) {
     index_t moved = 0;
+    std::vector<double> log_theta_t(theta_t_.size());
 #pragma omp parallel num_threads(threads_) reduction(+ : moved)
     {
       std::vector<double> p(static_cast<size_t>(Z_)), l(static_cast<size_t>(Z_));
+#pragma omp for schedule(static)
+      for (index_t w = 0; w < W_; ++w) logs_of(theta_t_.data() + w * Z_, Z_, log_theta_t.data() + w * Z_);
 #pragma omp for schedule(dynamic, 64)
       for (index_t n = 0; n < N_; ++n) {
         const auto b = static_cast<size_t>(c_.row_ptr[static_cast<size_t>(n)]);
         const int which = math::plsv_relocate_document<double, D>(
             X_.data() + n * D, phi.data(), Z_, c_.word.data() + b, c_.count.data() + b,
-            c_.row_ptr[static_cast<size_t>(n) + 1] - c_.row_ptr[static_cast<size_t>(n)], theta_t_.data(), gamma, l.data(), p.data());
+            c_.row_ptr[static_cast<size_t>(n) + 1] - c_.row_ptr[static_cast<size_t>(n)], theta_t_.data(), gamma, l.data(), p.data(),
+            log_theta_t.data());
         moved += which != -2;
       }
     }

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -20,6 +21,7 @@
 #include "orrery/clock.hpp"
 #include "orrery/error.hpp"
 #include "orrery/exact_sum.hpp"
+#include "orrery/math/exp.hpp"
 #include "orrery/math/plsv.hpp"
 #include "orrery/pe.hpp"
 
@@ -62,7 +64,9 @@ const std::vector<Field<PlsvParams>>& plsv_fields() {
        "Paper: 0.1.",
        0, 1e6},
       {"tol", &PlsvParams::tol,
-       "EM stops when an iteration raises the log posterior by less than tol * |log posterior|.", 0, 1},
+       "EM stops when an EM iteration raises the log posterior by less than tol * |log posterior| (a jump's rise does "
+       "not count).",
+       0, 1},
       {"max_iter", &PlsvParams::max_iter, "Cap on EM iterations.", 0, 1e9},
       {"coord_iter", &PlsvParams::coord_iter,
        "L-BFGS iterations on the topic coordinates per EM iteration (each solves every document by Newton).", 1,
@@ -84,6 +88,11 @@ const std::vector<Field<PlsvParams>>& plsv_fields() {
        },
       {"init_scale", &PlsvParams::init_scale, "RMS radius of the topics' start in PE's own initialisation (init documents).",
        0, 1e3, true},
+      {"extrapolation", &PlsvParams::extrapolation,
+       "squarem: every two EM iterations the map jumps along their path (SQUAREM; the coordinates linearly, the "
+       "topics' word distributions by their logarithms) and keeps the jump when its log posterior is no lower "
+       "than the second iteration's; several times fewer iterations to the tol stop. none: plain EM. Fold-in is "
+       "plain EM either way."},
   };
   return fields;
 }
@@ -315,11 +324,129 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, Comm& comm, const PlsvParams
   // A safe point ends an EM iteration: the next one starts from X, theta and Phi alone (its E-step
   // recomputes the rest), so those, the counters and the trace are the whole state.
   constexpr size_t kTraceColumns = 6;  // a PlsvTraceEntry's fields, in order
+  // SQUAREM's cycle (PlsvParams::extrapolation): two EM steps from x0 through x1 to x2, then the
+  // jump x' = x0 - 2a r + a^2 v (r = x1 - x0, v = x2 - 2 x1 + x0, a = -|r| / |v| clamped to
+  // [-step_max, -1]), the coordinates as they are and theta by its logarithms. The E-step at x' is
+  // the next iteration's; when its log posterior is below x2's, the map goes back to x2 (the
+  // fallback) and step_max shrinks. A cycle whose steps relocated documents (jumps, not a path) is
+  // not extrapolated. A point is this rank's documents, theta and Phi.
+  const bool squarem = fit_model && prm.extrapolation == PlsvExtrapolation::squarem;
+  struct Point {
+    MatrixD docs, theta;
+    std::vector<double> phi;
+  };
+  const auto here = [&] { return Point{eng.docs(), eng.theta(), phi}; };
+  const auto go_to = [&](const Point& x) {
+    eng.set_docs(x.docs);
+    eng.set_theta(x.theta);
+    phi = x.phi;
+  };
+  // Sets the map to the jump from x0 through x1 to x2 and returns true, or returns false (the map
+  // stays at x2) where the steps give none beyond x2 (a >= -1, or |v| zero or not finite). The
+  // squared lengths of r and v: the documents' parts summed exactly over the ranks, theta's and
+  // Phi's (the same on every rank) in order after them.
+  const auto jump = [&](const Point& a0, const Point& a1, const Point& a2, double& smax) {
+    ExactSum doc_sums(2);
+    for (size_t i = 0; i < a0.docs.data.size(); ++i) {
+      const double r = a1.docs.data[i] - a0.docs.data[i], v = (a2.docs.data[i] - a1.docs.data[i]) - r;
+      doc_sums.add(0, r * r);
+      doc_sums.add(1, v * v);
+    }
+    doc_sums.allreduce(comm);
+    double sr = doc_sums.result(0), sv = doc_sums.result(1);
+    const auto add_sq = [&](const std::vector<double>& l0, const std::vector<double>& l1,
+                            const std::vector<double>& l2) {
+      for (size_t i = 0; i < l0.size(); ++i) {
+        const double r = l1[i] - l0[i], v = (l2[i] - l1[i]) - r;
+        sr += r * r;
+        sv += v * v;
+      }
+    };
+    const auto logs = [](const MatrixD& theta) {  // theta > 0 (alpha > 0 in every M-step; jumps keep it)
+      std::vector<double> l(theta.data.size());
+      const double* t = theta.data.data();
+      double* out = l.data();
+      const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(l.size());
+      ORRERY_SIMD()
+      for (std::ptrdiff_t i = 0; i < n; ++i) out[i] = math::log_positive(t[i]);
+      return l;
+    };
+    const std::vector<double> l0 = logs(a0.theta), l1 = logs(a1.theta), l2 = logs(a2.theta);
+    add_sq(l0, l1, l2);
+    add_sq(a0.phi, a1.phi, a2.phi);
+    if (!(sv > 0.0) || !std::isfinite(sr) || !std::isfinite(sv)) return false;
+    double a = -std::sqrt(sr / sv);
+    if (a <= -smax) {
+      a = -smax;
+      smax *= 4.0;
+    }
+    if (a >= -1.0) return false;
+    const auto extrapolate = [a](double v0, double v1, double v2) {
+      const double r = v1 - v0, v = (v2 - v1) - r;
+      return v0 - 2.0 * a * r + a * a * v;
+    };
+    Point x{a0.docs, a0.theta, a0.phi};
+    for (size_t i = 0; i < x.docs.data.size(); ++i)
+      x.docs.data[i] = extrapolate(a0.docs.data[i], a1.docs.data[i], a2.docs.data[i]);
+    for (size_t i = 0; i < x.phi.size(); ++i) x.phi[i] = extrapolate(a0.phi[i], a1.phi[i], a2.phi[i]);
+    const index_t W = x.theta.cols;
+    for (index_t z = 0; z < Z; ++z) {  // each topic's logarithms extrapolated, then normalised
+      double* row = x.theta.row(z);
+      const size_t at = static_cast<size_t>(z * W);
+      double top = -std::numeric_limits<double>::infinity();
+      for (index_t w = 0; w < W; ++w) {
+        const size_t i = at + static_cast<size_t>(w);
+        row[w] = extrapolate(l0[i], l1[i], l2[i]);
+        top = std::max(top, row[w]);
+      }
+      double sum = 0.0;
+      ORRERY_SIMD(reduction(+ : sum))
+      for (index_t w = 0; w < W; ++w) {
+        const double e = row[w] - top;
+        row[w] = math::exp_nonpositive(e > -700.0 ? e : -700.0);  // no word's probability becomes 0
+        sum += row[w];
+      }
+      for (index_t w = 0; w < W; ++w) row[w] /= sum;
+    }
+    go_to(x);
+    return true;
+  };
+  int phase = 0;  // EM steps taken in this cycle
+  Point x0, x1, fallback;
+  bool has_fallback = false, cycle_relocated = false, after_em = false;
+  double step_max = 1.0, fallback_lp = 0.0;
+  const index_t local_docs = eng.docs().rows;
+  const auto put_point = [&](RunState& st, const std::string& key, const Point& x) {
+    st.put(key + ".docs", x.docs);
+    st.put(key + ".theta", x.theta);
+    st.put(key + ".phi", x.phi);
+  };
+  const auto get_point = [&](const RunState& st, const std::string& key) {
+    Point x{st.matrix(key + ".docs", local_docs, D), st.matrix(key + ".theta", Z, c.num_words), st.get(key + ".phi")};
+    if (x.phi.size() != zd) internal_error("checkpoint: PLSV's topic coordinates are not Z x D");
+    return x;
+  };
   if (const RunState* saved = resume_state(control)) {
     eng.set_docs(saved->matrix("plsv.docs", N, D));
     eng.set_theta(saved->matrix("plsv.theta", Z, c.num_words));
     phi = saved->get("plsv.phi");
     if (phi.size() != zd) internal_error("checkpoint: PLSV's topic coordinates are not Z x D");
+    after_em = saved->values().count("plsv.after_em") ? saved->count("plsv.after_em") != 0
+                                                      : saved->count("plsv.iteration") > 0;
+    if (squarem) {
+      phase = saved->count("plsv.squarem.phase");
+      step_max = saved->scalar("plsv.squarem.step_max");
+      res.jumps = saved->count("plsv.squarem.jumps");
+      res.jumps_kept = saved->count("plsv.squarem.kept");
+      cycle_relocated = saved->count("plsv.squarem.relocated") != 0;
+      if (phase >= 1) x0 = get_point(*saved, "plsv.squarem.x0");
+      if (phase >= 2) x1 = get_point(*saved, "plsv.squarem.x1");
+      has_fallback = saved->values().count("plsv.squarem.fallback.phi") != 0;
+      if (has_fallback) {
+        fallback = get_point(*saved, "plsv.squarem.fallback");
+        fallback_lp = saved->scalar("plsv.squarem.fallback_lp");
+      }
+    }
     prev = saved->scalar("plsv.prev");
     newton = saved->count("plsv.newton");
     first = saved->count("plsv.iteration");
@@ -338,6 +465,20 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, Comm& comm, const PlsvParams
     s.put("plsv.prev", prev);
     s.put("plsv.newton", newton);
     s.put("plsv.iteration", next);
+    s.put("plsv.after_em", after_em ? 1.0 : 0.0);
+    if (squarem) {
+      s.put("plsv.squarem.phase", phase);
+      s.put("plsv.squarem.step_max", step_max);
+      s.put("plsv.squarem.jumps", res.jumps);
+      s.put("plsv.squarem.kept", res.jumps_kept);
+      s.put("plsv.squarem.relocated", cycle_relocated ? 1.0 : 0.0);
+      if (phase >= 1) put_point(s, "plsv.squarem.x0", x0);
+      if (phase >= 2) put_point(s, "plsv.squarem.x1", x1);
+      if (has_fallback) {
+        put_point(s, "plsv.squarem.fallback", fallback);
+        s.put("plsv.squarem.fallback_lp", fallback_lp);
+      }
+    }
     std::vector<double> trace;
     for (const auto& e : res.trace)
       trace.insert(trace.end(), {static_cast<double>(e.iteration), e.log_posterior, e.log_likelihood,
@@ -357,11 +498,30 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, Comm& comm, const PlsvParams
     e.log_likelihood = e_total[0];
     e.newton_steps = newton;
     e.seconds = seconds_before + seconds_since(t1);
-    res.trace.push_back(e);
+    if (squarem && has_fallback) {  // this E-step was at a jump: kept, or back to the point before it
+      has_fallback = false;
+      ++res.jumps;
+      if (!(lp >= fallback_lp)) {
+        go_to(fallback);
+        step_max = std::max(1.0, step_max / 4.0);
+        after_em = false;
+        res.log_posterior = fallback_lp;  // the map's (its entry is the trace's last)
+        res.iterations = it;
+        if (it >= prm.max_iter) {
+          res.stop_reason = "max_iter";
+          break;
+        }
+        safe_point(control, it + 1, [&] { return capture(it + 1); });
+        continue;
+      }
+      ++res.jumps_kept;
+    }
+    res.trace.push_back(e);  // the trace holds the maps the fit kept
     if (progress) progress(e);
     res.log_posterior = lp;
     res.iterations = it;
-    if (it > 0 && lp - prev < prm.tol * std::abs(lp)) {
+    // tol reads the rise of an EM step, not that of a jump or of a return to the fallback
+    if (after_em && lp - prev < prm.tol * std::abs(lp)) {
       res.stop_reason = "tol";
       break;
     }
@@ -369,12 +529,36 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, Comm& comm, const PlsvParams
       res.stop_reason = "max_iter";
       break;
     }
+    if (squarem) {
+      if (phase == 0) {
+        x0 = here();
+        cycle_relocated = false;
+      } else if (phase == 1) {
+        x1 = here();
+      } else {
+        phase = 0;
+        Point x2 = here();
+        if (!cycle_relocated) {
+          if (jump(x0, x1, x2, step_max)) {
+            fallback = std::move(x2);
+            fallback_lp = lp;
+            has_fallback = true;
+            after_em = false;
+            safe_point(control, it + 1, [&] { return capture(it + 1); });
+            continue;
+          }
+        }
+        x0 = std::move(x2);
+        cycle_relocated = false;
+      }
+    }
     prev = lp;
     newton = 0;
     const bool relocate = prm.relocate_every > 0 && (it + 1) % prm.relocate_every == 0;
     if (!fit_model) {
       solve(phi, nullptr);
       if (relocate) res.trace.back().relocated = count_all(eng.relocate_docs(phi, gamma));
+      after_em = true;
       safe_point(control, it + 1, [&] { return capture(it + 1); });
       continue;
     }
@@ -401,6 +585,9 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, Comm& comm, const PlsvParams
     // A rejected trial may have left X solved for another Phi: solve once more for the accepted one.
     if (accepted_at != evaluations) solve(phi, nullptr);
     if (relocate) res.trace.back().relocated = count_all(eng.relocate_docs(phi, gamma));
+    if (res.trace.back().relocated > 0) cycle_relocated = true;
+    if (squarem) ++phase;
+    after_em = true;
     safe_point(control, it + 1, [&] { return capture(it + 1); });
   }
   res.seconds_fit = seconds_since(t1);

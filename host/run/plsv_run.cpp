@@ -344,7 +344,8 @@ json run_plsv(const RunConfig& run, bool quiet, RunControl* control) {
                      {"relocated", e.relocated}, {"seconds", e.seconds}});
   report["result"] = {{"log_posterior", res.log_posterior}, {"stop_reason", res.stop_reason},
                       {"iterations", res.iterations},       {"collapsed", res.collapsed},
-                      {"topic_information", res.topic_information}};
+                      {"topic_information", res.topic_information},
+                      {"extrapolation", {{"jumps", res.jumps}, {"kept", res.jumps_kept}}}};
   report["topics"] = topics;
   report["trace"] = trace;
   report["quality"] = quality;

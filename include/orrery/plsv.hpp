@@ -37,6 +37,13 @@ struct EnumNames<PlsvInit> {
   static constexpr std::array<const char*, 2> names = {"documents", "random"};
 };
 
+// PlsvParams::extrapolation.
+enum class PlsvExtrapolation { squarem, none };
+template <>
+struct EnumNames<PlsvExtrapolation> {
+  static constexpr std::array<const char*, 2> names = {"squarem", "none"};
+};
+
 struct PlsvParams {
   // Output dimension D (2 or 3).
   int dim = 2;
@@ -49,8 +56,10 @@ struct PlsvParams {
   double beta_per_document = 0.1;
   // gamma = gamma_per_topic * Z: precision of the Gaussian prior on document coordinates. Paper: 0.1 Z.
   double gamma_per_topic = 0.1;
-  // EM stops when the log posterior rises by less than tol * |log posterior| in one iteration.
-  double tol = 1e-6;
+  // EM stops when the log posterior rises by less than tol * |log posterior| in one EM iteration (a
+  // jump's rise does not count). 3e-6 with SQUAREM: on the Debian corpus (5 seeds) a higher mean
+  // 5-NN accuracy than plain EM to 1e-6, in 2.5x less time (docs/plsv.md).
+  double tol = 3e-6;
   // Cap on EM iterations.
   int max_iter = 1000;
   // L-BFGS iterations on the topic coordinates per EM iteration (each solves every document).
@@ -76,6 +85,12 @@ struct PlsvParams {
   PlsvInit init = PlsvInit::documents;
   // RMS radius of the topics' start in PE's own initialisation ("documents").
   double init_scale = 2.0;
+  // "squarem": every two EM iterations the map jumps along their path (SQUAREM, Varadhan and Roland
+  // 2008, scheme S3: x0 - 2a r + a^2 v from the two steps r and v = second - first, a = -|r|/|v|,
+  // the coordinates as they are and theta by its logarithms), kept only when its log posterior is
+  // at least the second step's; EM's slow linear climb needs several times fewer iterations.
+  // "none": plain EM. Fold-in is plain EM either way.
+  PlsvExtrapolation extrapolation = PlsvExtrapolation::squarem;
 };
 
 const std::vector<Field<PlsvParams>>& plsv_fields();
@@ -102,6 +117,9 @@ struct PlsvResult {
   std::vector<PlsvTraceEntry> trace;
   int iterations = 0;
   std::string stop_reason;  // "tol", "max_iter"
+  // SQUAREM's jumps (PlsvParams::extrapolation) tried and kept. A jump that is not kept leaves no
+  // entry in the trace (the map returns to the point before it), so the trace never falls.
+  int jumps = 0, jumps_kept = 0;
   // Mean over documents of log Z - H(P(.|x_n)): how much the map says about each document's
   // topics (0 when every document has uniform proportions, as at the collapsed stationary point).
   double topic_information = 0.0;

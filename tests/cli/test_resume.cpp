@@ -177,6 +177,34 @@ INSTANTIATE_TEST_SUITE_P(EveryMethod, Resume,
                                            Case{"hssne", 6}, Case{"hssne_gradient", 12}),
                          [](const auto& p) { return std::string(p.param.name); });
 
+// PLSV's extrapolation keeps a cycle's earlier points (and, after a jump, the point to return to) in
+// the checkpoint: a stop after any iteration of the cycles, a jump kept or not, resumes to the same map.
+TEST(ResumePlsv, StoppedAnywhereInItsExtrapolationCyclesResumesToTheSameMap) {
+  orrery::test::TempDir tmp;
+  json cfg = config_of("plsv", tmp, "full");
+  cfg["params"]["relocate_every"] = 0;  // every cycle extrapolates
+  cfg["params"]["max_iter"] = 14;
+  const auto full = orrery_run(write_config(tmp, "full.json", cfg));
+  ASSERT_EQ(full.code, 0) << full.output;
+  const json jumps = report(tmp.path("full"))["result"]["extrapolation"];
+  ASSERT_GE(jumps["jumps"].get<int>(), 3) << jumps;
+  ASSERT_GE(jumps["kept"].get<int>(), 1) << "a jump kept: " << jumps;
+  ASSERT_GE(jumps["jumps"].get<int>() - jumps["kept"].get<int>(), 1) << "a jump not kept: " << jumps;
+  for (int stop_at = 1; stop_at <= 12; ++stop_at) {
+    json parted = cfg;
+    parted["output"]["dir"] = tmp.path("parted" + std::to_string(stop_at));
+    const std::string path = write_config(tmp, "parted" + std::to_string(stop_at) + ".json", parted);
+    const auto stopped = orrery_run(path, "ORRERY_STOP_AT_ITERATION=" + std::to_string(stop_at));
+    ASSERT_EQ(stopped.code, 130) << stopped.output;
+    const auto resumed = orrery_run(path + " --resume");
+    ASSERT_EQ(resumed.code, 0) << resumed.output;
+    expect_same_run(tmp.path("full"), parted["output"]["dir"].get<std::string>(),
+                    "plsv stopped after iteration " + std::to_string(stop_at));
+    EXPECT_EQ(report(tmp.path("full"))["result"]["extrapolation"],
+              report(parted["output"]["dir"].get<std::string>())["result"]["extrapolation"]);
+  }
+}
+
 TEST(ResumeRefused, NoCheckpointChangedConfigOrInputExitTwoNamingWhat) {
   orrery::test::TempDir tmp;
   const json cfg = config_of("nerv", tmp, "out");

@@ -114,13 +114,18 @@ inline constexpr int kPlsvRelocateCandidates = 4;
 // centre and the positions of the kPlsvRelocateCandidates topics under which its words are most
 // likely (sum_w c_nw log theta_zw); the document moves to the best of them when that beats its
 // current coordinate. Returns -2 (stayed), -1 (centre) or the topic. l, p: Z values of scratch each.
+// log_theta_t, when given, holds log theta_t (the host computes it once per relocation, W x Z
+// logarithms instead of one per word occurrence and topic).
 template <class T, int D>
 ORRERY_HD int plsv_relocate_document(T* x, const T* phi, int Z, const int* words, const T* counts, long long nnz,
-                                     const T* theta_t, T gamma, T* l, T* p) {
+                                     const T* theta_t, T gamma, T* l, T* p, const T* log_theta_t = nullptr) {
   for (int z = 0; z < Z; ++z) l[z] = T(0);
   for (long long i = 0; i < nnz; ++i) {
-    const T* th = theta_t + static_cast<long long>(words[i]) * Z;
-    for (int z = 0; z < Z; ++z) l[z] += counts[i] * hd_log(th[z]);
+    const long long at = static_cast<long long>(words[i]) * Z;
+    if (log_theta_t)
+      for (int z = 0; z < Z; ++z) l[z] += counts[i] * log_theta_t[at + z];
+    else
+      for (int z = 0; z < Z; ++z) l[z] += counts[i] * hd_log(theta_t[at + z]);
   }
   int top[kPlsvRelocateCandidates];
   const int k = Z < kPlsvRelocateCandidates ? Z : kPlsvRelocateCandidates;

@@ -122,12 +122,19 @@ std::vector<F> input_table(NeMethod m) {
                  "The approximate (HNSW) Euclidean candidate search's list per query (hnswlib ef; at least the "
                  "candidates + 1 is used).",
                  1, 100000});
-  else
+  else {
     t.push_back({"neighbor_ef", &NeInputSpec::neighbor_ef,
-                 "The approximate search's candidate list per query (hnswlib ef; at least k + 1 is used): raise it "
-                 "when the report's neighbor_recall is too low (data of high intrinsic dimension: a 50-D Gaussian "
-                 "mixture of 10^6 points gave 0.83 at 150); the query time grows about in proportion.",
+                 "The approximate search's first candidate list per query (hnswlib ef; at least k + 1 is used); the "
+                 "search doubles it, up to 16 times, until neighbor_recall_target is reached; the query time grows "
+                 "about in proportion.",
                  1, 100000});
+    t.push_back({"neighbor_recall_target", &NeInputSpec::neighbor_recall_target,
+                 "The approximate search's recall, estimated before the search on 1,000 seeded points against their "
+                 "exact neighbors, that the query list (neighbor_ef) is raised to reach; the report's "
+                 "input.neighbor_recall and input.neighbor_ef_used say what was reached and at which list (a 50-D "
+                 "Gaussian mixture of 10^6 points gave 0.83 at 150 before). 0: the list is neighbor_ef as given.",
+                 0, 1});
+  }
   t.push_back({"duplicates", &NeInputSpec::duplicates,
                std::string("accept: identical points are data (each one's copies are its nearest neighbors), counted in "
                            "the report as input.duplicate_points; refuse: an error naming the first two identical rows. "
@@ -315,24 +322,35 @@ AffinityResult ne_affinities(const NeSpec& cfg, const NeData& d, const NePlan& p
     KnnGraph g;
     ApproxKnnParams prm;
     prm.ef_search = in.neighbor_ef;
+    prm.ef_construction = kAffinityEfConstruction;
+    prm.target_recall = in.neighbor_recall_target;
+    prm.recall_sample = kNeighborRecallSample;
+    ApproxKnnTuning tuning;
     if (comm && comm->size() > 1) {  // this rank's rows (the same bits as one process's), then all of them
       const RowBlock mine = hssne_rank_block(X.rows, comm->rank(), comm->size());
       g = gathered_graph(plan.approximate ? approximate_knn_paired_rows(Xr, Xq, k, mine.first, mine.count, cfg.seed,
-                                                                        threads, prm, stage("approximate neighbors"))
+                                                                        threads, prm, stage("approximate neighbors"),
+                                                                        &tuning)
                                           : exact_knn_paired_rows(Xr, Xq, k, mine.first, mine.count, threads,
                                                                   stage("exact neighbors")),
                          X.rows, *comm);
     } else if (plan.approximate) {
-      g = approximate_knn_paired(Xr, Xq, k, cfg.seed, threads, prm, stage("approximate neighbors"));
+      g = approximate_knn_paired(Xr, Xq, k, cfg.seed, threads, prm, stage("approximate neighbors"), &tuning);
     } else if (inner) {
       g = exact_knn_paired(R, Q, k, threads, stage("exact neighbors"));
     } else {
       g = backend.knn_reporting(X, k, stage("exact neighbors"));
     }
     if (plan.approximate) {
-      const KnnRecall r = estimate_knn_recall_paired(Xr, Xq, g, kNeighborRecallSample, cfg.seed, threads);
-      s.recall = r.recall;
-      s.recall_sample = r.sample;
+      s.ef = tuning.ef;
+      if (tuning.sample > 0) {  // estimated before the search, at the ef it ran at: the same figure
+        s.recall = tuning.recall;
+        s.recall_sample = tuning.sample;
+      } else {
+        const KnnRecall r = estimate_knn_recall_paired(Xr, Xq, g, kNeighborRecallSample, cfg.seed, threads);
+        s.recall = r.recall;
+        s.recall_sample = r.sample;
+      }
     }
     s.seconds = seconds_since(t0);
     if (search) *search = s;

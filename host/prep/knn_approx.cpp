@@ -127,6 +127,83 @@ KnnGraph query_index(Index& index, const MatrixD& R, const MatrixD& Q, int k, in
   return g;
 }
 
+// The recall estimate's query points (the first `sample` of a seeded Fisher-Yates shuffle of 0..N-1,
+// all when sample >= N) and each one's exact k-th distance among the references (itself excluded).
+struct RecallSample {
+  std::vector<index_t> rows;
+  std::vector<double> kth;
+  int k = 0;
+  index_t size() const { return static_cast<index_t>(rows.size()); }
+  // The share of the sampled lists' entries within their exact k-th distance; listed(s): sample s's
+  // k squared distances.
+  template <class Listed>
+  double recall(Listed&& listed) const {
+    index_t found = 0;
+    for (index_t s = 0; s < size(); ++s) {
+      const double* l = listed(s);
+      const double bound = kth[static_cast<size_t>(s)];
+      found += std::count_if(l, l + k, [&](double v) { return v <= bound; });
+    }
+    return size() > 0 ? static_cast<double>(found) / (static_cast<double>(size()) * k) : 1.0;
+  }
+};
+
+RecallSample recall_sample(const MatrixD& R, const MatrixD& Q, int k, index_t sample, unsigned long long seed, int nt) {
+  const index_t N = R.rows;
+  std::vector<index_t> order(static_cast<size_t>(N));
+  for (index_t i = 0; i < N; ++i) order[static_cast<size_t>(i)] = i;
+  const index_t S = std::min(sample, N);
+  std::mt19937_64 rng(seed);
+  for (index_t s = 0; s < S; ++s) {
+    const index_t r = s + static_cast<index_t>(rng() % static_cast<unsigned long long>(N - s));
+    std::swap(order[static_cast<size_t>(s)], order[static_cast<size_t>(r)]);
+  }
+  RecallSample rs;
+  rs.rows.assign(order.begin(), order.begin() + S);
+  rs.kth.assign(static_cast<size_t>(S), 0.0);
+  rs.k = k;
+#pragma omp parallel num_threads(nt)
+  {
+    std::vector<double> hd(static_cast<size_t>(k));
+    std::vector<index_t> hi(static_cast<size_t>(k));
+#pragma omp for schedule(dynamic, 4)
+    for (index_t s = 0; s < S; ++s) {
+      const index_t i = rs.rows[static_cast<size_t>(s)];
+      prep::nearest_rows(R, Q.row(i), i, k, hd.data(), hi.data());
+      rs.kth[static_cast<size_t>(s)] = hd[static_cast<size_t>(k) - 1];
+    }
+  }
+  return rs;
+}
+
+// The ef a paired search runs at (ApproxKnnParams::target_recall): ef_search, doubled while the
+// sampled queries' recall stays below the target, at most 16 ef_search.
+int tuned_ef(Index& index, const MatrixD& R, const MatrixD& Q, int k, int nt, const ApproxKnnParams& params,
+             unsigned long long seed, ApproxKnnTuning* tuning) {
+  ApproxKnnTuning t;
+  t.ef = params.ef_search;
+  if (params.target_recall > 0.0) {
+    const RecallSample rs = recall_sample(R, Q, k, params.recall_sample, seed, nt);
+    MatrixD Qs(rs.size(), Q.cols);
+    for (index_t s = 0; s < rs.size(); ++s)
+      std::copy(Q.row(rs.rows[static_cast<size_t>(s)]), Q.row(rs.rows[static_cast<size_t>(s)]) + Q.cols, Qs.row(s));
+    ApproxKnnParams p = params;
+    const int cap = 16 * params.ef_search;
+    for (;;) {
+      ProgressTicker silent{{}, rs.size()};
+      const KnnGraph gs = query_index(index, R, Qs, k, nt, p, silent, 0,
+                                      [&](index_t s) { return rs.rows[static_cast<size_t>(s)]; });
+      t.ef = p.ef_search;
+      t.recall = rs.recall([&](index_t s) { return gs.distances2(s); });
+      t.sample = rs.size();
+      if (t.recall >= params.target_recall || p.ef_search >= cap) break;
+      p.ef_search = std::min(cap, 2 * p.ef_search);
+    }
+  }
+  if (tuning) *tuning = t;
+  return t.ef;
+}
+
 }  // namespace
 
 KnnGraph approximate_knn(const MatrixD& X, int k, unsigned long long seed, int threads, const ApproxKnnParams& params,
@@ -149,7 +226,7 @@ KnnGraph approximate_knn_to(const MatrixD& R, const MatrixD& Q, int k, unsigned 
 }
 
 KnnGraph approximate_knn_paired(const MatrixD& R, const MatrixD& Q, int k, unsigned long long seed, int threads,
-                                const ApproxKnnParams& params, const KnnProgress& progress) {
+                                const ApproxKnnParams& params, const KnnProgress& progress, ApproxKnnTuning* tuning) {
   const index_t N = R.rows;
   check_knn_k(N, k);
   if (Q.rows != N || Q.cols != R.cols) internal_error("approximate_knn_paired: queries and reference differ in shape");
@@ -158,14 +235,16 @@ KnnGraph approximate_knn_paired(const MatrixD& R, const MatrixD& Q, int k, unsig
   ProgressTicker ticker{progress, 2 * N};
   auto index = build_index(R, seed, nt, params, ticker);
   ticker.done = 0;
-  KnnGraph g = query_index(*index, R, Q, k, nt, params, ticker, N, [](index_t i) { return i; });
+  ApproxKnnParams at = params;
+  at.ef_search = tuned_ef(*index, R, Q, k, nt, params, seed, tuning);
+  KnnGraph g = query_index(*index, R, Q, k, nt, at, ticker, N, [](index_t i) { return i; });
   if (progress) progress(2 * N, 2 * N);
   return g;
 }
 
 KnnGraph approximate_knn_paired_rows(const MatrixD& R, const MatrixD& Q, int k, index_t first, index_t count,
                                      unsigned long long seed, int threads, const ApproxKnnParams& params,
-                                     const KnnProgress& progress) {
+                                     const KnnProgress& progress, ApproxKnnTuning* tuning) {
   const index_t N = R.rows;
   check_knn_k(N, k);
   if (Q.rows != N || Q.cols != R.cols) internal_error("approximate_knn_paired_rows: queries and reference differ in shape");
@@ -176,7 +255,9 @@ KnnGraph approximate_knn_paired_rows(const MatrixD& R, const MatrixD& Q, int k, 
   ticker.done = 0;
   MatrixD mine(count, Q.cols);
   std::copy(Q.row(first), Q.row(first) + count * Q.cols, mine.data.begin());
-  KnnGraph g = query_index(*index, R, mine, k, nt, params, ticker, N, [first](index_t i) { return first + i; });
+  ApproxKnnParams at = params;
+  at.ef_search = tuned_ef(*index, R, Q, k, nt, params, seed, tuning);  // alike on every rank
+  KnnGraph g = query_index(*index, R, mine, k, nt, at, ticker, N, [first](index_t i) { return first + i; });
   if (progress) progress(N + count, N + count);
   return g;
 }
@@ -188,36 +269,10 @@ KnnRecall estimate_knn_recall(const MatrixD& X, const KnnGraph& g, index_t sampl
 
 KnnRecall estimate_knn_recall_paired(const MatrixD& R, const MatrixD& Q, const KnnGraph& g, index_t sample,
                                      unsigned long long seed, int threads) {
-  const index_t N = R.rows;
-  const int k = g.k;
-  if (g.num_points != N || Q.rows != N)
+  if (g.num_points != R.rows || Q.rows != R.rows)
     internal_error("estimate_knn_recall: the graph has another number of points than X");
-  // The first `sample` entries of a seeded Fisher-Yates shuffle of 0..N-1 (all when sample >= N).
-  std::vector<index_t> order(static_cast<size_t>(N));
-  for (index_t i = 0; i < N; ++i) order[static_cast<size_t>(i)] = i;
-  const index_t S = std::min(sample, N);
-  std::mt19937_64 rng(seed);
-  for (index_t s = 0; s < S; ++s) {
-    const index_t r = s + static_cast<index_t>(rng() % static_cast<unsigned long long>(N - s));
-    std::swap(order[static_cast<size_t>(s)], order[static_cast<size_t>(r)]);
-  }
-  std::vector<index_t> hits(static_cast<size_t>(S), 0);
-#pragma omp parallel num_threads(threads_or_default(threads))
-  {
-    std::vector<double> hd(static_cast<size_t>(k));
-    std::vector<index_t> hi(static_cast<size_t>(k));
-#pragma omp for schedule(dynamic, 4)
-    for (index_t s = 0; s < S; ++s) {
-      const index_t i = order[static_cast<size_t>(s)];
-      prep::nearest_rows(R, Q.row(i), i, k, hd.data(), hi.data());
-      const double kth = hd[static_cast<size_t>(k) - 1];  // the exact k-th distance
-      const double* listed = g.distances2(i);
-      hits[static_cast<size_t>(s)] = std::count_if(listed, listed + k, [&](double v) { return v <= kth; });
-    }
-  }
-  index_t found = 0;
-  for (index_t h : hits) found += h;
-  return {S > 0 ? static_cast<double>(found) / (static_cast<double>(S) * k) : 1.0, S};
+  const RecallSample rs = recall_sample(R, Q, g.k, sample, seed, threads_or_default(threads));
+  return {rs.recall([&](index_t s) { return g.distances2(rs.rows[static_cast<size_t>(s)]); }), rs.size()};
 }
 
 }  // namespace orrery

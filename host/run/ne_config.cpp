@@ -65,10 +65,11 @@ NeRunConfig read_ne_config(const RunConfig& run) {
                                                        "file of affinities)"
                                                      : ""));
   if (!in.affinity_matrix.empty())
-    for (const char* k : {"pca", "perplexity", "affinities", "limit", "duplicates", "neighbors", "neighbor_ef"})
+    for (const char* k :
+         {"pca", "perplexity", "affinities", "limit", "duplicates", "neighbors", "neighbor_ef", "neighbor_recall_target"})
       if (run.input.contains(k)) input_error(std::string("input.") + k + ": does not apply to a precomputed affinity_matrix");
   if (!in.neighbor_graph.empty())
-    for (const char* k : {"pca", "affinities", "limit", "duplicates", "neighbors", "neighbor_ef"})
+    for (const char* k : {"pca", "affinities", "limit", "duplicates", "neighbors", "neighbor_ef", "neighbor_recall_target"})
       if (run.input.contains(k))
         input_error(std::string("input.") + k + ": does not apply to a precomputed neighbor_graph (its lists are the "
                     "neighbors; input.perplexity calibrates them)");
@@ -95,8 +96,9 @@ NeRunConfig read_ne_config(const RunConfig& run) {
   if (in.cv_folds > 0 && in.labels.empty()) input_error("input.cv_folds: needs input.labels");
   if (in.affinities == AffinityMode::sparse && !in.distances.empty())
     input_error("input.affinities: sparse affinities need vectors (their neighbor search), not distances");
-  if (run.input.contains("neighbor_ef") && in.neighbors == NeighborsMode::exact)
-    input_error("input.neighbor_ef: applies to the approximate search, and input.neighbors is exact");
+  for (const char* k : {"neighbor_ef", "neighbor_recall_target"})
+    if (run.input.contains(k) && in.neighbors == NeighborsMode::exact)
+      input_error(std::string("input.") + k + ": applies to the approximate search, and input.neighbors is exact");
   if (in.neighbors == NeighborsMode::approximate && !in.distances.empty())
     input_error("input.neighbors: approximate searches vectors, not a distance matrix");
   if (in.neighbors == NeighborsMode::approximate && in.affinities == AffinityMode::dense)

@@ -355,6 +355,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
     if (search.approximate) {
       report["input"]["neighbor_recall"] = search.recall;
       report["input"]["neighbor_recall_sample"] = search.recall_sample;
+      report["input"]["neighbor_ef_used"] = search.ef;
     }
   }
   report["input"]["source"] = !cfg.input.affinity_matrix.empty()  ? "affinity_matrix"

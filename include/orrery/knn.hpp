@@ -79,6 +79,21 @@ struct ApproxKnnParams {
   // Insert points from several threads: faster, but hnswlib's concurrent insertion makes the graph
   // depend on thread timing, so the result is no longer reproducible. Off by default.
   bool parallel_build = false;
+  // The paired searches only: with target_recall > 0 the recall is first estimated on recall_sample
+  // seeded query points (estimate_knn_recall_paired's sample and count) at ef_search, and ef doubled,
+  // up to 16 ef_search, until the estimate reaches target_recall; every query then runs at that ef.
+  // The estimate is what estimate_knn_recall_paired would give for the finished graph (each query is
+  // answered on its own, the same at the same ef). Every rank of a sharded search picks the same ef.
+  double target_recall = 0.0;
+  index_t recall_sample = 1000;
+};
+
+// What a paired search with ApproxKnnParams::target_recall chose: the ef it ran at and the recall
+// estimated there (sample 0: no target, nothing estimated).
+struct ApproxKnnTuning {
+  int ef = 0;
+  double recall = 0.0;
+  index_t sample = 0;
 };
 
 // Approximate k nearest neighbors of every row of X with exact_knn's conventions: self excluded,
@@ -99,7 +114,8 @@ KnnGraph approximate_knn_to(const MatrixD& R, const MatrixD& Q, int k, unsigned 
 // approximate_knn's search in the paired form of exact_knn_paired: the graph over R built as
 // there, query i (of Q) never listing reference row i. Requires 1 <= k <= N - 1.
 KnnGraph approximate_knn_paired(const MatrixD& R, const MatrixD& Q, int k, unsigned long long seed, int threads,
-                                const ApproxKnnParams& params = {}, const KnnProgress& progress = {});
+                                const ApproxKnnParams& params = {}, const KnnProgress& progress = {},
+                                ApproxKnnTuning* tuning = nullptr);
 // Rows [first, first + count) of exact_knn_paired(R, Q, k) and approximate_knn_paired(R, Q, k, seed)
 // (Q = R: exact_knn's and approximate_knn's), the same bits, as every row is searched on its own
 // (the approximate graph over all of R is built alike): a rank's share of a sharded search, a graph
@@ -108,7 +124,7 @@ KnnGraph exact_knn_paired_rows(const MatrixD& R, const MatrixD& Q, int k, index_
                                int threads = 0, const KnnProgress& progress = {});
 KnnGraph approximate_knn_paired_rows(const MatrixD& R, const MatrixD& Q, int k, index_t first, index_t count,
                                      unsigned long long seed, int threads, const ApproxKnnParams& params = {},
-                                     const KnnProgress& progress = {});
+                                     const KnnProgress& progress = {}, ApproxKnnTuning* tuning = nullptr);
 // The recall of a k-NN graph of X, estimated on `sample` query points drawn by `seed` (all of them
 // when sample >= N): each sampled point's exact k nearest are found by brute force against all N,
 // and a listed neighbor counts as found when its squared distance is at most the exact k-th one

@@ -70,6 +70,11 @@ inline constexpr index_t kDenseAutoMaxPoints = 10000;
 inline constexpr index_t kExactNeighborsMaxPoints = 5000;
 // Query points of the approximate search's recall estimate (orrery::estimate_knn_recall).
 inline constexpr index_t kNeighborRecallSample = 1000;
+// The affinities' HNSW graph is built with this candidate list (hnswlib ef_construction): half the
+// default's build time; the query list then rises until input.neighbor_recall_target is reached
+// (2 cores, 70,000 Fashion-MNIST PCA-50, k = 90: build 2.5 s against 4.4 s at 100, recall 0.998 at
+// ef 150; bench/README.md `orrery_bench knn`).
+inline constexpr int kAffinityEfConstruction = 50;
 
 struct NeInputSpec {
   std::string vectors, distances, affinity_matrix, labels;
@@ -84,6 +89,7 @@ struct NeInputSpec {
   DuplicatesMode duplicates = DuplicatesMode::accept;
   NeighborsMode neighbors = NeighborsMode::automatic;  // hssne, nerv
   int neighbor_ef = ApproxKnnParams{}.ef_search;       // the approximate search's candidate list
+  double neighbor_recall_target = 0.95;                 // hssne, nerv: the affinities' search raises ef to it
   ClassMixtureParams metric;  // snerv
   VectorMetric vector_metric = VectorMetric::euclidean;  // hssne, nerv: input.metric
   int cv_folds = 0;
@@ -154,6 +160,7 @@ struct NeighborSearch {
   bool approximate = false;
   double recall = 0.0;         // approximate: estimated on recall_sample points
   index_t recall_sample = 0;
+  int ef = 0;                  // approximate: the query list the search ran at
   double seconds = 0.0;        // the search, with the recall estimate
 };
 

@@ -444,7 +444,7 @@ def _ne_inputs(est, X, y, inputs, allow_metric=True, allow_affinities=False, aff
             "affinities.mtx", coo.shape[0], coo.shape[1], coo.row.astype(np.int64), coo.col.astype(np.int64),
             coo.data.astype(np.float64))
         n = coo.shape[0]
-        for key in ("pca", "perplexity", "affinities", "neighbors", "neighbor_ef", "duplicates"):
+        for key in ("pca", "perplexity", "affinities", "neighbors", "neighbor_ef", "neighbor_recall_target", "duplicates"):
             input_json.pop(key, None)  # they describe how affinities are made from vectors
     elif X is None:
         raise ValueError("fit: X is required (or affinities=P for finished affinities)")
@@ -465,7 +465,7 @@ def _ne_inputs(est, X, y, inputs, allow_metric=True, allow_affinities=False, aff
             "neighbor_graph.mtx", coo.shape[0], coo.shape[1], coo.row.astype(np.int64), coo.col.astype(np.int64),
             coo.data.astype(np.float64))
         n = coo.shape[0]
-        for key in ("pca", "affinities", "neighbors", "neighbor_ef", "duplicates"):
+        for key in ("pca", "affinities", "neighbors", "neighbor_ef", "neighbor_recall_target", "duplicates"):
             input_json.pop(key, None)  # the graph's lists are the neighbors; the perplexity calibrates them
     else:
         A = _dense(X, min_samples=2)
@@ -475,7 +475,7 @@ def _ne_inputs(est, X, y, inputs, allow_metric=True, allow_affinities=False, aff
             if A.shape[0] != A.shape[1]:
                 raise ValueError(f"X: metric='precomputed' expects a square distance matrix, found {A.shape}")
             input_json["distances"] = inputs.add_matrix("distances.npy", A)
-            for key in ("pca", "neighbors", "neighbor_ef"):
+            for key in ("pca", "neighbors", "neighbor_ef", "neighbor_recall_target"):
                 input_json.pop(key, None)
         elif allow_metric and est.metric not in _VECTOR_METRICS:
             raise ValueError(f"metric: expected one of {', '.join(map(repr, _VECTOR_METRICS))} or 'precomputed', "
@@ -489,7 +489,7 @@ def _ne_inputs(est, X, y, inputs, allow_metric=True, allow_affinities=False, aff
     return input_json
 
 
-_NE_INPUT_KEYS = ("pca", "perplexity", "affinities", "neighbors", "neighbor_ef", "duplicates")
+_NE_INPUT_KEYS = ("pca", "perplexity", "affinities", "neighbors", "neighbor_ef", "neighbor_recall_target", "duplicates")
 
 
 class HSSNE(_Estimator):

@@ -68,6 +68,8 @@ TEST(NeighborsCli, ApproximateRunReportsItsRecall) {
   const double recall = r["input"]["neighbor_recall"].get<double>();
   EXPECT_GE(recall, 0.97);
   EXPECT_LE(recall, 1.0);
+  EXPECT_EQ(r["input"]["neighbor_recall_target"], 0.95);
+  EXPECT_EQ(r["input"]["neighbor_ef_used"], 200) << "the first list already reaches the target";
   EXPECT_GE(r["input"]["neighbor_seconds"].get<double>(), 0.0);
   bool index_planned = false;
   for (const auto& item : r["memory"]["items"])
@@ -105,6 +107,11 @@ TEST(NeighborsCli, RefusedSettingsNameTheKey) {
   expect_refused(config(tmp, "efx.json", "nerv",
                         {{"vectors", x}, {"perplexity", 5}, {"neighbors", "exact"}, {"neighbor_ef", 300}}),
                  "input.neighbor_ef");
+  expect_refused(config(tmp, "rt.json", "hssne", {{"vectors", x}, {"perplexity", 5}, {"neighbor_recall_target", 1.5}}),
+                 "input.neighbor_recall_target");
+  expect_refused(config(tmp, "rtx.json", "hssne",
+                        {{"vectors", x}, {"perplexity", 5}, {"neighbors", "exact"}, {"neighbor_recall_target", 0.9}}),
+                 "input.neighbor_recall_target");
   std::ostringstream labels;
   for (int i = 0; i < 60; ++i) labels << i % 2 << "\n";
   const std::string y = tmp.write("y.csv", labels.str());

@@ -133,3 +133,54 @@ TEST(KnnRows, ABlockOfRowsIsThoseRowsOfTheWholeSearch) {
   }
   EXPECT_THROW(exact_knn_paired_rows(X, X, k, 800, 101, 1), Error);
 }
+
+// A recall target raises the query list until the sampled recall reaches it (or 16 times the first
+// list), and the recall it reports is what the estimate of the finished graph gives; a sharded
+// search picks the same list for every block of rows.
+TEST(ApproximateKnn, ARecallTargetRaisesTheQueryListUntilItIsReached) {
+  // 20-D uniform points: high intrinsic dimension, where a small graph and list miss neighbors
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(0, 1);
+  MatrixD X(3000, 20);
+  for (double& v : X.data) v = u(rng);
+  const int k = 30;
+  ApproxKnnParams weak;
+  weak.M = 4;
+  weak.ef_construction = 8;
+  weak.ef_search = 8;
+  ApproxKnnTuning none;
+  const KnnGraph plain = approximate_knn_paired(X, X, k, 5, 2, weak, {}, &none);
+  EXPECT_EQ(none.ef, 8);
+  EXPECT_EQ(none.sample, 0) << "no target, nothing estimated";
+  const double plain_recall = estimate_knn_recall_paired(X, X, plain, 500, 5, 2).recall;
+  ASSERT_LT(plain_recall, 0.9) << "the weak settings must miss neighbors for the test to mean anything";
+
+  ApproxKnnParams tuned = weak;
+  tuned.target_recall = 0.9;
+  tuned.recall_sample = 500;
+  ApproxKnnTuning t;
+  const KnnGraph g = approximate_knn_paired(X, X, k, 5, 2, tuned, {}, &t);
+  EXPECT_GT(t.ef, 8);
+  EXPECT_EQ(t.ef % 8, 0) << "the list doubles from ef_search";
+  EXPECT_LE(t.ef, 16 * 8);
+  EXPECT_EQ(t.sample, 500);
+  EXPECT_TRUE(t.recall >= 0.9 || t.ef == 16 * 8) << t.recall << " at ef " << t.ef;
+  EXPECT_EQ(t.recall, estimate_knn_recall_paired(X, X, g, 500, 5, 2).recall)
+      << "the tuning's figure is the finished graph's estimate";
+  EXPECT_GE(recall_against(exact_knn(X, k, 2), g), plain_recall);
+
+  tuned.target_recall = 1.0;  // out of reach: the list stops at 16 times the first
+  ApproxKnnTuning capped;
+  approximate_knn_paired(X, X, k, 5, 2, tuned, {}, &capped);
+  EXPECT_EQ(capped.ef, 16 * 8);
+
+  tuned.target_recall = 0.9;
+  for (const auto& [first, count] : {std::pair<index_t, index_t>{0, 1000}, {1000, 2000}}) {
+    ApproxKnnTuning rows;
+    const KnnGraph a = approximate_knn_paired_rows(X, X, k, first, count, 5, 1, tuned, {}, &rows);
+    EXPECT_EQ(rows.ef, t.ef);
+    EXPECT_EQ(rows.recall, t.recall);
+    const size_t lo = static_cast<size_t>(first * k), hi = static_cast<size_t>((first + count) * k);
+    EXPECT_EQ(a.index, std::vector<index_t>(g.index.begin() + lo, g.index.begin() + hi)) << first;
+  }
+}

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "orrery/affinity.hpp"
+#include "orrery/comm.hpp"
 #include "orrery/error.hpp"
 #include "orrery/inner_product.hpp"
 #include "orrery/math/affinity.hpp"
@@ -147,8 +148,39 @@ std::vector<index_t> quality_queries(index_t N, const QualityRequest& req) {
   return q;
 }
 
+namespace {
+
+// The rows [first, end) of the Q query rows that rank `rank` of `ranks` takes: whole chunks of kChunk
+// rows, as even as they can be (a rank may take none).
+std::pair<index_t, index_t> query_block(index_t Q, int rank, int ranks) {
+  const index_t chunks = (Q + kChunk - 1) / kChunk;
+  const auto edge = [&](int r) { return std::min(Q, chunks * r / ranks * kChunk); };
+  return {edge(rank), edge(rank + 1)};
+}
+
+// The chunks [first, end) that a block of query rows covers (none for an empty block).
+std::pair<index_t, index_t> block_chunks(std::pair<index_t, index_t> rows) {
+  const index_t first = rows.first / kChunk;
+  return {first, rows.first == rows.second ? first : (rows.second + kChunk - 1) / kChunk};
+}
+
+// Every rank's block of `mine` (rows x width items each), all-gathered in rank order.
+template <class T>
+std::vector<T> gathered_rows(Comm& comm, const std::vector<T>& mine, index_t Q, std::size_t width) {
+  std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()));
+  for (int r = 0; r < comm.size(); ++r) {
+    const auto b = query_block(Q, r, comm.size());
+    counts[static_cast<std::size_t>(r)] = static_cast<std::size_t>(b.second - b.first) * width;
+  }
+  std::vector<T> all(static_cast<std::size_t>(Q) * width);
+  comm.allgatherv(mine.data(), mine.size(), all.data(), counts);
+  return all;
+}
+
+}  // namespace
+
 QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::vector<int>& labels,
-                               const QualityRequest& req, const Backend& backend) {
+                               const QualityRequest& req, const Backend& backend, Comm* comm) {
   validate(X, Y, labels, req);
   if (req.queries < -1) input_error("queries: expected -1 (the default rule), 0 (all points) or a count, found " +
                                     std::to_string(req.queries));
@@ -166,8 +198,30 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
   const MatrixD Xu = ex ? times_power_of_two(X, -ex) : MatrixD(), Yu = ey ? times_power_of_two(Y, -ey) : MatrixD();
   const MatrixD Xr = req.inner_product ? inner_product_references(ex ? Xu : X, "metric") : MatrixD();
   const RankInput input = rank_input(req.input_is_distance_matrix, req.inner_product);
-  const RankRows rows =
-      backend.rank_rows(req.inner_product ? Xr : ex ? Xu : X, ey ? Yu : Y, kmax, input, queries);
+  const MatrixD& Xrank = req.inner_product ? Xr : ex ? Xu : X;
+  const MatrixD& Yrank = ey ? Yu : Y;
+  const bool sharded = comm && comm->size() > 1;
+  // this rank's query rows (all of them in one process)
+  const std::pair<index_t, index_t> block =
+      sharded ? query_block(Q, comm->rank(), comm->size()) : std::pair<index_t, index_t>{0, Q};
+  const index_t first = block.first, end = block.second;
+  RankRows rows;
+  if (!sharded) {
+    rows = backend.rank_rows(Xrank, Yrank, kmax, input, queries);
+  } else {
+    std::vector<index_t> mine(static_cast<size_t>(end - first));
+    for (index_t r = first; r < end; ++r) mine[static_cast<size_t>(r - first)] = point(r);
+    RankRows part;
+    // an empty list asks rank_rows for every point: a rank without rows asks for none
+    if (!mine.empty()) part = backend.rank_rows(Xrank, Yrank, kmax, input, mine);
+    const auto width = static_cast<std::size_t>(kmax);
+    rows.num_points = N;
+    rows.kmax = kmax;
+    rows.queries = queries;
+    rows.map_neighbors = gathered_rows(*comm, part.map_neighbors, Q, width);
+    rows.input_rank_of_map_nb = gathered_rows(*comm, part.input_rank_of_map_nb, Q, width);
+    rows.map_rank_of_input_nb = gathered_rows(*comm, part.map_rank_of_input_nb, Q, width);
+  }
   const std::vector<int> grid = k_grid(req, kmax);
   const size_t G = grid.size();
   const index_t chunks = (Q + kChunk - 1) / kChunk;
@@ -302,11 +356,13 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
     const MatrixD& Xs = req.inner_product ? Xref : Xs0;
     const MatrixD& Xq = req.inner_product ? Xqry : Xs0;
     const int dx = static_cast<int>(Xs.cols);
+    const std::pair<index_t, index_t> my_chunks = block_chunks(block);
+    const index_t ch_first = my_chunks.first, ch_end = my_chunks.second;  // this rank's chunks
 #pragma omp parallel num_threads(threads)
     {
       std::vector<double> din(static_cast<size_t>(N)), dout(static_cast<size_t>(N));
 #pragma omp for schedule(dynamic, 1)
-      for (index_t ch = 0; ch < chunks; ++ch)
+      for (index_t ch = ch_first; ch < ch_end; ++ch)
         for (index_t row = ch * kChunk; row < std::min(Q, (ch + 1) * kChunk); ++row) {
           const index_t i = point(row);
           for (index_t l = 0; l < N; ++l) {
@@ -319,6 +375,17 @@ QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::ve
           a_part[static_cast<size_t>(ch)] += a;
           b_part[static_cast<size_t>(ch)] += b;
         }
+    }
+    if (sharded) {  // every rank's chunks, in chunk order
+      const std::vector<double> a_mine(a_part.begin() + ch_first, a_part.begin() + ch_end),
+          b_mine(b_part.begin() + ch_first, b_part.begin() + ch_end);
+      std::vector<std::size_t> counts(static_cast<std::size_t>(comm->size()));
+      for (int r = 0; r < comm->size(); ++r) {
+        const auto c = block_chunks(query_block(Q, r, comm->size()));
+        counts[static_cast<std::size_t>(r)] = static_cast<std::size_t>(c.second - c.first);
+      }
+      comm->allgatherv(a_mine.data(), a_mine.size(), a_part.data(), counts);
+      comm->allgatherv(b_mine.data(), b_mine.size(), b_part.data(), counts);
     }
     double a = 0, b = 0;
     for (index_t ch = 0; ch < chunks; ++ch) {

@@ -278,8 +278,6 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   const double t_fit = seconds_since(t1) - t_aff;
   std::vector<double> rank_fit(static_cast<size_t>(comm.size()), t_fit);
   if (comm.size() > 1) comm.allgatherv(&t_fit, 1, rank_fit.data(), std::vector<std::size_t>(rank_fit.size(), 1));
-  // rank 0 has the whole map and writes it
-  if (!lead && !run.result) return json::object();
   if (!quiet)
     progress_line("[%s] %lld points: %s after %d iterations, %s\n", method.c_str(), static_cast<long long>(N),
                  result["stop_reason"].get<std::string>().c_str(), result["iterations"].get<int>(),
@@ -297,10 +295,13 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   const bool metric_input = cfg.method == NeMethod::snerv && !metric_distances.empty();
   req.input_is_distance_matrix = !cfg.input.distances.empty() || metric_input;
   // with precomputed affinities there is no input space to compare the map with
+  // every rank holds the whole map: the ranks share the quality measures' query points
   const json quality = given_affinities(cfg.input)
                            ? json()
                            : quality_json(evaluate_quality(metric_input ? metric_distances : d.X, Y, d.labels, req,
-                                                           *backend));
+                                                           *backend, comm.size() > 1 ? &comm : nullptr));
+  // rank 0 has the whole map and writes it
+  if (!lead && !run.result) return json::object();
   const json cv = cfg.input.cv_folds > 0 ? cross_validation(prep, method, Y, quiet) : json();
   const double t_eval = seconds_since(t3);
 

@@ -94,11 +94,26 @@ json run_pe(PePrepared prepared, bool quiet, RunControl* control) {
     res = fit_pe(*backend, data.pe, cfg.params, cfg.run.seed, std::ref(progress), control, &comm);
   });
   progress.final_line(res);
+  const auto t_eval = Clock::now();
+  json map_vs_posteriors;  // every rank holds the whole map: the ranks share its query points
+  // Rank-based measures of the map against the posteriors as input vectors (and k-NN accuracy
+  // with labels) cost O(N^2 K): computed up to kQualityMaxPoints objects, reported as skipped beyond.
+  if (N <= kQualityMaxPoints && N > 20) {
+    QualityRequest req;
+    req.ks = {5, 10, 20};
+    req.curve = false;
+    req.threads = cfg.run.threads;
+    req.seed = cfg.run.seed;  // of the query subsample above kQualitySampleAbove objects
+    map_vs_posteriors = quality_json(evaluate_quality(data.pe.posteriors, res.object_coords, data.labels, req, *backend,
+                                                       comm.size() > 1 ? &comm : nullptr));
+  } else {
+    map_vs_posteriors = "skipped: " + std::to_string(N) + " objects (computed for 21 to " +
+                        std::to_string(kQualityMaxPoints) + "; use orrery evaluate)";
+  }
   // rank 0 has the whole map and writes it; in process (Python) every rank keeps the map and the
   // report (no files), since each holds the estimator its script fitted
   if (!lead && !cfg.run.result) return json::object();
 
-  const auto t_eval = Clock::now();
   json quality = json::object();
   json prec = json::object();
   for (index_t h : cfg.prec_h)
@@ -118,19 +133,7 @@ json run_pe(PePrepared prepared, bool quiet, RunControl* control) {
           {"precision", cs.precision[k]}, {"recall", cs.recall[k]}, {"f_measure", cs.f_measure[k]}};
     quality["map_argmax_class_scores"] = per_class;
   }
-  // Rank-based measures of the map against the posteriors as input vectors (and k-NN accuracy
-  // with labels) cost O(N^2 K): computed up to kQualityMaxPoints objects, reported as skipped above.
-  if (N <= kQualityMaxPoints && N > 20) {
-    QualityRequest req;
-    req.ks = {5, 10, 20};
-    req.curve = false;
-    req.threads = cfg.run.threads;
-    req.seed = cfg.run.seed;  // of the query subsample above kQualitySampleAbove objects
-    quality["map_vs_posteriors"] = quality_json(evaluate_quality(data.pe.posteriors, res.object_coords, data.labels, req, *backend));
-  } else {
-    quality["map_vs_posteriors"] = "skipped: " + std::to_string(N) + " objects (computed for 21 to " +
-                                   std::to_string(kQualityMaxPoints) + "; use orrery evaluate)";
-  }
+  quality["map_vs_posteriors"] = map_vs_posteriors;
   const double seconds_eval = seconds_since(t_eval);
 
   const auto t_write = Clock::now();

@@ -25,6 +25,8 @@
 
 namespace orrery {
 
+class Comm;  // orrery/comm.hpp
+
 // The default subsample rule, chosen by measurement (`orrery_bench quality --scale`, table in
 // bench/README.md): a query costs ~12 ns x N on 2 CPU cores and a run ~0.6 ms per point at the
 // interpolated engine's target, so Q queries cost ~Q x 2e-5 of a run at any N: 4,000 keep the
@@ -105,8 +107,12 @@ struct RankRows {
 // the CPU); the sums over the rank rows and the smoothed precision/recall on the host with
 // request.threads. Errors (orrery::Error, input) for mismatched N, K outside [1, N - 1], non-finite
 // values.
+// With a communicator of several ranks every rank calls it alike (a collective): each computes the
+// rank rows, and the smoothed precision/recall terms, of its block of whole chunks of the query
+// points, the blocks are all-gathered, and every rank gets the one-process report bit for bit (each
+// query's row is computed on its own; the real sums run per chunk in chunk order either way).
 QualityReport evaluate_quality(const MatrixD& X, const MatrixD& Y, const std::vector<int>& labels,
-                               const QualityRequest& request, const Backend& backend);
+                               const QualityRequest& request, const Backend& backend, Comm* comm = nullptr);
 
 // The query points evaluate_quality uses for N points: empty when it takes all of them, else a
 // sorted seeded uniform sample without replacement (the same for a seed on every platform).

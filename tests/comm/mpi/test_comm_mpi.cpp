@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -17,6 +18,8 @@
 #include "orrery/interp.hpp"
 #include "orrery/error.hpp"
 #include "orrery/exact_sum.hpp"
+#include "orrery/backend.hpp"
+#include "orrery/quality.hpp"
 
 namespace {
 
@@ -285,6 +288,63 @@ TEST(CommMpi, ShardedGridGivesEachRowTheOneProcessBits) {
       }
       EXPECT_EQ(wrong, 0) << "D " << D << ", rank " << c.rank() << " of " << c.size();
     }
+  }
+}
+
+// The quality measures shared over the ranks (each its block of query points) give every rank the
+// one-process report bit for bit: all points and a query sample, smoothed precision/recall on, a
+// number of queries that leaves the last chunk short and some ranks with none.
+TEST(CommMpi, QualityMeasuresSharedOverRanksGiveTheOneProcessReport) {
+  auto& c = world();
+  const orrery::index_t N = 333;
+  orrery::MatrixD X(N, 6), Y(N, 2);
+  std::uint64_t state = 99;
+  const auto uniform = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<double>(state >> 11) / 9007199254740992.0;
+  };
+  std::vector<int> labels(static_cast<std::size_t>(N));
+  for (orrery::index_t i = 0; i < N; ++i) {
+    labels[static_cast<std::size_t>(i)] = static_cast<int>(i % 3);
+    for (int d = 0; d < 6; ++d) X(i, d) = uniform() + (d == i % 3 ? 2.0 : 0.0);
+    for (int d = 0; d < 2; ++d) Y(i, d) = X(i, d) + 0.3 * uniform();
+  }
+  const auto cpu = orrery::make_cpu_backend(1);
+  for (orrery::index_t queries : {orrery::index_t(0), orrery::index_t(70)}) {
+    orrery::QualityRequest req;
+    req.ks = {1, 5, 12};
+    req.curve = true;
+    req.perplexity = 10;
+    req.queries = queries;
+    req.seed = 4;
+    req.threads = 1;
+    const orrery::QualityReport one = orrery::evaluate_quality(X, Y, labels, req, *cpu);
+    const orrery::QualityReport shared = orrery::evaluate_quality(X, Y, labels, req, *cpu, &c);
+    const std::string where = "queries " + std::to_string(queries) + ", rank " + std::to_string(c.rank()) + " of " +
+                              std::to_string(c.size());
+    const auto same = [&](const std::vector<orrery::QualityAtK>& a, const std::vector<orrery::QualityAtK>& b,
+                          const char* what) {
+      ASSERT_EQ(a.size(), b.size()) << what << ", " << where;
+      for (std::size_t g = 0; g < a.size(); ++g) {  // bit for bit
+        EXPECT_EQ(a[g].k, b[g].k) << what << ", " << where;
+        EXPECT_EQ(a[g].trustworthiness, b[g].trustworthiness) << what << " K " << a[g].k << ", " << where;
+        EXPECT_EQ(a[g].continuity, b[g].continuity) << what << " K " << a[g].k << ", " << where;
+        EXPECT_EQ(a[g].mrre_neighborhood, b[g].mrre_neighborhood) << what << " K " << a[g].k << ", " << where;
+        EXPECT_EQ(a[g].mrre_visual, b[g].mrre_visual) << what << " K " << a[g].k << ", " << where;
+        EXPECT_EQ(a[g].lcmc, b[g].lcmc) << what << " K " << a[g].k << ", " << where;
+        EXPECT_EQ(a[g].knn_accuracy, b[g].knn_accuracy) << what << " K " << a[g].k << ", " << where;
+      }
+    };
+    same(shared.at_k, one.at_k, "at_k");
+    same(shared.at_k_se, one.at_k_se, "at_k_se");
+    same(shared.curve, one.curve, "curve");
+    EXPECT_EQ(shared.queries, one.queries) << where;
+    EXPECT_EQ(shared.coranking, one.coranking) << where;
+    EXPECT_EQ(shared.homogeneity_1nn, one.homogeneity_1nn) << where;
+    EXPECT_EQ(shared.smoothed_precision, one.smoothed_precision) << where;
+    EXPECT_EQ(shared.smoothed_recall, one.smoothed_recall) << where;
+    EXPECT_FALSE(one.at_k.empty());
+    EXPECT_TRUE(std::isfinite(one.smoothed_precision)) << "the smoothed terms must be computed";
   }
 }
 

@@ -131,7 +131,7 @@ MemoryPlan plan_pe(index_t objects, index_t classes, bool device) {
   return p;
 }
 
-MemoryPlan plan_plsv(index_t docs, index_t words, int topics, index_t nonzeros, bool device) {
+MemoryPlan plan_plsv(index_t docs, index_t words, int topics, index_t nonzeros, bool device, bool extrapolation) {
   MemoryPlan p;
   const double nz = static_cast<double>(docs) * topics, wz = static_cast<double>(words) * topics,
                nnz = static_cast<double>(nonzeros);
@@ -143,17 +143,27 @@ MemoryPlan plan_plsv(index_t docs, index_t words, int topics, index_t nonzeros, 
   // Start (PE on the documents' topic posteriors) and the engine: P, R (N Z), u and the word-major
   // index (nnz); theta and S (W Z).
   p.add({"the start's document-topic posteriors, N Z doubles", "params.topics", remedy, 8.0 * nz, 0.0});
+  // SQUAREM's cycle (host/methods/plsv.cpp) at its peak, in a jump, on the host: the two earlier
+  // points and the one to return to, the three thetas' logarithms, the new point's theta and the
+  // copy the engine hands out (8 W Z doubles, counted with the word arrays, which W sets), and the
+  // documents of those points (N D each, D <= 3)
+  const double squarem_wz = extrapolation ? 64.0 * wz : 0.0;
+  const std::string squarem_what = extrapolation ? " and SQUAREM's copies of theta and its logarithms (8 W Z doubles)" : "";
   if (device) {
     p.add({"the PLSV engine's document arrays (N Z and per nonzero) in float on the GPU", "params.topics", remedy,
            16.0 * nnz, 8.0 * nz + 24.0 * nnz});
-    p.add({"the PLSV engine's word arrays, theta and its statistics (W Z) in float on the GPU", "input.corpus", fewer_ids,
-           4.0 * wz, 8.0 * wz});
+    p.add({"the PLSV engine's word arrays, theta and its statistics (W Z) in float on the GPU" + squarem_what,
+           "input.corpus", fewer_ids, 4.0 * wz + squarem_wz, 8.0 * wz});
   } else {
     p.add({"the PLSV engine's document arrays (N Z and per nonzero) in double", "params.topics", remedy,
            16.0 * nz + 24.0 * nnz, 0.0});
-    p.add({"the PLSV engine's word arrays, theta (W Z doubles) and its statistics (W Z, 24 bytes each in fixed point)",
-           "input.corpus", fewer_ids, 32.0 * wz, 0.0});
+    p.add({"the PLSV engine's word arrays, theta (W Z doubles) and its statistics (W Z, 24 bytes each in fixed "
+           "point)" + squarem_what,
+           "input.corpus", fewer_ids, 32.0 * wz + squarem_wz, 0.0});
   }
+  if (extrapolation)
+    p.add({"SQUAREM's stored document coordinates (4 N D doubles at a jump)", "params.extrapolation",
+           "params.extrapolation none", 8.0 * 4.0 * 3.0 * static_cast<double>(docs), 0.0});
   return p;
 }
 

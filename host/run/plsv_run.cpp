@@ -151,7 +151,9 @@ Loaded load(const PlsvRunInput& in) {
 MemoryPlan check_plan(const PlsvRunInput& in, const Loaded& L, int topics, const Backend& backend) {
   const MemoryInfo mem = backend.memory();
   const bool device = mem.device_bytes > 0;
-  const MemoryPlan plan = plan_plsv(L.corpus.num_docs(), L.corpus.num_words, topics, L.corpus.nnz(), device);
+  const bool extrapolation = in.input.model.empty() && in.params.extrapolation == PlsvExtrapolation::squarem;
+  const MemoryPlan plan =
+      plan_plsv(L.corpus.num_docs(), L.corpus.num_words, topics, L.corpus.nnz(), device, extrapolation);
   try {
     check_memory_plan(plan, mem, device);
   } catch (const Error& e) {

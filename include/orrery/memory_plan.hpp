@@ -72,7 +72,8 @@ MemoryPlan plan_neighbor_embedding(const NePlanInput& in, bool device);
 MemoryPlan plan_pe(index_t objects, index_t classes, bool device);
 
 // PLSV on N documents, W words, Z topics and nnz nonzeros: the CPU engine's doubles (X, P, R:
-// N Z; theta and its statistics: W Z; u: nnz; the word-major index), or the device's floats.
-MemoryPlan plan_plsv(index_t docs, index_t words, int topics, index_t nonzeros, bool device);
+// N Z; theta and its statistics: W Z; u: nnz; the word-major index), or the device's floats; with
+// `extrapolation` (a fit with params.extrapolation squarem) the host copies its cycle keeps.
+MemoryPlan plan_plsv(index_t docs, index_t words, int topics, index_t nonzeros, bool device, bool extrapolation = false);
 
 }  // namespace orrery

@@ -225,6 +225,36 @@ TEST(MemoryPlan, RefusesWhatDoesNotFitAndNamesTheKey) {
   EXPECT_NEAR(grid.host_peak(), lists.host_peak(), 1.0) << "no renumbered copy of P on the host for a device";
 }
 
+// PLSV's plan holds SQUAREM's copies when the fit extrapolates: theta's with the word arrays (W, the
+// vocabulary, sets them: a corpus with a huge word id is still named as the cause), the documents'
+// under params.extrapolation.
+TEST(MemoryPlan, PlsvCountsTheExtrapolationsCopies) {
+  const index_t N = 1000, W = 200000;
+  const int Z = 50;
+  for (bool device : {false, true}) {
+    const MemoryPlan plain = plan_plsv(N, W, Z, 30000, device), squarem = plan_plsv(N, W, Z, 30000, device, true);
+    EXPECT_NEAR(squarem.host_peak() - plain.host_peak(), 8.0 * (8.0 * W * Z + 4.0 * 3.0 * N), 1.0) << device;
+    EXPECT_EQ(squarem.device_peak(), plain.device_peak()) << "the copies live on the host";
+    ASSERT_EQ(squarem.items.size(), plain.items.size() + 1);
+    EXPECT_EQ(squarem.items.back().key, "params.extrapolation");
+    bool named = false;
+    for (const MemoryItem& item : squarem.items)
+      named |= item.key == "input.corpus" && item.what.find("SQUAREM") != std::string::npos;
+    EXPECT_TRUE(named) << "theta's copies count with the word arrays";
+  }
+  const MemoryPlan plain = plan_plsv(N, W, Z, 30000, false), squarem = plan_plsv(N, W, Z, 30000, false, true);
+  MemoryInfo tight;
+  tight.host_bytes = plain.host_peak() + kMemoryMargin + 1e6;  // the plain fit fits, the copies do not
+  EXPECT_NO_THROW(check_memory_plan(plain, tight, false));
+  try {
+    check_memory_plan(squarem, tight, false);
+    ADD_FAILURE() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::input);
+    EXPECT_NE(std::string(e.what()).find("SQUAREM"), std::string::npos) << e.what();
+  }
+}
+
 // The comparison behind the parity suite and `orrery check`: bounds, NaN and infinities, the
 // report naming index and values.
 TEST(Parity, CompareFollowsItsTolerance) {

@@ -12,8 +12,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -86,8 +88,8 @@ ORRERY_ALWAYS_INLINE void repulsion_loop(const double* yt, index_t N, index_t i,
 // Row i's attractive sums over its list (columns col[lo, hi), values val), as hssne_accumulate's
 // attraction but vectorised: the list's points are gathered from yt, and the logs are math/exp.hpp's,
 // not libm's scalar log1p, which cost more than the whole repulsion pass.
-template <int D, int kTail>
-ORRERY_ALWAYS_INLINE void attraction_loop(const double* yt, index_t N, index_t i, const index_t* col,
+template <int D, int kTail, class Col>
+ORRERY_ALWAYS_INLINE void attraction_loop(const double* yt, index_t N, index_t i, const Col* col,
                                           const double* val, index_t lo, index_t hi, double alpha,
                                           math::HssneRow<double, D>& acc) {
   const cpu::MapRow<double, D> r(yt, N, i);
@@ -162,8 +164,8 @@ ORRERY_CLONES void repulsion_from(const double* ft, index_t m, const double* y, 
   ORRERY_HSSNE_TAIL_DISPATCH(repulsion_from_loop, ft, m, y, alpha, acc);
 }
 
-template <int D>
-ORRERY_CLONES void attraction_row(const double* yt, index_t N, index_t i, const index_t* col, const double* val,
+template <int D, class Col>
+ORRERY_CLONES void attraction_row(const double* yt, index_t N, index_t i, const Col* col, const double* val,
                                   index_t lo, index_t hi, double alpha, math::HssneRow<double, D>& acc) {
   ORRERY_HSSNE_TAIL_DISPATCH(attraction_loop, yt, N, i, col, val, lo, hi, alpha, acc);
 }
@@ -184,14 +186,15 @@ ORRERY_CLONES void dense_row(const double* yt, index_t N, index_t i, const doubl
 // communicator, every row.
 struct Shard {
   Comm* comm = nullptr;
+  const std::uint32_t* col32 = nullptr;  // P's columns in 32 bits (the engine's copy), else S's
   index_t first = 0, end = 0;
   std::vector<std::size_t> rows;  // every rank's row count, in rank order
 };
 
 template <int D>
-void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, int threads,
-              RepulsionGrid* grid, bool exact_when_cheaper, RepulsionTree* tree, RepulsionSums& rep, HssneSums& out,
-              HssneStageTimes& times, index_t first, index_t end) {
+void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, const std::uint32_t* col32,
+              int threads, RepulsionGrid* grid, bool exact_when_cheaper, RepulsionTree* tree, RepulsionSums& rep,
+              HssneSums& out, HssneStageTimes& times, index_t first, index_t end) {
   const double t0 = omp_get_wtime();
   const index_t N = Y.rows;
   resize_sums(out, N, D);
@@ -244,7 +247,8 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
       } else {
         repulsion_row<D>(yt.data(), N, i, alpha, acc);
       }
-      attraction_row<D>(yt.data(), N, i, S->col.data(), S->val.data(), lo, hi, alpha, acc);
+      if (col32) attraction_row<D>(yt.data(), N, i, col32, S->val.data(), lo, hi, alpha, acc);
+      else attraction_row<D>(yt.data(), N, i, S->col.data(), S->val.data(), lo, hi, alpha, acc);
     }
     const auto k = static_cast<size_t>(i);
     out.h[k] = acc.h_sum;
@@ -269,7 +273,8 @@ template <int D>
 HssneTotals cpu_evaluate(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, int threads,
                          RepulsionGrid* grid, bool exact_when_cheaper, RepulsionTree* tree, RepulsionSums& rep,
                          HssneSums& out, HssneStageTimes& times, const Shard& shard) {
-  cpu_sums<D>(Y, alpha, P, S, threads, grid, exact_when_cheaper, tree, rep, out, times, shard.first, shard.end);
+  cpu_sums<D>(Y, alpha, P, S, shard.col32, threads, grid, exact_when_cheaper, tree, rep, out, times, shard.first,
+              shard.end);
   HssneTotals t;
   t.z = rep.z_grid;
   if (!shard.comm) {
@@ -318,9 +323,10 @@ std::vector<index_t> breadth_first_order(const SparseAffinity& S) {
 }
 
 // P with its points renumbered: row r is S's row order[r], its columns rank[j] (rank = the inverse
-// of order), each row's entries sorted by column.
+// of order), each row's entries sorted by column. With col32, the columns go there in 32 bits and
+// the result's own stay empty.
 SparseAffinity renumbered(const SparseAffinity& S, const std::vector<index_t>& order, const std::vector<index_t>& rank,
-                          int threads) {
+                          int threads, std::vector<std::uint32_t>* col32) {
   const index_t N = S.num_points;
   SparseAffinity L;
   L.num_points = N;
@@ -329,7 +335,8 @@ SparseAffinity renumbered(const SparseAffinity& S, const std::vector<index_t>& o
     const auto i = static_cast<size_t>(order[static_cast<size_t>(r)]);
     L.row_ptr[static_cast<size_t>(r + 1)] = L.row_ptr[static_cast<size_t>(r)] + (S.row_ptr[i + 1] - S.row_ptr[i]);
   }
-  L.col.resize(S.col.size());
+  if (col32) col32->resize(S.col.size());
+  else L.col.resize(S.col.size());
   L.val.resize(S.val.size());
 #pragma omp parallel for schedule(dynamic, 1024) num_threads(nthreads(threads))
   for (index_t r = 0; r < N; ++r) {
@@ -339,7 +346,11 @@ SparseAffinity renumbered(const SparseAffinity& S, const std::vector<index_t>& o
       row.emplace_back(rank[static_cast<size_t>(S.col[static_cast<size_t>(q)])], S.val[static_cast<size_t>(q)]);
     std::sort(row.begin(), row.end());
     auto at = static_cast<size_t>(L.row_ptr[static_cast<size_t>(r)]);
-    for (const auto& [j, v] : row) L.col[at] = j, L.val[at++] = v;
+    for (const auto& [j, v] : row) {
+      if (col32) (*col32)[at] = static_cast<std::uint32_t>(j);
+      else L.col[at] = j;
+      L.val[at++] = v;
+    }
   }
   return L;
 }
@@ -363,8 +374,12 @@ class CpuHssneEngine final : public HssneEngine {
       order_ = breadth_first_order(*S);
       std::vector<index_t> rank(order_.size());
       for (size_t r = 0; r < order_.size(); ++r) rank[static_cast<size_t>(order_[r])] = static_cast<index_t>(r);
-      local_ = renumbered(*S, order_, rank, threads);
+      // The columns in 32 bits where N allows: the attraction streams P's lists every evaluation,
+      // 12 bytes an entry instead of 16 (the same values, so the same sums).
+      const bool compact = N_ <= static_cast<index_t>(std::numeric_limits<std::uint32_t>::max());
+      local_ = renumbered(*S, order_, rank, threads, compact ? &col32_ : nullptr);
       S_ = &local_;
+      if (compact) shard_.col32 = col32_.data();
     }
   }
   std::string name() const override { return "cpu"; }
@@ -386,10 +401,17 @@ class CpuHssneEngine final : public HssneEngine {
     if (shard_.comm && S_ == &local_) {
       const auto lo = static_cast<size_t>(local_.row_ptr[static_cast<size_t>(shard_.first)]);
       const auto hi = static_cast<size_t>(local_.row_ptr[static_cast<size_t>(shard_.end)]);
-      std::vector<index_t>(local_.col.begin() + static_cast<std::ptrdiff_t>(lo),
-                           local_.col.begin() + static_cast<std::ptrdiff_t>(hi)).swap(local_.col);
-      std::vector<double>(local_.val.begin() + static_cast<std::ptrdiff_t>(lo),
-                          local_.val.begin() + static_cast<std::ptrdiff_t>(hi)).swap(local_.val);
+      const auto keep = [lo, hi](auto& v) {
+        std::remove_reference_t<decltype(v)>(v.begin() + static_cast<std::ptrdiff_t>(lo),
+                                             v.begin() + static_cast<std::ptrdiff_t>(hi)).swap(v);
+      };
+      if (col32_.empty()) {
+        keep(local_.col);
+      } else {
+        keep(col32_);
+        shard_.col32 = col32_.data();
+      }
+      keep(local_.val);
       for (index_t& at : local_.row_ptr) at = std::clamp<index_t>(at - static_cast<index_t>(lo), 0, static_cast<index_t>(hi - lo));
     }
   }
@@ -528,6 +550,7 @@ class CpuHssneEngine final : public HssneEngine {
   std::unique_ptr<RepulsionGrid> grid_;  // null: exact repulsion over all pairs
   std::unique_ptr<RepulsionTree> tree_;  // where the grid gives way (null: the exact loop there)
   HssneStageTimes times_;
+  std::vector<std::uint32_t> col32_;  // local_'s columns in 32 bits (local_.col then empty)
   bool exact_when_cheaper_ = false;
   RepulsionSums rep_;
   // The engine's numbering (empty: the caller's): order_[r] is the caller's point r; local_ is P

@@ -31,6 +31,11 @@ namespace orrery::cpu {
 class RepulsionTree {
  public:
   static constexpr int kLeafPoints = 32;
+  // The points of a cell of at most kWalkPoints walk the tree together and share what they meet:
+  // a cell taken whole must be far enough from the box around all of them, so a larger group meets
+  // more sources (more accurate sums) from fewer walks. On the final map of 70,000 Fashion-MNIST
+  // images at angle 0.4 (2 threads): 32 points 26 ms a pass, force error 4.9e-3; 256: 16 ms, 2.9e-3.
+  static constexpr int kWalkPoints = 256;
   // dim 2 or 3; alpha the tail; angle >= 0 the opening angle (0: every cell opened, the exact sums).
   RepulsionTree(int dim, double alpha, double angle, int threads);
 

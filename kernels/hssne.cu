@@ -278,7 +278,8 @@ class CudaHssneEngine final : public HssneEngine {
     cur_ = trial_totals_;
   }
 
-  HssneTotals gradient_step(double c, double momentum, double learning_rate) override {
+  // The sums always include p log H here (`objective` only allows an engine to skip them).
+  HssneTotals gradient_step(double c, double momentum, double learning_rate, bool /*objective*/) override {
     ORRERY_CUDA_CHECK(cudaSetDevice(device_));
     if (N_ == 0) return cur_ = evaluate(y_, sums_);
     if (dim_ == 2)

@@ -87,8 +87,9 @@ ORRERY_ALWAYS_INLINE void repulsion_loop(const double* yt, index_t N, index_t i,
 
 // Row i's attractive sums over its list (columns col[lo, hi), values val), as hssne_accumulate's
 // attraction but vectorised: the list's points are gathered from yt, and the logs are math/exp.hpp's,
-// not libm's scalar log1p, which cost more than the whole repulsion pass.
-template <int D, int kTail, class Col>
+// not libm's scalar log1p, which cost more than the whole repulsion pass. Without kLog the
+// objective's sum p log H is left out (p_log_h untouched), and with it the logarithms.
+template <int D, int kTail, bool kLog, class Col>
 ORRERY_ALWAYS_INLINE void attraction_loop(const double* yt, index_t N, index_t i, const Col* col,
                                           const double* val, index_t lo, index_t hi, double alpha,
                                           math::HssneRow<double, D>& acc) {
@@ -102,7 +103,7 @@ ORRERY_ALWAYS_INLINE void attraction_loop(const double* yt, index_t N, index_t i
     const math::TailTerms<double> t = math::heavy_tail_terms<kTail>(r.tau(j), alpha);
     const double ps = p * t.s;
     a += ps;
-    plh += p * t.log_h;
+    if constexpr (kLog) plh += p * t.log_h;
     g0 += ps * x0[j];
     if constexpr (D > 1) g1 += ps * x1[j];
     if constexpr (D > 2) g2 += ps * x2[j];
@@ -164,10 +165,28 @@ ORRERY_CLONES void repulsion_from(const double* ft, index_t m, const double* y, 
   ORRERY_HSSNE_TAIL_DISPATCH(repulsion_from_loop, ft, m, y, alpha, acc);
 }
 
+template <int D, int kTail, class Col>
+ORRERY_ALWAYS_INLINE void attraction_with_log(const double* yt, index_t N, index_t i, const Col* col,
+                                              const double* val, index_t lo, index_t hi, double alpha,
+                                              math::HssneRow<double, D>& acc) {
+  attraction_loop<D, kTail, true>(yt, N, i, col, val, lo, hi, alpha, acc);
+}
+
+template <int D, int kTail, class Col>
+ORRERY_ALWAYS_INLINE void attraction_without_log(const double* yt, index_t N, index_t i, const Col* col,
+                                                 const double* val, index_t lo, index_t hi, double alpha,
+                                                 math::HssneRow<double, D>& acc) {
+  attraction_loop<D, kTail, false>(yt, N, i, col, val, lo, hi, alpha, acc);
+}
+
 template <int D, class Col>
 ORRERY_CLONES void attraction_row(const double* yt, index_t N, index_t i, const Col* col, const double* val,
-                                  index_t lo, index_t hi, double alpha, math::HssneRow<double, D>& acc) {
-  ORRERY_HSSNE_TAIL_DISPATCH(attraction_loop, yt, N, i, col, val, lo, hi, alpha, acc);
+                                  index_t lo, index_t hi, double alpha, bool with_log, math::HssneRow<double, D>& acc) {
+  if (with_log) {
+    ORRERY_HSSNE_TAIL_DISPATCH(attraction_with_log, yt, N, i, col, val, lo, hi, alpha, acc);
+  } else {
+    ORRERY_HSSNE_TAIL_DISPATCH(attraction_without_log, yt, N, i, col, val, lo, hi, alpha, acc);
+  }
 }
 
 template <int D>
@@ -194,7 +213,7 @@ struct Shard {
 template <int D>
 void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, const std::uint32_t* col32,
               int threads, RepulsionGrid* grid, bool exact_when_cheaper, RepulsionTree* tree, RepulsionSums& rep,
-              HssneSums& out, HssneStageTimes& times, index_t first, index_t end) {
+              HssneSums& out, HssneStageTimes& times, index_t first, index_t end, bool objective) {
   const double t0 = omp_get_wtime();
   const index_t N = Y.rows;
   resize_sums(out, N, D);
@@ -247,8 +266,8 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
       } else {
         repulsion_row<D>(yt.data(), N, i, alpha, acc);
       }
-      if (col32) attraction_row<D>(yt.data(), N, i, col32, S->val.data(), lo, hi, alpha, acc);
-      else attraction_row<D>(yt.data(), N, i, S->col.data(), S->val.data(), lo, hi, alpha, acc);
+      if (col32) attraction_row<D>(yt.data(), N, i, col32, S->val.data(), lo, hi, alpha, objective, acc);
+      else attraction_row<D>(yt.data(), N, i, S->col.data(), S->val.data(), lo, hi, alpha, objective, acc);
     }
     const auto k = static_cast<size_t>(i);
     out.h[k] = acc.h_sum;
@@ -269,18 +288,20 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
 
 // The two totals summed row by row in row order. A shard's rows' terms are gathered first, so the
 // sums run over the same terms in the same order on every rank, whatever the number of ranks.
+// Without `objective` the sparse rows skip p log H, and the totals' p_log_h is NaN.
 template <int D>
 HssneTotals cpu_evaluate(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, int threads,
                          RepulsionGrid* grid, bool exact_when_cheaper, RepulsionTree* tree, RepulsionSums& rep,
-                         HssneSums& out, HssneStageTimes& times, const Shard& shard) {
+                         HssneSums& out, HssneStageTimes& times, const Shard& shard, bool objective) {
   cpu_sums<D>(Y, alpha, P, S, shard.col32, threads, grid, exact_when_cheaper, tree, rep, out, times, shard.first,
-              shard.end);
+              shard.end, objective);
   HssneTotals t;
   t.z = rep.z_grid;
+  if (!objective) t.p_log_h = std::numeric_limits<double>::quiet_NaN();
   if (!shard.comm) {
     for (size_t i = 0; i < out.h.size(); ++i) {
       t.z += out.h[i];
-      t.p_log_h += out.p_log_h[i];
+      if (objective) t.p_log_h += out.p_log_h[i];
     }
     return t;
   }
@@ -293,7 +314,7 @@ HssneTotals cpu_evaluate(const MatrixD& Y, double alpha, const MatrixD* P, const
   shard.comm->allgatherv(mine.data(), mine.size(), all.data(), shard.rows);
   for (const auto& [h, plh] : all) {
     t.z += h;
-    t.p_log_h += plh;
+    if (objective) t.p_log_h += plh;
   }
   return t;
 }
@@ -453,7 +474,7 @@ class CpuHssneEngine final : public HssneEngine {
     cur_ = trial_totals_;
   }
 
-  HssneTotals gradient_step(double c, double momentum, double learning_rate) override {
+  HssneTotals gradient_step(double c, double momentum, double learning_rate, bool objective) override {
     const double inv_z = 1.0 / cur_.z;
     for (index_t i = shard_.first; i < shard_.end; ++i) {
       const auto k = static_cast<size_t>(i);
@@ -464,7 +485,7 @@ class CpuHssneEngine final : public HssneEngine {
       }
     }
     gather_rows(y_);
-    return cur_ = evaluate(y_, sums_);
+    return cur_ = evaluate(y_, sums_, objective);
   }
 
   MatrixD coords() const override { return outside(y_); }
@@ -522,11 +543,11 @@ class CpuHssneEngine final : public HssneEngine {
     return out;
   }
 
-  HssneTotals evaluate(const MatrixD& Y, HssneSums& out) {
+  HssneTotals evaluate(const MatrixD& Y, HssneSums& out, bool objective = true) {
     return dim_ == 2 ? cpu_evaluate<2>(Y, alpha_, P_, S_, threads_, grid_.get(), exact_when_cheaper_, tree_.get(), rep_,
-                                       out, times_, shard_)
+                                       out, times_, shard_, objective)
                      : cpu_evaluate<3>(Y, alpha_, P_, S_, threads_, grid_.get(), exact_when_cheaper_, tree_.get(), rep_,
-                                       out, times_, shard_);
+                                       out, times_, shard_, objective);
   }
   // Every rank's rows of M (this rank's stepped, the others' stale) replaced by their owners'.
   void gather_rows(MatrixD& M) const {

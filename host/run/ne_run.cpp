@@ -193,6 +193,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   MatrixD Y;
   json params, result;
   std::vector<double> trace;
+  std::vector<int> trace_iterations;  // hssne: the iterations the trace's values were taken after
   double perplexity = cfg.input.perplexity;
   MatrixD metric_distances;  // snerv: the map's input space (empty on the candidate path)
   NeighborSearch search;
@@ -250,6 +251,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
                       : fit_hssne(a.dense, d.labels, cfg.hssne, run.seed, *backend, progress, control, start, shards);
       Y = r.coords;
       trace = r.objective_trace;
+      trace_iterations = r.objective_iterations;
       params = fields_to_json(cfg.hssne, hssne_fields());
       result = {{"iterations", r.iterations}, {"evaluations", r.evaluations}, {"stop_reason", r.stop_reason},
                 {"restarts", r.restarts}, {"damped_steps", r.damped_steps},
@@ -370,6 +372,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   report["comm"]["fit_seconds"] = rank_fit;
   report["result"] = result;
   report["trace"] = trace;
+  if (!trace_iterations.empty()) report["trace_iterations"] = trace_iterations;
   report["quality"] = quality;
   if (cfg.method == NeMethod::snerv)  // what the quality measures compared the map with
     report["quality_input"] = metric_input ? "the learning metric's N x N distances"

@@ -164,8 +164,9 @@ class HssneEngine {
   // Y_prev <- Y, Y <- trial, with the trial's sums.
   virtual void accept() = 0;
   // Gradient descent from the current map (its sums, exaggeration c): velocity and gains
-  // updated, Y moved by the velocity, then the sums at the new Y.
-  virtual HssneTotals gradient_step(double c, double momentum, double learning_rate) = 0;
+  // updated, Y moved by the velocity, then the sums at the new Y; their p_log_h (the objective's)
+  // only where `objective` is true (an engine may skip its logarithms otherwise: NaN).
+  virtual HssneTotals gradient_step(double c, double momentum, double learning_rate, bool objective) = 0;
   // Copies to the host: the current map, and its per-point sums.
   virtual MatrixD coords() const = 0;
   virtual void current_sums(HssneSums& out) const = 0;

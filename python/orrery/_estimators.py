@@ -509,8 +509,9 @@ class HSSNE(_Estimator):
     by the fit's metric.
 
     callbacks: a callable or a list of them, each called every callbacks_every_iters iterations (10)
-    as f(iteration, objective, embedding): the iterations done, the objective last recorded (KL), and
-    a read-only copy of the map (N x n_components). One that returns True stops the fit there: the
+    as f(iteration, objective, embedding): the iterations done, the objective last recorded (KL; the
+    gradient method evaluates it every objective_every iterations, 10, so at a multiple of that it is
+    the map's own), and a read-only copy of the map (N x n_components). One that returns True stops the fit there: the
     map at that iteration is the result, and report_["result"]["stop_reason"] is "callback".
     Without callbacks nothing is copied.
 

@@ -81,9 +81,9 @@ class LoggingEngine final : public HssneEngine {
     cur_ = trial_;
     add({'A'});
   }
-  HssneTotals gradient_step(double c, double momentum, double learning_rate) override {
+  HssneTotals gradient_step(double c, double momentum, double learning_rate, bool objective) override {
     add({'G', c, momentum, learning_rate});
-    return cur_ = e_->gradient_step(c, momentum, learning_rate);
+    return cur_ = e_->gradient_step(c, momentum, learning_rate, objective);
   }
   MatrixD coords() const override { return e_->coords(); }
   void current_sums(HssneSums& out) const override { e_->current_sums(out); }

@@ -165,8 +165,8 @@ std::vector<test::ParityCase> test::hssne_parity_cases() {
                      source->start(gaussian_points(1337, dim, 32, 3.0));
                      source->propose(4.0, 1.0, 0.0);
                      source->accept();
-                     source->gradient_step(4.0, 0.5, 50.0);
-                     source->gradient_step(4.0, 0.5, 50.0);
+                     source->gradient_step(4.0, 0.5, 50.0, true);
+                     source->gradient_step(4.0, 0.5, 50.0, true);
                      const HssneState s = source->state();
                      check.add(compare_hssne_restore(*cpu.make_hssne(aff.sparse, 1.0, dim),
                                                      *gpu.make_hssne(aff.sparse, 1.0, dim), s));

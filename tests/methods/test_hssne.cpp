@@ -3,6 +3,7 @@
 // schedule, and map quality on clustered data.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -10,6 +11,7 @@
 #include "common/gradient_check.hpp"
 #include "orrery/affinity.hpp"
 #include "orrery/backend.hpp"
+#include "orrery/config.hpp"
 #include "orrery/error.hpp"
 #include "orrery/hssne.hpp"
 #include "orrery/math/neighbor.hpp"
@@ -266,8 +268,43 @@ TEST(Hssne, GradientDescentAlternativeAlsoSeparatesClasses) {
   prm.optimizer = HssneOptimizer::gradient;
   prm.max_iter = 500;
   const HssneResult fit = fit_hssne(P, labels, prm, 2, *make_cpu_backend(2));
-  EXPECT_LT(fit.objective_trace.back(), fit.objective_trace[prm.exaggeration_iter]);
+  const auto at = std::find(fit.objective_iterations.begin(), fit.objective_iterations.end(), prm.exaggeration_iter);
+  ASSERT_NE(at, fit.objective_iterations.end());
+  EXPECT_LT(fit.objective_trace.back(), fit.objective_trace[static_cast<size_t>(at - fit.objective_iterations.begin())]);
   EXPECT_GE(homogeneity(fit.coords, labels), 0.9);
+}
+
+// The gradient method's steps need no objective: evaluated only every objective_every-th map and at
+// the last, the trace holds the values an every-iteration trace holds there, the maps are the same
+// bits, and the last value is the final map's KL.
+TEST(Hssne, GradientObjectiveEveryFewMapsLeavesTheMapsAsTheyAre) {
+  std::vector<int> labels;
+  const SparseAffinity S = affinities_sparse(clusters(labels, 6), 10.0).sparse;
+  for (const HssneRepulsionMode repulsion : {HssneRepulsionMode::exact, HssneRepulsionMode::tree}) {
+    HssneParams prm;
+    prm.optimizer = HssneOptimizer::gradient;
+    prm.repulsion = repulsion;
+    prm.max_iter = 37;
+    prm.exaggeration_iter = 12;
+    prm.objective_every = 1;
+    const HssneResult all = fit_hssne(S, prm, 3, *make_cpu_backend(2));
+    prm.objective_every = 10;
+    const HssneResult few = fit_hssne(S, prm, 3, *make_cpu_backend(2));
+    const std::string what = enum_name(repulsion);
+    EXPECT_EQ(few.coords.data, all.coords.data) << what;
+    EXPECT_EQ(few.iterations, 37) << what;
+    EXPECT_EQ(few.objective_iterations, (std::vector<int>{0, 10, 20, 30, 37})) << what;
+    ASSERT_EQ(all.objective_iterations.size(), 38u) << what;
+    for (size_t e = 0; e < few.objective_trace.size(); ++e) {
+      const auto it = static_cast<size_t>(few.objective_iterations[e]);
+      EXPECT_EQ(all.objective_iterations[it], static_cast<int>(it)) << what;
+      EXPECT_EQ(few.objective_trace[e], all.objective_trace[it]) << what << ", iteration " << it;
+    }
+    if (repulsion == HssneRepulsionMode::exact) {
+      const double kl = hssne_objective(S, few.coords, prm.alpha, nullptr, *make_cpu_backend(2));
+      EXPECT_NEAR(few.objective_trace.back(), kl, 1e-12 * kl) << "the last value is the final map's";
+    }
+  }
 }
 
 TEST(Hssne, SemiSupervisedMixing) {

@@ -210,7 +210,8 @@ HssneResult fit_impl(HssneEngine& engine, const Entropy& ent, index_t N, const H
     s.put("hssne.velocity", e.velocity);
     s.put("hssne.gains", e.gains);
     s.put("hssne.trace", res.objective_trace);
-    s.put("hssne.trace_iterations", std::vector<double>(res.objective_iterations.begin(), res.objective_iterations.end()));
+    const std::vector<int>& at = res.objective_iterations;
+    s.put("hssne.trace_iterations", std::vector<double>(at.begin(), at.end()));
     s.put("hssne.iterations", res.iterations);
     s.put("hssne.evaluations", res.evaluations);
     s.put("hssne.restarts", res.restarts);

@@ -60,7 +60,8 @@ void momentum_and_gradient_steps(HssneEngine& ref, HssneEngine& dev, Collector& 
   ref.accept();
   dev.accept();
   c.add(when + "accepted trial with momentum", "hssne.map", ref.coords().data, dev.coords().data);
-  hssne_totals(ref.gradient_step(2.0, 0.5, 50.0, true), dev.gradient_step(2.0, 0.5, 50.0, true), c, when + "gradient step:");
+  hssne_totals(ref.gradient_step(2.0, 0.5, 50.0, true), dev.gradient_step(2.0, 0.5, 50.0, true), c,
+               when + "gradient step:");
   c.add(when + "after the gradient step", "hssne.map", ref.coords().data, dev.coords().data);
 }
 

@@ -270,7 +270,8 @@ TEST(Hssne, GradientDescentAlternativeAlsoSeparatesClasses) {
   const HssneResult fit = fit_hssne(P, labels, prm, 2, *make_cpu_backend(2));
   const auto at = std::find(fit.objective_iterations.begin(), fit.objective_iterations.end(), prm.exaggeration_iter);
   ASSERT_NE(at, fit.objective_iterations.end());
-  EXPECT_LT(fit.objective_trace.back(), fit.objective_trace[static_cast<size_t>(at - fit.objective_iterations.begin())]);
+  const auto entry = static_cast<size_t>(at - fit.objective_iterations.begin());
+  EXPECT_LT(fit.objective_trace.back(), fit.objective_trace[entry]);
   EXPECT_GE(homogeneity(fit.coords, labels), 0.9);
 }
 

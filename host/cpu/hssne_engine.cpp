@@ -87,12 +87,13 @@ ORRERY_ALWAYS_INLINE void repulsion_loop(const double* yt, index_t N, index_t i,
 
 // Row i's attractive sums over its list (columns col[lo, hi), values val), as hssne_accumulate's
 // attraction but vectorised: the list's points are gathered from yt, and the logs are math/exp.hpp's,
-// not libm's scalar log1p, which cost more than the whole repulsion pass. Without kLog the
-// objective's sum p log H is left out (p_log_h untouched), and with it the logarithms.
-template <int D, int kTail, bool kLog, class Col>
+// not libm's scalar log1p, which cost more than the whole repulsion pass. With Log std::false_type
+// the objective's sum p log H is left out (p_log_h untouched), and with it the logarithms.
+template <int D, int kTail, class Col, class Log>
 ORRERY_ALWAYS_INLINE void attraction_loop(const double* yt, index_t N, index_t i, const Col* col,
-                                          const double* val, index_t lo, index_t hi, double alpha,
+                                          const double* val, index_t lo, index_t hi, double alpha, Log,
                                           math::HssneRow<double, D>& acc) {
+  constexpr bool kLog = Log::value;
   const cpu::MapRow<double, D> r(yt, N, i);
   const double *x0 = r.x0, *x1 = r.x1, *x2 = r.x2;
   double a = 0.0, plh = 0.0, g0 = 0.0, g1 = 0.0, g2 = 0.0;
@@ -165,27 +166,13 @@ ORRERY_CLONES void repulsion_from(const double* ft, index_t m, const double* y, 
   ORRERY_HSSNE_TAIL_DISPATCH(repulsion_from_loop, ft, m, y, alpha, acc);
 }
 
-template <int D, int kTail, class Col>
-ORRERY_ALWAYS_INLINE void attraction_with_log(const double* yt, index_t N, index_t i, const Col* col,
-                                              const double* val, index_t lo, index_t hi, double alpha,
-                                              math::HssneRow<double, D>& acc) {
-  attraction_loop<D, kTail, true>(yt, N, i, col, val, lo, hi, alpha, acc);
-}
-
-template <int D, int kTail, class Col>
-ORRERY_ALWAYS_INLINE void attraction_without_log(const double* yt, index_t N, index_t i, const Col* col,
-                                                 const double* val, index_t lo, index_t hi, double alpha,
-                                                 math::HssneRow<double, D>& acc) {
-  attraction_loop<D, kTail, false>(yt, N, i, col, val, lo, hi, alpha, acc);
-}
-
 template <int D, class Col>
 ORRERY_CLONES void attraction_row(const double* yt, index_t N, index_t i, const Col* col, const double* val,
                                   index_t lo, index_t hi, double alpha, bool with_log, math::HssneRow<double, D>& acc) {
   if (with_log) {
-    ORRERY_HSSNE_TAIL_DISPATCH(attraction_with_log, yt, N, i, col, val, lo, hi, alpha, acc);
+    ORRERY_HSSNE_TAIL_DISPATCH(attraction_loop, yt, N, i, col, val, lo, hi, alpha, std::true_type{}, acc);
   } else {
-    ORRERY_HSSNE_TAIL_DISPATCH(attraction_without_log, yt, N, i, col, val, lo, hi, alpha, acc);
+    ORRERY_HSSNE_TAIL_DISPATCH(attraction_loop, yt, N, i, col, val, lo, hi, alpha, std::false_type{}, acc);
   }
 }
 

@@ -56,13 +56,12 @@ void RepulsionTree::build(const MatrixD& Y) {
   nodes_[0].begin = 0;
   nodes_[0].end = N;
   std::vector<Cube> cubes{root};
-  using Starts = std::array<index_t, kChildren + 1>;  // a split cell's children: [start[c], start[c + 1])
+  // A split cell's children: [start[c], start[c + 1]); all zero for a cell not split.
+  using Starts = std::array<index_t, kChildren + 1>;
   std::vector<Starts> starts;
-  std::vector<char> split;
   for (size_t level = 0; level < nodes_.size();) {
     const size_t level_end = nodes_.size(), count = level_end - level;
     starts.assign(count, Starts{});
-    split.assign(count, 0);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads(threads_)) if (count > 1)
     for (size_t q = level; q < level_end; ++q) {
       Node& node = nodes_[q];
@@ -103,11 +102,10 @@ void RepulsionTree::build(const MatrixD& Y) {
         scratch_[static_cast<size_t>(fill[static_cast<size_t>(child_of(i))]++)] = i;
       }
       std::copy(scratch_.begin() + b, scratch_.begin() + e, order_.begin() + b);
-      split[q - level] = 1;
     }
     for (size_t q = level; q < level_end; ++q) {
-      if (!split[q - level]) continue;
       const Starts& start = starts[q - level];
+      if (start[kChildren] == 0) continue;  // not split
       const index_t b = nodes_[q].begin;
       const Cube cube = cubes[q];
       nodes_[q].first_child = static_cast<index_t>(nodes_.size());

@@ -57,7 +57,7 @@ std::vector<double> tails_alpha_one_first(const std::string& list) {
 // --pca dimensions, or (--source mixture) on N points of a seeded 50-D Gaussian mixture of 20
 // components (bench_common.hpp), on each device of --device. Times each stage apart: PCA on the host
 // (once per N); per device the neighbor search (approximate above kExactNeighborsMaxPoints points on
-// the CPU, as a run's input.neighbors auto, with the run's recall estimate), then the affinity rows on
+// the CPU, as a run's input.neighbors auto, with the run's graph, recall target and estimate), then the affinity rows on
 // the host (aff_s includes knn_s); per tail (--alpha, on that P) the fit; and, outside the total, the
 // report's quality estimate (5-NN accuracy from 4,000 seeded query points above 10,000 points, all
 // points below) and --steps plain steps at the final map (pairs per second of one fixed-point step,
@@ -88,8 +88,8 @@ int run_ne_scale_bench(int argc, char** argv) {
   for (index_t N : sizes) largest = std::max(largest, N);
   const bench::LabelledImages data = source_points(source, dir, largest, "hssne-scale");
   json records = json::array();
-  std::printf("%-8s %8s %5s %6s %8s %8s %7s %8s %8s %8s %8s %10s %12s %6s %7s %8s\n", "device", "N", "alpha", "iters",
-              "pca_s", "knn_s", "recall", "aff_s", "fit_s", "total_s", "qual_s", "s/iter", "pairs/s step", "5nn",
+  std::printf("%-8s %8s %5s %6s %8s %8s %7s %5s %8s %8s %8s %8s %10s %12s %6s %7s %8s\n", "device", "N", "alpha", "iters",
+              "pca_s", "knn_s", "recall", "ef", "aff_s", "fit_s", "total_s", "qual_s", "s/iter", "pairs/s step", "5nn",
               "fit/a1", "tot/dev1");
   for (index_t N : sizes) {
     if (N > data.pixels.rows)
@@ -107,10 +107,14 @@ int run_ne_scale_bench(int argc, char** argv) {
       const bool approx = neighbors == "approximate" || (neighbors == "auto" && backend.name().rfind("cpu", 0) == 0 &&
                                                          N > kExactNeighborsMaxPoints);
       double recall = 1;
+      int ef = 0;  // the approximate search's query list (0: exact)
       KnnGraph graph;
       if (approx) {
-        graph = approximate_knn(Xp, k, 1, backend.threads());
-        recall = estimate_knn_recall(Xp, graph, kNeighborRecallSample, 1, backend.threads()).recall;
+        ApproxKnnTuning tuning;  // the run's search: its graph, its first query list and its recall target
+        graph = approximate_knn_paired(Xp, Xp, k, 1, backend.threads(), affinity_search_params(NeInputSpec()), {},
+                                       &tuning);
+        recall = tuning.recall;
+        ef = tuning.ef;
       } else {
         graph = backend.knn(Xp, k);
       }
@@ -168,8 +172,8 @@ int run_ne_scale_bench(int argc, char** argv) {
         const double total = pca_s + aff_s + fit_s;
         if (&device == &devices.front()) first_totals.push_back(total);
         const double vs_alpha_one = fit_s / alpha_one_fit, vs_first = total / first_totals[a];
-        std::printf("%-8s %8lld %5g %6d %8.2f %8.2f %7.4f %8.2f %8.2f %8.2f %8.2f %10.4f %12.3g %6.3f %7.3f %8.3f\n",
-                    device.label.c_str(), static_cast<long long>(N), alphas[a], fit.iterations, pca_s, knn_s, recall,
+        std::printf("%-8s %8lld %5g %6d %8.2f %8.2f %7.4f %5d %8.2f %8.2f %8.2f %8.2f %10.4f %12.3g %6.3f %7.3f %8.3f\n",
+                    device.label.c_str(), static_cast<long long>(N), alphas[a], fit.iterations, pca_s, knn_s, recall, ef,
                     aff_s, fit_s, total, qual_s, fit_s / fit.iterations, pairs / step_s, acc, vs_alpha_one, vs_first);
         if (steps > 0)
           std::printf("%8s ms an evaluation at the final map: pairs %.2f, grid plan %.2f, scatter %.2f, FFT %.2f, gather "
@@ -182,7 +186,7 @@ int run_ne_scale_bench(int argc, char** argv) {
         const auto finite_or_null = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
         records.push_back({{"bench", "hssne-scale"}, {"device", backend.name()}, {"source", source}, {"n", N},
                            {"dim", dim}, {"alpha", alphas[a]}, {"pca", pca}, {"perplexity", perplexity},
-                           {"neighbors", approx ? "approximate" : "exact"}, {"knn_recall_estimate", recall},
+                           {"neighbors", approx ? "approximate" : "exact"}, {"knn_recall_estimate", recall}, {"knn_ef", ef},
                            {"repulsion", repulsion_name(rep)},
                            {"optimizer", EnumNames<HssneOptimizer>::names[static_cast<size_t>(resolved.optimizer)]},
                            {"iterations", fit.iterations}, {"evaluations", fit.evaluations}, {"restarts", fit.restarts},

@@ -320,11 +320,7 @@ AffinityResult ne_affinities(const NeSpec& cfg, const NeData& d, const NePlan& p
     NeighborSearch s;
     s.approximate = plan.approximate;
     KnnGraph g;
-    ApproxKnnParams prm;
-    prm.ef_search = in.neighbor_ef;
-    prm.ef_construction = kAffinityEfConstruction;
-    prm.target_recall = in.neighbor_recall_target;
-    prm.recall_sample = kNeighborRecallSample;
+    const ApproxKnnParams prm = affinity_search_params(in);
     ApproxKnnTuning tuning;
     if (comm && comm->size() > 1) {  // this rank's rows (the same bits as one process's), then all of them
       const RowBlock mine = hssne_rank_block(X.rows, comm->rank(), comm->size());

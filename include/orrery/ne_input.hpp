@@ -114,6 +114,16 @@ struct NeSpec {
 // 0, snerv's "choose", passes). The one place that says so for every neighbor method.
 void check_perplexity_bound(double perplexity, index_t N, const std::string& source);
 
+// The affinities' approximate search as a run makes it from `in`: kAffinityEfConstruction's graph,
+// neighbor_ef's first query list, raised to neighbor_recall_target on kNeighborRecallSample points.
+inline ApproxKnnParams affinity_search_params(const NeInputSpec& in) {
+  ApproxKnnParams prm;
+  prm.ef_search = in.neighbor_ef;
+  prm.ef_construction = kAffinityEfConstruction;
+  prm.target_recall = in.neighbor_recall_target;
+  prm.recall_sample = kNeighborRecallSample;
+  return prm;
+}
 
 // Whether P comes finished from the input (affinity_matrix) or from a given neighbor graph: either
 // way there are no vectors, no neighbor search and no input space for the quality measures.

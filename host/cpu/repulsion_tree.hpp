@@ -12,7 +12,7 @@
 // 3.9 ms an evaluation (2 cores), against 4.0 ms for leaves of 16 and 4.3 ms for 64; on a 3-D map of
 // 20,000 points 16 ms, against 21 ms for 16 and 18 ms for 64.
 //
-// For the maps of 5,000 to 80,000 points, where the tree costs less than the pairs (O(N^2)) and
+// For the maps of 5,000 to 200,000 points, where the tree costs less than the pairs (O(N^2)) and
 // the grid (sized by the map's extent, not by N; hssne.hpp's kTreeRepulsionMaxPoints), and for the
 // maps the grid cannot afford: a grid's nodes grow as the map's extent to the power D, and 3-D maps
 // of clustered data span ~150 units at 20,000 points (a grid of ~6 10^8 nodes at the default box

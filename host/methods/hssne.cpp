@@ -60,7 +60,7 @@ const std::vector<Field<HssneParams>>& hssne_fields() {
        "exact (all pairs, O(N^2)), interpolated (FFT grid, O(N) per iteration, FFTW on the CPU and cuFFT on CUDA; "
        "sparse affinities; force error ~6e-3 at the default grid, 2e-4 at interp_box 0.5), tree (a Barnes-Hut "
        "tree, O(N log N), CPU only, sparse affinities; force error ~4e-3 at tree_angle 0.4) or auto, with "
-       "sparse affinities: on a CPU exact below 5,000 points, the tree from 5,000, the grid from 80,000 (where a "
+       "sparse affinities: on a CPU exact below 5,000 points, the tree from 5,000, the grid from 200,000 (where a "
        "map's grid would cost more than the pairs, or in 3-D than the tree, the tree where it costs less than "
        "the pairs); on a GPU exact below 12,000 points, the grid from 12,000 (the pairs where it costs more)."},
       {"tree_angle", &HssneParams::tree_angle,

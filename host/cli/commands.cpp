@@ -128,7 +128,7 @@ int cmd_run(const std::vector<std::string>& args, bool validate_only) {
   }
   // Every rank of an MPI launch reads the same configuration and arrives here alike: the refusals
   // below come before any collective, so no rank waits for one that gave up.
-  const std::unique_ptr<Comm> comm = make_comm(cfg.comm_mode);
+  const std::unique_ptr<Comm> comm = make_comm(cfg.comm_mode, cfg.comm_timeout);
   cfg.comm = comm.get();
   check_run_ranks(cfg, *method, resume);
   if (comm->size() > 1 && !method->resumes_across_ranks) {

@@ -57,13 +57,14 @@ Launch detect_launch(const std::function<const char*(const char*)>& getenv) {
 
 }  // namespace comm
 
-std::unique_ptr<Comm> make_comm(const std::string& mode) {
+std::unique_ptr<Comm> make_comm(const std::string& mode, double timeout) {
+  if (!(timeout >= 0)) input_error("comm_timeout: expected seconds >= 0 (0: no limit), found " + std::to_string(timeout));
   if (mode == "single") return make_single_comm();
-  if (mode == "mpi") return comm::make_mpi_comm();
+  if (mode == "mpi") return comm::make_mpi_comm(timeout);
   if (mode != "auto") input_error("comm: expected \"auto\", \"single\" or \"mpi\", found \"" + mode + "\"");
   const comm::Launch launch = comm::detect_launch([](const char* name) { return std::getenv(name); });
   if (!launch.by_launcher) return make_single_comm();
-  if (mpi_comm_built()) return comm::make_mpi_comm();
+  if (mpi_comm_built()) return comm::make_mpi_comm(timeout);
   if (launch.size > 1)
     input_error("comm: \"auto\" sees a launch of " + std::to_string(launch.size) + " processes (" + launch.variable +
                 "), but this orrery was built without MPI, so each would compute the whole run alone; configure "

@@ -9,8 +9,9 @@
 
 namespace orrery::comm {
 
-// MPI_COMM_WORLD's processes (comm_mpi.cpp), or the input error of a build without MPI (no_mpi.cpp).
-std::unique_ptr<Comm> make_mpi_comm();
+// MPI_COMM_WORLD's processes (comm_mpi.cpp), or the input error of a build without MPI (no_mpi.cpp);
+// timeout as make_comm's.
+std::unique_ptr<Comm> make_mpi_comm(double timeout);
 
 struct Launch {
   bool by_launcher = false;  // an MPI launcher (mpirun/mpiexec, srun) started this process

@@ -8,7 +8,7 @@ namespace orrery {
 bool mpi_comm_built() { return false; }
 
 namespace comm {
-std::unique_ptr<Comm> make_mpi_comm() {
+std::unique_ptr<Comm> make_mpi_comm(double /*timeout*/) {
   input_error("comm: \"mpi\" requested, but this orrery was built without MPI (install libopenmpi-dev and "
               "configure with -DORRERY_MPI=ON)");
 }

@@ -134,7 +134,7 @@ RunConfig run_config_from_json(json raw, const std::string& path) {
   cfg.path = path;
   cfg.raw = std::move(raw);
   const json& j = cfg.raw;
-  check_keys(j, path, {"method", "input", "params", "output", "device", "threads", "seed", "comm"});
+  check_keys(j, path, {"method", "input", "params", "output", "device", "threads", "seed", "comm", "comm_timeout"});
   std::string known;
   for (const auto& m : methods()) known += (known.empty() ? "" : ", ") + std::string(m.name);
   if (!j.contains("method")) input_error(path + ": missing key 'method' (one of: " + known + ")");
@@ -194,6 +194,12 @@ RunConfig run_config_from_json(json raw, const std::string& path) {
     if (!c.is_string() || (c != "auto" && c != "single" && c != "mpi"))
       input_error("comm: expected auto, single or mpi, found " + detail::shown(c));
     cfg.comm_mode = c.get<std::string>();
+  }
+  if (j.contains("comm_timeout")) {
+    const json& t = j["comm_timeout"];
+    if (!t.is_number() || !(t.get<double>() >= 0) || !std::isfinite(t.get<double>()))
+      input_error("comm_timeout: expected seconds >= 0 (0: no limit), found " + detail::shown(t));
+    cfg.comm_timeout = t.get<double>();
   }
   if (j.contains("seed")) {
     if (!non_negative_integer(j["seed"])) input_error("seed: expected a non-negative integer, found " + detail::shown(j["seed"]));

@@ -7,13 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "orrery/comm.hpp"
 #include "orrery/config.hpp"
 #include "orrery/error.hpp"
 #include "orrery/types.hpp"
-
-namespace orrery {
-class Comm;
-}
 
 namespace orrery::pipeline {
 
@@ -47,6 +44,9 @@ struct RunConfig {
   // "auto" | "single" | "mpi": the communicator a front end makes for the run (make_comm in
   // orrery/comm.hpp) and hands over as `comm`.
   std::string comm_mode = "auto";
+  // Seconds a rank waits in a collective for the others before the run is stopped naming the ranks
+  // that never came (0: no limit).
+  double comm_timeout = kDefaultCommTimeout;
   // The processes of the run (not owned; null: one process). With several ranks every rank runs the
   // same configuration; rank 0 alone shows progress and writes the outputs.
   Comm* comm = nullptr;

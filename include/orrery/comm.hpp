@@ -127,7 +127,11 @@ std::unique_ptr<Comm> make_single_comm();
 //             OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK or SLURM_STEP_NUM_TASKS), "single"
 //             otherwise. Without MPI in the build, a launch of several processes is an input error
 //             (each would compute the whole run alone).
-std::unique_ptr<Comm> make_comm(const std::string& mode);
+// `timeout`: the seconds a rank waits in a collective for the last of the others (0: no limit).
+// Past it, the MPI communicator asks which ranks are waiting too and aborts the run (every rank,
+// exit status 1) naming those that are not: a rank that hangs ends the run as one that dies does.
+inline constexpr double kDefaultCommTimeout = 600.0;
+std::unique_ptr<Comm> make_comm(const std::string& mode, double timeout = kDefaultCommTimeout);
 
 // Whether this build has the MPI communicator (-DORRERY_MPI found MPI).
 bool mpi_comm_built();

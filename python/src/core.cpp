@@ -201,9 +201,9 @@ py::array_t<double> to_array(const MatrixD& m) {
 }
 
 // The communicator a config's or estimator's comm names; a bad name is a ValueError naming comm.
-std::unique_ptr<Comm> comm_for(const std::string& mode) {
+std::unique_ptr<Comm> comm_for(const std::string& mode, double timeout = kDefaultCommTimeout) {
   try {
-    return make_comm(mode);
+    return make_comm(mode, timeout);
   } catch (const Error& e) {
     throw py::value_error(e.what());
   }
@@ -221,7 +221,7 @@ py::tuple run(const py::dict& config, const Inputs&, bool quiet, const py::objec
   }
   const pipeline::MethodEntry* method = pipeline::find_method(rc.method);
   // the run's communicator: one process unless the config's comm says otherwise (orrery.PE(comm=...))
-  const std::unique_ptr<Comm> comm = comm_for(rc.comm_mode);
+  const std::unique_ptr<Comm> comm = comm_for(rc.comm_mode, rc.comm_timeout);
   rc.comm = comm.get();
   try {
     pipeline::check_run_ranks(rc, *method, false);

@@ -1,5 +1,6 @@
-// The run config's "comm" key through the orrery binary: an unknown value, MPI asked of a build
-// without it, and one-process PE and PLSV runs that record their communicator in the report.
+// The run config's "comm" and "comm_timeout" keys through the orrery binary: an unknown value, MPI
+// asked of a build without it, a timeout that is no number of seconds, and one-process PE and PLSV
+// runs that record their communicator in the report.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -18,13 +19,15 @@ namespace {
 
 using orrery::test::Outcome;
 
-// configs/pe_planted_csv.json with its output in `dir` and `comm` set (or absent when empty).
-std::string pe_config(const fs::path& dir, const std::string& comm) {
+// configs/pe_planted_csv.json with its output in `dir`, `comm` set (or absent when empty) and the
+// keys of `extra`.
+std::string pe_config(const fs::path& dir, const std::string& comm, const json& extra = json::object()) {
   json j = json::parse(orrery::test::slurp(fs::path(ORRERY_SOURCE_DIR) / "configs" / "pe_planted_csv.json"), nullptr,
                        true, true);
   j["output"]["dir"] = (dir / "out").string();
   j["output"]["svg"] = false;
   if (!comm.empty()) j["comm"] = comm;
+  j.update(extra);
   const fs::path p = dir / "run.json";
   std::ofstream(p) << j.dump(2);
   return p.string();
@@ -46,6 +49,19 @@ TEST(CommCli, AnUnknownValueIsAnInputErrorNamingComm) { expect_comm_error("bogus
 TEST(CommCli, MpiInABuildWithoutMpiIsAnInputErrorNamingComm) {
   if (orrery::mpi_comm_built()) GTEST_SKIP() << "this build has MPI (the mpi-labelled tests run it)";
   expect_comm_error("mpi", "without MPI");
+}
+
+TEST(CommCli, ATimeoutThatIsNoNumberOfSecondsIsAnInputErrorNamingIt) {
+  for (const json& bad : {json(-1), json("10"), json(nullptr)}) {
+    orrery::test::TempDir tmp;
+    const Outcome o =
+        orrery::test::run_orrery("run " + pe_config(tmp.dir(), "single", {{"comm_timeout", bad}}) + " --quiet");
+    EXPECT_EQ(o.code, 2) << o.output;
+    EXPECT_EQ(o.output.rfind("error: comm_timeout: expected seconds >= 0", 0), 0u) << o.output;
+    EXPECT_FALSE(fs::exists(tmp.dir() / "out"));
+  }
+  orrery::test::TempDir tmp;  // 0: no limit, a valid value
+  EXPECT_EQ(orrery::test::run_orrery("run " + pe_config(tmp.dir(), "single", {{"comm_timeout", 0}}) + " --quiet").code, 0);
 }
 
 TEST(CommCli, OneProcessRecordsItsCommunicatorAndItsRows) {

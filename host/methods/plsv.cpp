@@ -24,6 +24,7 @@
 #include "orrery/math/exp.hpp"
 #include "orrery/math/plsv.hpp"
 #include "orrery/pe.hpp"
+#include "prep/clones.hpp"
 
 namespace orrery {
 
@@ -98,6 +99,39 @@ const std::vector<Field<PlsvParams>>& plsv_fields() {
 }
 
 namespace {
+
+// SQUAREM's jump over theta, which holds Z x W values (a few hundred thousand): the logarithms and
+// exponentials run in the machine's vectors (ORRERY_CLONES), not one value at a time.
+
+// out[i] = log t[i] for n positive values.
+ORRERY_CLONES void logs_into(const double* __restrict t, std::ptrdiff_t n, double* __restrict out) {
+  ORRERY_SIMD()
+  for (std::ptrdiff_t i = 0; i < n; ++i) out[i] = math::log_positive(t[i]);
+}
+
+// One topic's W word probabilities from its logarithms at x0, x1, x2 and the jump's a: each
+// logarithm extrapolated (x0 - 2 a r + a^2 v), then exponentiated and normalised (no word's
+// probability becomes 0).
+ORRERY_CLONES void extrapolated_topic(const double* __restrict l0, const double* __restrict l1,
+                                      const double* __restrict l2, double a, std::ptrdiff_t W,
+                                      double* __restrict row) {
+  double top = -std::numeric_limits<double>::infinity();
+  ORRERY_SIMD(reduction(max : top))
+  for (std::ptrdiff_t w = 0; w < W; ++w) {
+    const double r = l1[w] - l0[w], v = (l2[w] - l1[w]) - r;
+    row[w] = l0[w] - 2.0 * a * r + a * a * v;
+    top = row[w] > top ? row[w] : top;
+  }
+  double sum = 0.0;
+  ORRERY_SIMD(reduction(+ : sum))
+  for (std::ptrdiff_t w = 0; w < W; ++w) {
+    const double e = row[w] - top;
+    row[w] = math::exp_nonpositive(e > -700.0 ? e : -700.0);
+    sum += row[w];
+  }
+  ORRERY_SIMD()
+  for (std::ptrdiff_t w = 0; w < W; ++w) row[w] /= sum;
+}
 
 
 // Corpus word frequencies f_w = sum_n c_nw / sum c.
@@ -364,11 +398,7 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, Comm& comm, const PlsvParams
     };
     const auto logs = [](const MatrixD& theta) {  // theta > 0 (alpha > 0 in every M-step; jumps keep it)
       std::vector<double> l(theta.data.size());
-      const double* t = theta.data.data();
-      double* out = l.data();
-      const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(l.size());
-      ORRERY_SIMD()
-      for (std::ptrdiff_t i = 0; i < n; ++i) out[i] = math::log_positive(t[i]);
+      logs_into(theta.data.data(), static_cast<std::ptrdiff_t>(l.size()), l.data());
       return l;
     };
     const std::vector<double> l0 = logs(a0.theta), l1 = logs(a1.theta), l2 = logs(a2.theta);
@@ -391,22 +421,8 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, Comm& comm, const PlsvParams
     for (size_t i = 0; i < x.phi.size(); ++i) x.phi[i] = extrapolate(a0.phi[i], a1.phi[i], a2.phi[i]);
     const index_t W = x.theta.cols;
     for (index_t z = 0; z < Z; ++z) {  // each topic's logarithms extrapolated, then normalised
-      double* row = x.theta.row(z);
       const size_t at = static_cast<size_t>(z * W);
-      double top = -std::numeric_limits<double>::infinity();
-      for (index_t w = 0; w < W; ++w) {
-        const size_t i = at + static_cast<size_t>(w);
-        row[w] = extrapolate(l0[i], l1[i], l2[i]);
-        top = std::max(top, row[w]);
-      }
-      double sum = 0.0;
-      ORRERY_SIMD(reduction(+ : sum))
-      for (index_t w = 0; w < W; ++w) {
-        const double e = row[w] - top;
-        row[w] = math::exp_nonpositive(e > -700.0 ? e : -700.0);  // no word's probability becomes 0
-        sum += row[w];
-      }
-      for (index_t w = 0; w < W; ++w) row[w] /= sum;
+      extrapolated_topic(l0.data() + at, l1.data() + at, l2.data() + at, a, W, x.theta.row(z));
     }
     go_to(x);
     return true;

@@ -325,6 +325,8 @@ class _Estimator(*_Bases):
             "seed": _seed(self.random_state),
             "comm": comm,
         }
+        if getattr(self, "comm_timeout", None) is not None:  # the estimators that take comm
+            config["comm_timeout"] = self.comm_timeout
         bar = _progress_bar(self, config, callbacks) if self.verbose else None
         write = None
         if bar is not None:
@@ -519,13 +521,16 @@ class HSSNE(_Estimator):
     process passes its own rows of X (vectors; labels on every process or none); the map is fitted
     across the processes (README, "Several processes") and every process gets the whole map, rows in
     rank order, the same bits as one process fitting all the rows. Callbacks run on every process
-    with the same map and must agree on stopping. None: one process.
+    with the same map and must agree on stopping. None: one process. comm_timeout (seconds, 600; 0:
+    no limit): a process that waits longer for the others in one exchange stops the fit on every
+    process, naming the processes that never came (a hung rank).
     """
 
     _method = "hssne"
     _param_fields = tuple(_params.table("hssne"))
     _input_fields = tuple(_params.table("hssne_input", _NE_INPUT_KEYS))
-    _extra = {"metric": "euclidean", "callbacks": None, "callbacks_every_iters": 10, "comm": None}
+    _extra = {"metric": "euclidean", "callbacks": None, "callbacks_every_iters": 10, "comm": None,
+              "comm_timeout": 600.0}
 
     def _callbacks(self):
         """callbacks (a callable or a list of them) as _core.run takes them, checked."""
@@ -738,12 +743,14 @@ class PE(_Estimator):
     process passes its own rows (and their labels, on every process or none); the objects are
     fitted across the processes (README, "Several processes") and every process gets the whole map,
     the rows in rank order, the same bits as one process fitting all the rows. None: one process.
+    comm_timeout (seconds, 600; 0: no limit): a process that waits longer for the others in one
+    exchange stops the fit on every process, naming the processes that never came (a hung rank).
     """
 
     _method = "pe"
     _param_fields = tuple(_params.table("pe"))
     _input_fields = tuple(_params.table("pe_input", ("normalize_rows", "posterior_model")))
-    _extra = {"comm": None}
+    _extra = {"comm": None, "comm_timeout": 600.0}
 
     def fit(self, X, y=None):
         inputs = _core.Inputs()

@@ -507,3 +507,10 @@ def test_pe_comm_is_checked_and_one_process_is_the_default():
         orrery.PE(max_iter=20, comm="bogus").fit(P, y)
     with pytest.raises(ValueError, match="comm"):
         orrery.PE(max_iter=20, comm=3).fit(P, y)
+    # comm_timeout reaches the run: seconds >= 0 pass (0: no limit), anything else is refused naming it
+    c = orrery.PE(max_iter=20, comm_timeout=0).fit(P, y)
+    assert np.array_equal(a.embedding_, c.embedding_) and c.report_["config"]["comm_timeout"] == 0
+    assert a.get_params()["comm_timeout"] == 600.0
+    for bad in (-1, "10"):
+        with pytest.raises(ValueError, match="comm_timeout: expected seconds >= 0"):
+            orrery.PE(max_iter=20, comm_timeout=bad).fit(P, y)

@@ -273,11 +273,12 @@ class MpiComm final : public Comm {
   // naming the ranks that did not answer.
   bool ranks_waiting(MPI_Request& request, const char* call) {
     const double waited = timeout_;
-    std::vector<MPI_Request> asks;
+    asked_ = collective_;  // the questions' buffer, untouched until the next question
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
-      asks.emplace_back();
-      check(MPI_Isend(&collective_, 1, MPI_UINT64_T, r, kAskTag, watch_, &asks.back()), "MPI_Isend");
+      MPI_Request ask;
+      check(MPI_Isend(&asked_, 1, MPI_UINT64_T, r, kAskTag, watch_, &ask), "MPI_Isend");
+      MPI_Request_free(&ask);  // completes on its own; a rank that never receives it is the one to name
     }
     std::vector<char> answered(static_cast<std::size_t>(size_), 0);
     answered[static_cast<std::size_t>(rank_)] = 1;
@@ -327,6 +328,7 @@ class MpiComm final : public Comm {
   int rank_ = 0, size_ = 1;
   double timeout_;                // seconds a collective may wait for the last rank (0: no limit)
   std::uint64_t collective_ = 0;  // collectives waited for so far (alike on every rank)
+  std::uint64_t asked_ = 0;       // the collective of this rank's last question
 };
 
 }  // namespace

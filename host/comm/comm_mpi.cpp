@@ -247,7 +247,7 @@ class MpiComm final : public Comm {
       const double waited = seconds_since(start);
       spinning = waited < kSpinSeconds;
       if (!spinning) std::this_thread::sleep_for(kNap);
-      if (timeout_ > 0 && waited > timeout_ && !ranks_waiting(request, call)) return;
+      if (timeout_ > 0 && waited > timeout_ && late_rank_arrived(request, call)) return;
     }
   }
 
@@ -269,10 +269,9 @@ class MpiComm final : public Comm {
   }
 
   // Past the deadline: asks every other rank whether it waits and gives them kAnswerSeconds to say so.
-  // Returns false when the collective completed meanwhile (the late rank arrived); aborts otherwise,
+  // Returns true when the collective completed meanwhile (the late rank arrived); aborts otherwise,
   // naming the ranks that did not answer.
-  bool ranks_waiting(MPI_Request& request, const char* call) {
-    const double waited = timeout_;
+  bool late_rank_arrived(MPI_Request& request, const char* call) {
     asked_ = collective_;  // the questions' buffer, untouched until the next question
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
@@ -288,7 +287,7 @@ class MpiComm final : public Comm {
            std::count(answered.begin(), answered.end(), 1) < static_cast<std::ptrdiff_t>(size_)) {
       int done = 0;
       check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call);
-      if (done) return false;  // the answers still on their way are matched by number, never mistaken later
+      if (done) return true;  // the answers still on their way are matched by number, never mistaken later
       answer_questions();
       int flag = 0;
       MPI_Status status;
@@ -310,11 +309,12 @@ class MpiComm final : public Comm {
         missing += (missing.empty() ? "" : ", ") + std::to_string(r);
         ++count;
       } else if (at[static_cast<std::size_t>(r)] != collective_) {
-        elsewhere += " rank " + std::to_string(r) + " waits in collective #" + std::to_string(at[static_cast<std::size_t>(r)]) + ";";
+        elsewhere += " rank " + std::to_string(r) + " waits in collective #" +
+                     std::to_string(at[static_cast<std::size_t>(r)]) + ";";
       }
     }
     char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%.0f", waited);
+    std::snprintf(seconds, sizeof seconds, "%.0f", timeout_);
     const std::string where = std::string(call) + " (collective #" + std::to_string(collective_) + " of the run)";
     abort(1, count > 0 ? "waited more than " + std::string(seconds) + " s in " + where + " for rank" +
                              (count > 1 ? "s " : " ") + missing + ", which did not reach it: hung, stopped, or far "

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <limits>
 
+#include "cpu/shard_parts.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/nerv_cells.hpp"
 #include "orrery/nerv.hpp"
@@ -125,13 +126,24 @@ ORRERY_CLONES void listed_sums_range(const math::NervCellsRows<T, D>& r, long lo
   for (long long i = i0; i < i1; ++i) out[i] = math::nerv_cells_listed_sums(r, i);
 }
 
-// Runs f(k0, k1) over [0, n) in fixed chunks, in parallel.
+// Runs f(k0, k1) over [lo, hi) in fixed chunks, in parallel.
 template <class F>
-void chunks(long long n, int threads, const F& f) {
+void chunks(long long lo, long long hi, int threads, const F& f) {
   constexpr long long kChunk = 256;
-  const long long count = (n + kChunk - 1) / kChunk;
+  const long long count = (hi - lo + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (long long c = 0; c < count; ++c) f(c * kChunk, std::min(n, (c + 1) * kChunk));
+  for (long long c = 0; c < count; ++c) f(lo + c * kChunk, std::min(hi, lo + (c + 1) * kChunk));
+}
+// The same over this rank's part of [0, n), then every rank's part of each array (`width` values
+// an item) gathered: every point's values are its own, so the bits do not depend on the split.
+template <class F, class... Arrays>
+void shared_chunks(const SplitParts& part, int threads, const F& f, Arrays... arrays) {
+  chunks(part.begin(), part.end(), threads, f);
+  (part.gather(arrays.first, arrays.second), ...);
+}
+template <class T>
+std::pair<T*, std::size_t> items(std::vector<T>& v, std::size_t width = 1) {
+  return {v.data(), width};
 }
 
 }  // namespace
@@ -249,7 +261,10 @@ double NervCellsEvaluator<T>::run(const MatrixD& Y, double lambda, MatrixD* grad
 
   // 2. nearest distances, radii, wide rows, the cells' radii and reach
   dmin_s_.resize(un);
-  chunks(n, threads_, [&](long long k0, long long k1) { nearest_range<T, D>(g, k0, k1, dmin_s_.data()); });
+  const SplitParts part = SplitParts::even(comm_, n);
+  shared_chunks(
+      part, threads_, [&](long long k0, long long k1) { nearest_range<T, D>(g, k0, k1, dmin_s_.data()); },
+      items(dmin_s_));
   r2_s_.resize(un);
   for (long long k = 0; k < n; ++k)
     r2_s_[static_cast<size_t>(k)] = dmin_s_[static_cast<size_t>(k)] + cut / beta_s_[static_cast<size_t>(k)];
@@ -311,8 +326,10 @@ double NervCellsEvaluator<T>::run(const MatrixD& Y, double lambda, MatrixD* grad
 
   // 3. rows: floor sums by sweep, listed sums, scalars and costs
   std::vector<double> zs(un), ts(un), pairs(un);
-  chunks(n, threads_,
-         [&](long long k0, long long k1) { row_sums_range<T, D>(g, k0, k1, zs.data(), ts.data(), pairs.data()); });
+  shared_chunks(
+      part, threads_,
+      [&](long long k0, long long k1) { row_sums_range<T, D>(g, k0, k1, zs.data(), ts.data(), pairs.data()); },
+      items(zs), items(ts), items(pairs));
   scatter(dmin_o_, dmin_s_);
   scatter(r2_o_, r2_s_);
   math::NervCellsRows<T, D> rows{};
@@ -338,7 +355,9 @@ double NervCellsEvaluator<T>::run(const MatrixD& Y, double lambda, MatrixD* grad
     to[static_cast<size_t>(perm_[static_cast<size_t>(k)])] = ts[static_cast<size_t>(k)];
   }
   std::vector<math::ListedSums> listed(un);
-  chunks(n, threads_, [&](long long i0, long long i1) { listed_sums_range<T, D>(rows, i0, i1, listed.data()); });
+  shared_chunks(
+      part, threads_, [&](long long i0, long long i1) { listed_sums_range<T, D>(rows, i0, i1, listed.data()); },
+      items(listed));
 #pragma omp parallel for schedule(static) num_threads(threads_)
   for (long long i = 0; i < n; ++i) {
     const size_t ui = static_cast<size_t>(i);
@@ -375,7 +394,9 @@ double NervCellsEvaluator<T>::run(const MatrixD& Y, double lambda, MatrixD* grad
   std::vector<double> gs(un * D), gl(un * D, 0.0);
   const T lam = static_cast<T>(lambda);
   if (gather_) {
-    chunks(n, threads_, [&](long long k0, long long k1) { gradient_range<T, D>(g, k0, k1, lam, gs.data()); });
+    shared_chunks(
+        part, threads_, [&](long long k0, long long k1) { gradient_range<T, D>(g, k0, k1, lam, gs.data()); },
+        items(gs, D));
   } else {
     // kScatterBlocks fixed blocks of sorted points, each scattering into its own window of the
     // points its narrow rows can reach (the layers of cells along the last axis within the block's
@@ -399,11 +420,19 @@ double NervCellsEvaluator<T>::run(const MatrixD& Y, double lambda, MatrixD* grad
       off[static_cast<size_t>(b) + 1] = off[static_cast<size_t>(b)] + wn[static_cast<size_t>(b)] * D;
     }
     scatter_.assign(static_cast<size_t>(off[kScatterBlocks]), T(0));
+    // over ranks: each takes a run of the blocks; their points' own terms and their windows are
+    // then gathered, and every rank adds the windows in block order as one process does
+    const SplitParts blocks = SplitParts::of_blocks(comm_, kScatterBlocks, [](long long b) { return b; });
+    const long long b0 = blocks.begin(), b1 = blocks.end();
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads_)
-    for (long long b = 0; b < kScatterBlocks; ++b)
+    for (long long b = b0; b < b1; ++b)
       scatter_range<T, D>(g, b * n / kScatterBlocks, (b + 1) * n / kScatterBlocks, lam, gs.data(),
                           scatter_.data() + off[static_cast<size_t>(b)], w0[static_cast<size_t>(b)],
                           wn[static_cast<size_t>(b)]);
+    SplitParts::of_blocks(comm_, kScatterBlocks, [&](long long b) { return b * n / kScatterBlocks; })
+        .gather(gs.data(), D);
+    SplitParts::of_blocks(comm_, kScatterBlocks, [&](long long b) { return off[static_cast<size_t>(b)]; })
+        .gather(scatter_.data(), 1);
     for (long long b = 0; b < kScatterBlocks; ++b) {
       const T* acc = scatter_.data() + off[static_cast<size_t>(b)];
       const long long base = w0[static_cast<size_t>(b)], m = wn[static_cast<size_t>(b)];
@@ -412,7 +441,9 @@ double NervCellsEvaluator<T>::run(const MatrixD& Y, double lambda, MatrixD* grad
         for (int a = 0; a < D; ++a) gs[static_cast<size_t>((base + q) * D + a)] += static_cast<double>(acc[a * m + q]);
     }
   }
-  chunks(n, threads_, [&](long long i0, long long i1) { listed_gradient_range<T, D>(rows, i0, i1, lam, gl.data()); });
+  shared_chunks(
+      part, threads_, [&](long long i0, long long i1) { listed_gradient_range<T, D>(rows, i0, i1, lam, gl.data()); },
+      items(gl, D));
   *grad = MatrixD(n, D);
   for (long long k = 0; k < n; ++k) {
     const long long i = perm_[static_cast<size_t>(k)];

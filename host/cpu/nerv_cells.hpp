@@ -7,6 +7,10 @@
 #include "orrery/affinity.hpp"
 #include "orrery/types.hpp"
 
+namespace orrery {
+class Comm;
+}
+
 namespace orrery::cpu {
 
 // T: float (the engine's arithmetic) or double (tests of the gradient against finite differences).
@@ -21,6 +25,9 @@ class NervCellsEvaluator {
                      bool gather = false);
   // E at Y (N x D) and, with grad, dE/dY; row_costs (optional) gets each row's cost.
   double evaluate(const MatrixD& Y, double lambda, MatrixD* grad, std::vector<double>* row_costs = nullptr);
+  // Splits each evaluation's per-point sweeps over comm's ranks (NervEngine::shard): every rank
+  // holds the whole map and gets the whole cost and gradient, with the bits of one process.
+  void shard(Comm* comm) { comm_ = comm; }
   // Mean |S_i| (pairs kept per row) at the last evaluation.
   double mean_row_pairs() const { return mean_row_pairs_; }
 
@@ -31,6 +38,7 @@ class NervCellsEvaluator {
   index_t n_;
   int dim_, threads_;
   bool gather_;
+  Comm* comm_ = nullptr;
   double cutoff_, h0_;
   double mean_row_pairs_ = 0.0;
   // input (float), by row; the transpose of the lists

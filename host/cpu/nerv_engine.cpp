@@ -45,6 +45,7 @@
 #include "cpu/engines.hpp"
 #include "cpu/map_rows.hpp"
 #include "cpu/nerv_cells.hpp"
+#include "cpu/shard_parts.hpp"
 #include "orrery/affinity.hpp"
 #include "orrery/error.hpp"
 #include "orrery/math/nerv.hpp"
@@ -393,9 +394,12 @@ class FlushDenormals {
 
 // One evaluation in T: one pass over kBlocks fixed blocks of rows, then (with grad) the blocks'
 // accumulators added in block order. Row totals, the cost and the gradient's sums are double.
+// With a communicator of several ranks each rank passes over a run of the blocks, and their rows'
+// costs and gradient terms and their accumulators are gathered before the sums: every rank gets
+// the cost and gradient of one process, bit for bit.
 template <class T, class Input>
 double evaluate(const Input& in, const std::vector<double>& beta, const MatrixD& Y, double lambda, MatrixD* grad,
-                int threads) {
+                int threads, Comm* comm = nullptr) {
   const index_t N = Y.rows, D = Y.cols;
   if (static_cast<index_t>(beta.size()) != N) internal_error("nerv_objective: beta and Y disagree on N");
   if (N < 2) internal_error("nerv_objective: needs at least 2 points");
@@ -407,13 +411,15 @@ double evaluate(const Input& in, const std::vector<double>& beta, const MatrixD&
   }
   const std::vector<T> yt = cpu::by_dimension<T>(Y);
   const T lam = static_cast<T>(lambda);
+  const SplitParts blocks = SplitParts::of_blocks(comm, kBlocks, [](long long b) { return b; });
+  const long long b0 = blocks.begin(), b1 = blocks.end();
 #pragma omp parallel num_threads(nthreads(threads))
   {
     const FlushDenormals flush(std::is_same<T, float>::value);
     std::vector<T> dist(static_cast<size_t>(N)), w(static_cast<size_t>(N)), lbuf(static_cast<size_t>(N));
     std::vector<T> c(grad ? static_cast<size_t>(N) : 0);
 #pragma omp for schedule(static)
-    for (index_t blk = 0; blk < kBlocks; ++blk)
+    for (index_t blk = b0; blk < b1; ++blk)
       for (index_t i = blk * N / kBlocks; i < (blk + 1) * N / kBlocks; ++i) {
         const T b = static_cast<T>(beta[static_cast<size_t>(i)]);
         const T m = -b * row_distances(yt.data(), N, D, i, dist.data());
@@ -429,16 +435,24 @@ double evaluate(const Input& in, const std::vector<double>& beta, const MatrixD&
           row_scatter(yt.data(), N, D, i, c.data(), grad->row(i), acc.data() + blk * D * N);
         }
       }
+  }
+  if (blocks.split()) {
+    const SplitParts rows = SplitParts::of_blocks(comm, kBlocks, [N](long long b) { return b * N / kBlocks; });
+    rows.gather(cost.data(), 1);
     if (grad) {
-#pragma omp for schedule(static)
-      for (index_t i = 0; i < N; ++i)
-        for (index_t d = 0; d < D; ++d) {
-          double s = (*grad)(i, d);
-          for (index_t blk = 0; blk < kBlocks; ++blk)
-            s += static_cast<double>(acc[static_cast<size_t>((blk * D + d) * N + i)]);
-          (*grad)(i, d) = 2.0 * s;
-        }
+      rows.gather(grad->data.data(), static_cast<size_t>(D));
+      blocks.gather(acc.data(), static_cast<size_t>(D * N));
     }
+  }
+  if (grad) {
+#pragma omp parallel for schedule(static) num_threads(nthreads(threads))
+    for (index_t i = 0; i < N; ++i)
+      for (index_t d = 0; d < D; ++d) {
+        double s = (*grad)(i, d);
+        for (index_t blk = 0; blk < kBlocks; ++blk)
+          s += static_cast<double>(acc[static_cast<size_t>((blk * D + d) * N + i)]);
+        (*grad)(i, d) = 2.0 * s;
+      }
   }
   double E = 0.0;
   for (double v : cost) E += v;
@@ -472,12 +486,13 @@ struct CellsStore {
 // One evaluation over a store.
 template <class T, class Store>
 double evaluate_store(const Store& store, index_t n, const std::vector<double>& beta, const MatrixD& Y, double lambda,
-                      MatrixD* grad, int threads) {
-  return cpu::evaluate<T>(store.input(n), beta, Y, lambda, grad, threads);
+                      MatrixD* grad, int threads, Comm* comm) {
+  return cpu::evaluate<T>(store.input(n), beta, Y, lambda, grad, threads, comm);
 }
 template <class T>
 double evaluate_store(const CellsStore& store, index_t, const std::vector<double>&, const MatrixD& Y, double lambda,
-                      MatrixD* grad, int) {
+                      MatrixD* grad, int, Comm* comm) {
+  store.eval.shard(comm);
   return store.eval.evaluate(Y, lambda, grad);
 }
 
@@ -506,14 +521,14 @@ class CpuNervEngine final : public NervEngine {
   }
   double evaluate(bool with_gradient) override {
     return evaluate_store<T>(store_, n_, beta_, at(NervVector::x), lambda_,
-                             with_gradient ? &at(NervVector::gradient) : nullptr, threads_);
+                             with_gradient ? &at(NervVector::gradient) : nullptr, threads_, comm_);
   }
   double evaluate_trial(double t) override {
     const std::vector<double>&x = at(NervVector::x).data, &d = at(NervVector::direction).data;
     std::vector<double>& trial = at(NervVector::trial).data;
     for (size_t q = 0; q < x.size(); ++q) trial[q] = x[q] + t * d[q];
     return evaluate_store<T>(store_, n_, beta_, at(NervVector::trial), lambda_, &at(NervVector::trial_gradient),
-                             threads_);
+                             threads_, comm_);
   }
   double dot(NervVector a, NervVector b) override {
     const std::vector<double>&u = at(a).data, &v = at(b).data;
@@ -533,6 +548,9 @@ class CpuNervEngine final : public NervEngine {
     std::swap(at(NervVector::x), at(NervVector::trial));
     std::swap(at(NervVector::gradient), at(NervVector::trial_gradient));
   }
+  // The evaluations' passes over the rows are split over the ranks; the five vectors, and so every
+  // dot product and step, stay whole on every rank.
+  void shard(Comm& comm) override { comm_ = comm.size() > 1 ? &comm : nullptr; }
 
  private:
   MatrixD& at(NervVector v) { return v_[static_cast<size_t>(v)]; }
@@ -543,6 +561,7 @@ class CpuNervEngine final : public NervEngine {
   double lambda_;
   int threads_;
   index_t n_;
+  Comm* comm_ = nullptr;
   std::array<MatrixD, kNervVectors> v_;  // by NervVector
 };
 

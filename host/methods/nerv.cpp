@@ -11,6 +11,7 @@
 #include "optim/cg.hpp"
 #include "orrery/affinity.hpp"
 #include "orrery/backend.hpp"
+#include "orrery/comm.hpp"
 #include "orrery/error.hpp"
 
 namespace orrery {
@@ -144,8 +145,9 @@ class NervControl final : public RunControl {
 // gradient on the engine.
 NervResult fit(NervEngine& engine, index_t N, const UnitBandwidths& unit, const NervParams& prm, double scale,
                unsigned long long seed, const std::function<void(int, double)>& progress, const MatrixD* start,
-               RunControl* control, bool start_as_given) {
+               RunControl* control, bool start_as_given, Comm* shards) {
   if (static_cast<index_t>(unit.beta.size()) != N) internal_error("fit_nerv: P and beta disagree on N");
+  if (shards) engine.shard(*shards);
   MatrixD Y(N, prm.dim);
   Y.data = seeded_gaussian(static_cast<size_t>(N) * prm.dim, seed, scale);
   if (start) {
@@ -198,6 +200,11 @@ double mean_perplexity(const SparseAffinity& P) {
 
 }  // namespace
 
+void NervEngine::shard(Comm& comm) {
+  if (comm.size() > 1)
+    internal_error("nerv: the " + name() + " engine runs in one process (" + std::to_string(comm.size()) + " ranks)");
+}
+
 bool nerv_approximate(const NervParams& prm, index_t points, bool sparse) {
   if (prm.pairs == NervPairs::approximate && !sparse)
     input_error("params.pairs: approximate needs sparse affinities (input.affinities is dense: every pair)");
@@ -217,22 +224,23 @@ double nerv_start_scale(const NervParams& prm, index_t points, double perplexity
 
 NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& prm, unsigned long long seed,
                     Backend& backend, const std::function<void(int, double)>& progress, const MatrixD* start,
-                    RunControl* control, bool start_as_given) {
+                    RunControl* control, bool start_as_given, Comm* shards) {
   if (P.rows != P.cols) internal_error("fit_nerv: P is not square");
   nerv_approximate(prm, P.rows, false);  // refuses pairs = approximate
   const UnitBandwidths unit = unit_bandwidths(beta);
   auto engine = backend.make_nerv(P, unit.beta, engine_options(prm, false));
-  return fit(*engine, P.rows, unit, prm, nerv_start_scale(prm, P.rows, 0.0, false), seed, progress, start, control, start_as_given);
+  return fit(*engine, P.rows, unit, prm, nerv_start_scale(prm, P.rows, 0.0, false), seed, progress, start, control,
+             start_as_given, shards);
 }
 
 NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& prm,
                     unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress,
-                    const MatrixD* start, RunControl* control, bool start_as_given) {
+                    const MatrixD* start, RunControl* control, bool start_as_given, Comm* shards) {
   const bool approximate = nerv_approximate(prm, P.num_points, true);
   const UnitBandwidths unit = unit_bandwidths(beta);
   auto engine = backend.make_nerv(P, unit.beta, engine_options(prm, approximate));
   const double scale = nerv_start_scale(prm, P.num_points, approximate ? mean_perplexity(P) : 0.0, approximate);
-  NervResult r = fit(*engine, P.num_points, unit, prm, scale, seed, progress, start, control, start_as_given);
+  NervResult r = fit(*engine, P.num_points, unit, prm, scale, seed, progress, start, control, start_as_given, shards);
   r.approximate = approximate;
   if (approximate) {
     // the truncated cost against the exact one at the final map, on sampled rows (in units of the

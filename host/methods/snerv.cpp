@@ -464,7 +464,7 @@ AffinityResult snerv_affinities(const MatrixD& D, double perplexity, bool sparse
 
 SnervResult fit_snerv(const MatrixD& X, const std::vector<int>& labels, const SnervParams& prm,
                       unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress,
-                      RunControl* control, const MatrixD* given) {
+                      RunControl* control, const MatrixD* given, Comm* shards) {
   const int threads = backend.threads();
   const index_t N = X.rows;
   SnervResult r;
@@ -514,8 +514,10 @@ SnervResult fit_snerv(const MatrixD& X, const std::vector<int>& labels, const Sn
   }
   const MatrixD* s = start.rows > 0 ? &start : nullptr;
   const bool as_given = s && given;
-  r.nerv = prm.sparse ? fit_nerv(aff.sparse_conditional, aff.beta, prm.nerv, seed, backend, progress, s, control, as_given)
-                      : fit_nerv(aff.conditional, aff.beta, prm.nerv, seed, backend, progress, s, control, as_given);
+  r.nerv = prm.sparse ? fit_nerv(aff.sparse_conditional, aff.beta, prm.nerv, seed, backend, progress, s, control,
+                                 as_given, shards)
+                      : fit_nerv(aff.conditional, aff.beta, prm.nerv, seed, backend, progress, s, control, as_given,
+                                 shards);
   return r;
 }
 

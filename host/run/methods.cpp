@@ -51,13 +51,13 @@ const std::vector<MethodEntry>& methods() {
        {{"nerv", [] { return describe_fields(nerv_fields()); }},
         {"nerv_input", [] { return describe_fields(ne_input_fields(NeMethod::nerv), ne_input_defaults(NeMethod::nerv)); }}},
        validate_ne, run_ne, {"embedding.*", "map.svg", "map.html", "report.json"}, check_ne_run, ne_page,
-       "input values of extreme magnitude, or params init_scale far from its default"},
+       "input values of extreme magnitude, or params init_scale far from its default", true, true},
       {"snerv", "Supervised NeRV: NeRV on learning-metric distances from a class-posterior model of the labels",
        {{"nerv", [] { return describe_fields(nerv_fields()); }},
         {"snerv_input", [] { return describe_fields(ne_input_fields(NeMethod::snerv), ne_input_defaults(NeMethod::snerv)); }},
         {"metric", [] { return describe_fields(class_mixture_fields()); }}},
        validate_ne, run_ne, {"embedding.*", "map.svg", "map.html", "report.json"}, check_ne_run, ne_page,
-       "input values of extreme magnitude, or params init_scale far from its default"},
+       "input values of extreme magnitude, or params init_scale far from its default", true, true},
       {"plsv", "Probabilistic latent semantic visualisation: documents and topics of a corpus in one map (MAP-EM)",
        {{"plsv", [] { return describe_fields(plsv_fields()); }},
         {"plsv_input", [] { return describe_fields(plsv_input_fields()); }},
@@ -72,16 +72,16 @@ const std::vector<MethodEntry>& methods() {
 
 namespace {
 
-// "pe shards", "pe and plsv shard", "pe, hssne and plsv shard": the methods whose entry says they
-// shard, in registry order, so the refusal names them all as entries change.
-std::string sharding_methods() {
+// "pe", "pe and plsv", "pe, hssne and plsv": the methods whose entry has `which`, in registry
+// order, so the refusals name them all as entries change.
+std::string methods_with(bool MethodEntry::*which) {
   std::vector<std::string> names;
   for (const auto& m : methods())
-    if (m.shards) names.push_back(m.name);
+    if (m.*which) names.push_back(m.name);
   std::string list;
   for (size_t i = 0; i < names.size(); ++i)
     list += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
-  return list + (names.size() == 1 ? " shards" : " shard");
+  return list;
 }
 
 }  // namespace
@@ -91,11 +91,13 @@ void check_run_ranks(const RunConfig& run, const MethodEntry& method, bool resum
   if (ranks <= 1) return;
   const std::string launched = "comm: this run has " + std::to_string(ranks) + " ranks (" + run_comm(run).name() + "), but ";
   if (!method.shards)
-    input_error(launched + run.method + " runs in one process; " + sharding_methods() + " over MPI (start one "
+    input_error(launched + run.method + " runs in one process; " + methods_with(&MethodEntry::shards) +
+                " shard over MPI (start one "
                 "process, or set \"comm\": \"single\" and launch one)");
   if (resume && !method.resumes_across_ranks)
     input_error(launched + "--resume is not supported with several ranks for " + run.method +
-                " (its checkpoints hold one process's state; hssne's hold every rank's)");
+                " (its checkpoints hold one process's state; those of " +
+                methods_with(&MethodEntry::resumes_across_ranks) + " hold every rank's)");
   if (run.device == "cuda" || run.device.rfind("cuda:", 0) == 0)
     input_error(launched + "device \"" + run.device + "\": sharding over GPUs needs NCCL, which is not built yet; use "
                 "\"device\": \"cpu\" or one process");

@@ -53,13 +53,14 @@ std::string describe(const NeRunConfig& cfg, const NeData& d) {
 
 // NeRV from its params.init (fit_start): pca and spectral scaled by the fit, an array as given.
 NervResult fit_nerv_run(const NeRunConfig& cfg, const NeData& d, const AffinityResult& a, bool sparse,
-                        Backend& backend, const std::function<void(int, double)>& progress, RunControl* control) {
+                        Backend& backend, const std::function<void(int, double)>& progress, RunControl* control,
+                        Comm* shards) {
   const NervParams& p = cfg.nerv;
   const MatrixD start = fit_start(cfg, d, a, sparse, backend.threads());
   const MatrixD* s = start.rows > 0 ? &start : nullptr;
   const bool as_given = p.init != "auto" && map_start(p.init) == MapStart::given;
-  return sparse ? fit_nerv(a.sparse_conditional, a.beta, p, cfg.run.seed, backend, progress, s, control, as_given)
-                : fit_nerv(a.conditional, a.beta, p, cfg.run.seed, backend, progress, s, control, as_given);
+  return sparse ? fit_nerv(a.sparse_conditional, a.beta, p, cfg.run.seed, backend, progress, s, control, as_given, shards)
+                : fit_nerv(a.conditional, a.beta, p, cfg.run.seed, backend, progress, s, control, as_given, shards);
 }
 
 // Which pairs NeRV summed, its start, and on the approximate path the check at the final map.
@@ -151,8 +152,9 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
                   " ranks, but placing points into a map (input.model) runs in one process");
     return run_placement(run, quiet);
   }
-  // hssne shards its rows over the ranks (HssneEngine::shard); every rank reads the input and makes
-  // P and the start alike, and rank 0 speaks for the run and writes it.
+  // hssne shards its rows over the ranks (HssneEngine::shard), nerv and snerv their evaluations
+  // (NervEngine::shard); every rank reads the input and makes P and the start alike, and rank 0
+  // speaks for the run and writes it.
   const bool lead = comm.rank() == 0;
   quiet = quiet || !lead;
   const auto t0 = Clock::now();
@@ -197,9 +199,13 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
   double perplexity = cfg.input.perplexity;
   MatrixD metric_distances;  // snerv: the map's input space (empty on the candidate path)
   NeighborSearch search;
+  Comm* shards = comm.size() > 1 ? &comm : nullptr;
   if (cfg.method == NeMethod::snerv) {
-    const SnervResult r = fit_snerv(d.X, d.labels, snerv_params(cfg, plan, d.scale_exponent), run.seed, *backend,
-                                    progress, control, d.start.rows > 0 ? &d.start : nullptr);
+    SnervResult r;
+    fit_on_every_rank(comm, [&] {
+      r = fit_snerv(d.X, d.labels, snerv_params(cfg, plan, d.scale_exponent), run.seed, *backend, progress, control,
+                    d.start.rows > 0 ? &d.start : nullptr, shards);
+    });
     if (!quiet)
       progress_line("[snerv] class model: K = %lld, s = %.4g, training log-likelihood %.4f; perplexity %.4g\n",
                    static_cast<long long>(r.model.centres.rows), r.model.width, r.model.train_loglik, r.perplexity);
@@ -229,7 +235,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
     const AffinityResult a = ne_affinities(
         cfg, d, plan, *backend,
         [&](const char* what) { return std::function<void(index_t, index_t)>(StageProgress{method, what, quiet}); },
-        &search, comm.size() > 1 ? &comm : nullptr);
+        &search, shards);
     if (!quiet && plan.sparse && !given_affinities(cfg.input) && cfg.input.distances.empty())
       progress_line("[%s] %s neighbors (k = %d): %s%s\n", method.c_str(), search.approximate ? "approximate" : "exact",
                    sparse_neighbors(cfg.input.perplexity), format_seconds(search.seconds).c_str(),
@@ -245,7 +251,6 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
     if (cfg.method == NeMethod::hssne) {
       const MatrixD first = fit_start(cfg, d, a, plan.sparse, backend->threads());
       const MatrixD* start = first.rows > 0 ? &first : nullptr;
-      Comm* shards = comm.size() > 1 ? &comm : nullptr;
       const HssneResult r =
           plan.sparse ? fit_hssne(a.sparse, cfg.hssne, run.seed, *backend, progress, control, start, shards)
                       : fit_hssne(a.dense, d.labels, cfg.hssne, run.seed, *backend, progress, control, start, shards);
@@ -268,7 +273,7 @@ json run_ne(const RunConfig& run, bool quiet, RunControl* control) {
                                    {"tree_where_grid_dearer", rep.tree_when_grid_dearer},
                                    {"objective_note", "J and its trace use the interpolated normaliser Z"}};
     } else {
-      const NervResult r = fit_nerv_run(cfg, d, a, plan.sparse, *backend, progress, control);
+      const NervResult r = fit_nerv_run(cfg, d, a, plan.sparse, *backend, progress, control, shards);
       Y = r.coords;
       trace = r.objective_trace;
       params = fields_to_json(cfg.nerv, nerv_fields());

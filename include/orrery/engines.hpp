@@ -291,6 +291,11 @@ class NervEngine {
   virtual void update_direction(double beta) = 0;
   // x, gradient <- trial, trial_gradient.
   virtual void accept_trial() = 0;
+  // Before set_coords(): each evaluation's passes over the rows are split over comm's ranks, which
+  // gather one another's terms, so every rank holds every vector whole and takes the steps of one
+  // process, bit for bit (the split never changes an order of summation). An engine that cannot
+  // shard refuses more than one rank.
+  virtual void shard(Comm& comm);
 };
 
 // --- Out-of-sample placement into a frozen NeRV map (orrery/nerv_place.hpp, place_nerv_points).

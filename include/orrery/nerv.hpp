@@ -169,6 +169,7 @@ NervTruncationCheck nerv_truncation_check(const SparseAffinity& P, const std::ve
                                           int threads = 0);
 
 class Backend;
+class Comm;
 
 // Fits on the backend's device: the seeded Gaussian start at the input's length scale, then
 // Polak-Ribiere conjugate gradient on the engine. `start` (N x D), when given, replaces the
@@ -176,12 +177,18 @@ class Backend;
 // the median bandwidth (params.init = "pca" or "spectral" pass their vectors here), or, with
 // start_as_given, taken as it is, in the map's units (a given array: a finished map continues
 // where it ended). With a control (orrery/run_control.hpp) the fit can stop at the end of an
-// iteration and continue from the saved state with the same bits.
+// iteration and continue from the saved state with the same bits. With `shards` (a communicator of
+// several ranks, each calling with the same P, beta and start) each evaluation's passes over the
+// rows are split over the ranks (NervEngine::shard) and every rank returns the one-process map,
+// bit for bit; the state a control captures is then the same on every rank, so a checkpoint
+// resumes under any number of ranks.
 NervResult fit_nerv(const MatrixD& P, const std::vector<double>& beta, const NervParams& params,
                     unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {},
-                    const MatrixD* start = nullptr, RunControl* control = nullptr, bool start_as_given = false);
+                    const MatrixD* start = nullptr, RunControl* control = nullptr, bool start_as_given = false,
+                    Comm* shards = nullptr);
 NervResult fit_nerv(const SparseAffinity& P, const std::vector<double>& beta, const NervParams& params,
                     unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {},
-                    const MatrixD* start = nullptr, RunControl* control = nullptr, bool start_as_given = false);
+                    const MatrixD* start = nullptr, RunControl* control = nullptr, bool start_as_given = false,
+                    Comm* shards = nullptr);
 
 }  // namespace orrery

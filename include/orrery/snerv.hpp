@@ -20,6 +20,7 @@
 namespace orrery {
 
 class Backend;
+class Comm;
 
 struct ClassMixtureParams {
   // K, the number of Gaussian components; 0 chooses it from {C, 2C, 4C} (C classes, at most a
@@ -174,8 +175,11 @@ struct SnervResult {
 // model and the distances (deterministic, and short next to the map), then continues the map.
 // The map starts as params.nerv.init says (pca of X, spectral of the metric's affinities, random),
 // or from `given` (N x D, taken as it is) when params.nerv.init names an array.
+// With `shards` (several ranks, each calling with the same data) the class model, the distances
+// and the affinities are computed alike on every rank and the map's fit is split over them
+// (fit_nerv): every rank returns the one-process result.
 SnervResult fit_snerv(const MatrixD& X, const std::vector<int>& labels, const SnervParams& params,
                       unsigned long long seed, Backend& backend, const std::function<void(int, double)>& progress = {},
-                      RunControl* control = nullptr, const MatrixD* given = nullptr);
+                      RunControl* control = nullptr, const MatrixD* given = nullptr, Comm* shards = nullptr);
 
 }  // namespace orrery

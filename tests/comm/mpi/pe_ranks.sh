@@ -3,8 +3,9 @@
 # classes; awk's seeded generator, so no tools beyond the shell), runs `orrery run` in one process,
 # then under the launcher with each number of ranks given, and passes when every run's objects.npy
 # and classes.npy equal the one-process files byte for byte and when each run shows one progress
-# stream and writes one report (rank 0's, naming every rank). With N = "refuse": passes when nerv
-# (which does not shard yet) under 2 ranks is refused with exit status 2 naming `comm`, writing nothing.
+# stream and writes one report (rank 0's, naming every rank). With N = "refuse": passes when a run
+# on a GPU (whose sharding needs NCCL, not built yet) under 2 ranks is refused with exit status 2
+# naming `comm`, writing nothing.
 # Usage: pe_ranks.sh ORRERY N K "NP..." LAUNCHER NP_FLAG [LAUNCHER_FLAGS...]
 #        pe_ranks.sh ORRERY refuse - - LAUNCHER NP_FLAG [LAUNCHER_FLAGS...]
 set -uo pipefail
@@ -51,11 +52,11 @@ for np in $nps; do
 done
 
 [ "$refuse" -eq 1 ] || exit 0
-# A method that does not shard is refused alike on every rank, before anything is read or written.
-printf '{"method": "nerv", "input": {"vectors": "post.csv"}, "output": {"dir": "nerv"}, "device": "cpu"}\n' >nerv.json
-launch 2 run nerv.json >nerv.log 2>&1
+# What cannot shard is refused alike on every rank, before anything is read or written.
+printf '{"method": "nerv", "input": {"vectors": "post.csv"}, "output": {"dir": "gpu"}, "device": "cuda"}\n' >gpu.json
+launch 2 run gpu.json >gpu.log 2>&1
 rc=$?
-[ "$rc" -eq 2 ] || { cat nerv.log; fail "nerv under 2 ranks: exit status $rc, expected 2"; }
-grep -q "error: comm: .*nerv runs in one process" nerv.log || { cat nerv.log; fail "nerv under 2 ranks: no message naming comm"; }
-[ ! -e nerv ] || fail "nerv under 2 ranks wrote $(ls nerv)"
-echo "pe_ranks: nerv under 2 ranks refused (exit 2, naming comm), nothing written"
+[ "$rc" -eq 2 ] || { cat gpu.log; fail "a GPU run under 2 ranks: exit status $rc, expected 2"; }
+grep -q "error: comm: .*sharding over GPUs needs NCCL" gpu.log || { cat gpu.log; fail "a GPU run under 2 ranks: no message naming comm"; }
+[ ! -e gpu ] || fail "a GPU run under 2 ranks wrote $(ls gpu)"
+echo "pe_ranks: a GPU run under 2 ranks refused (exit 2, naming comm), nothing written"

@@ -687,19 +687,28 @@ class NeRV(_Estimator):
 
     callbacks: as HSSNE's, called every callbacks_every_iters conjugate-gradient iterations with the
     NeRV cost; True stops the fit there as a finished one (stop_reason "callback").
+
+    comm, comm_timeout: as HSSNE's. Under `mpirun -n G python script.py` each process passes its own
+    rows of X (vectors); each evaluation of the cost is split over the processes and every process
+    gets the whole map, the same bits as one process fitting all the rows.
     """
 
     _method = "nerv"
     _param_fields = tuple(_params.table("nerv"))
     _input_fields = tuple(_params.table("nerv_input", _NE_INPUT_KEYS))
-    _extra = {"metric": "euclidean", "callbacks": None, "callbacks_every_iters": 10}
+    _extra = {"metric": "euclidean", "callbacks": None, "callbacks_every_iters": 10, "comm": None,
+              "comm_timeout": 600.0}
 
     def fit(self, X, y=None):
+        self._check_params()
+        mode = _comm_mode(self.comm)
+        if mode != "single":
+            X, y = _gathered_rows(mode, X, y, None, getattr(self, "metric", "euclidean"))
         inputs = _core.Inputs()
         cbs, every = HSSNE._callbacks(self)
         report, arrays, files = self._run(inputs, _ne_inputs(self, X, y, inputs, allow_metric=self._method == "nerv"),
                                           params_json=self._params_json(inputs), output_extra=_PAGE, callbacks=cbs,
-                                          every=every)
+                                          every=every, comm=mode)
         self._page = files.get("map.html")
         self.embedding_ = arrays["embedding"]
         self.report_ = report
@@ -720,7 +729,7 @@ class SNeRV(NeRV):
 
     _method = "snerv"
     _input_fields = tuple(_params.table("snerv_input", ("pca", "perplexity", "affinities", "duplicates", "metric")))
-    _extra = {"callbacks": None, "callbacks_every_iters": 10}
+    _extra = {"callbacks": None, "callbacks_every_iters": 10, "comm": None, "comm_timeout": 600.0}
 
     def fit(self, X, y=None):
         if y is None:

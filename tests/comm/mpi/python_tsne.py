@@ -2,7 +2,7 @@
 split, one process may pass none) and every process gets the map that one process fitting all the
 rows makes, bit for bit, for the exact pairs (with dense P) and the grid (interpolated repulsion,
 an HNSW search), with comm="auto" and with mpi4py's MPI.COMM_WORLD (when mpi4py is installed);
-sparse input is refused naming comm, and labels passed on some processes only are refused on
+orrery.NeRV (exact and truncated pairs) and orrery.SNeRV the same with comm="auto"; sparse input is refused naming comm, and labels passed on some processes only are refused on
 every process. Run as `mpiexec -n G python3 python_tsne.py` with the package
 on PYTHONPATH; exit status 0 on success."""
 import sys
@@ -41,6 +41,13 @@ def main():
             assert np.array_equal(est.embedding_, whole.embedding_), f"rank {rank}: the maps differ ({kw}, {comm})"
             assert est.report_["comm"]["ranks"] == ranks, est.report_["comm"]
             assert est.report_["comm"]["rows"] == [len(X) // ranks + (r < len(X) % ranks) for r in range(ranks)]
+    for cls, kw in [(orrery.NeRV, dict(max_iter=20)), (orrery.NeRV, dict(pairs="approximate", max_iter=20)),
+                    (orrery.SNeRV, dict(max_iter=20))]:
+        whole = cls(random_state=3, n_jobs=1, perplexity=15, **kw).fit(X, y)
+        est = cls(comm="auto", random_state=3, n_jobs=1, perplexity=15, **kw).fit(X[mine], y[mine])
+        assert np.array_equal(est.embedding_, whole.embedding_), f"rank {rank}: the maps differ ({cls.__name__}, {kw})"
+        assert est.report_["comm"]["ranks"] == ranks, est.report_["comm"]
+        assert est.report_["result"]["iterations"] == whole.report_["result"]["iterations"]
     # labels on some processes only: refused on every process alike (none waits in a gather)
     try:
         orrery.TSNE(comm="auto", max_iter=5).fit(X[mine], y[mine] if rank == ranks - 1 else None)

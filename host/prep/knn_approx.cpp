@@ -3,12 +3,17 @@
 //
 // hnswlib answers in float distances and in its own order; the lists are re-ranked here in double
 // (exact_knn's squared_distance), so the distances and ties follow exact_knn's conventions and only
-// the membership of a list can differ from the exact graph. Insertion runs on one thread in index
-// order (hnswlib's concurrent insertion links points in whatever order the threads reach them), and
-// queries are independent reads of the finished graph, so the result does not depend on threads.
+// the membership of a list can differ from the exact graph. Points are inserted in batches of fixed
+// sizes (build_index: each batch searched in parallel against the graph of the points before it,
+// then linked as hnswlib links them one by one; hnswlib's own concurrent insertion links points in
+// whatever order the threads reach them), and queries are independent reads of the finished graph,
+// so the result does not depend on threads.
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <queue>
 #include <cstdint>
 #include <atomic>
 #include <memory>
@@ -53,6 +58,143 @@ struct Index {
   explicit Index(int d) : space(static_cast<size_t>(d)) {}
 };
 
+using Graph = hnswlib::HierarchicalNSW<float>;
+using Node = hnswlib::tableint;
+using Candidates = std::priority_queue<std::pair<float, Node>, std::vector<std::pair<float, Node>>, Graph::CompareByFirst>;
+
+// The first points are inserted one at a time (hnswlib's addPoint); from there in batches of
+// 1/kBatchFraction of the points already in the graph, at most kBatchMax. A point does not see the
+// others of its batch while it searches (they are linked after), so a batch is kept a small part of
+// the graph: recall at a given ef is that of the one-at-a-time build within 1e-3 (bench/README.md).
+constexpr index_t kSequentialPoints = 2048;
+constexpr index_t kBatchFraction = 32;
+constexpr index_t kBatchMax = 4096;
+
+// Points [b0, b1) into the graph of [0, b0): hnswlib's addPoint split in phases. Sequentially, in
+// index order: each point's id (its index), level (the graph's level generator, drawn in index order
+// as addPoint draws it), data and empty lists. In parallel: each point's descent and its search at
+// each of its levels against the graph as it stood before the batch, and the neighbours hnswlib's
+// heuristic selects from the candidates (mutuallyConnectNewElement's first half). In parallel over
+// the points: their own lists. Then the reverse links: each neighbour's list gets the batch's points
+// that selected it in index order, appended or re-selected by the heuristic as
+// mutuallyConnectNewElement does; lists are independent, so they are updated in parallel, each in
+// index order. Last, sequentially, the entry point and top level as addPoint leaves them. Every step
+// is the same for any thread count.
+void insert_batch(Graph& g, const MatrixD& X, index_t b0, index_t b1, int nt) {
+  const index_t B = b1 - b0;
+  const size_t d = static_cast<size_t>(X.cols);
+  std::vector<int> level(static_cast<size_t>(B));
+  {
+    std::vector<float> row(d);
+    for (index_t i = b0; i < b1; ++i) {
+      const Node c = static_cast<Node>(g.cur_element_count++);
+      if (static_cast<index_t>(c) != i) internal_error("approximate_knn: an HNSW id is not its row");
+      g.label_lookup_[static_cast<hnswlib::labeltype>(i)] = c;
+      const int l = g.getRandomLevel(g.mult_);
+      level[static_cast<size_t>(i - b0)] = l;
+      g.element_levels_[c] = l;
+      std::memset(g.data_level0_memory_ + c * g.size_data_per_element_ + g.offsetLevel0_, 0, g.size_data_per_element_);
+      const hnswlib::labeltype label = static_cast<hnswlib::labeltype>(i);
+      std::memcpy(g.getExternalLabeLp(c), &label, sizeof(label));
+      to_float(X, i, row);
+      std::memcpy(g.getDataByInternalId(c), row.data(), g.data_size_);
+      if (l > 0) {
+        g.linkLists_[c] = static_cast<char*>(std::malloc(g.size_links_per_element_ * static_cast<size_t>(l) + 1));
+        if (!g.linkLists_[c]) throw std::bad_alloc();
+        std::memset(g.linkLists_[c], 0, g.size_links_per_element_ * static_cast<size_t>(l) + 1);
+      }
+    }
+  }
+  const Node entry = g.enterpoint_node_;
+  const int top = g.maxlevel_;
+  // selected[p][l]: point b0 + p's neighbours at level l, as mutuallyConnectNewElement orders them
+  std::vector<std::vector<std::vector<Node>>> selected(static_cast<size_t>(B));
+#pragma omp parallel for schedule(dynamic, 16) num_threads(nt)
+  for (index_t p = 0; p < B; ++p) {
+    const Node c = static_cast<Node>(b0 + p);
+    const void* q = g.getDataByInternalId(c);
+    const int l = level[static_cast<size_t>(p)];
+    Node cur = entry;
+    if (l < top) {
+      float best = g.fstdistfunc_(q, g.getDataByInternalId(cur), g.dist_func_param_);
+      for (int lev = top; lev > l; --lev)
+        for (bool changed = true; changed;) {
+          changed = false;
+          const auto* list = g.get_linklist(cur, lev);
+          const int size = g.getListCount(const_cast<hnswlib::linklistsizeint*>(list));
+          const Node* nb = reinterpret_cast<const Node*>(list + 1);
+          for (int j = 0; j < size; ++j) {
+            const float dist = g.fstdistfunc_(q, g.getDataByInternalId(nb[j]), g.dist_func_param_);
+            if (dist < best) best = dist, cur = nb[j], changed = true;
+          }
+        }
+    }
+    auto& mine = selected[static_cast<size_t>(p)];
+    mine.resize(static_cast<size_t>(std::min(l, top) + 1));
+    for (int lev = std::min(l, top); lev >= 0; --lev) {
+      Candidates cand = g.searchBaseLayer(cur, q, lev);
+      g.getNeighborsByHeuristic2(cand, g.M_);
+      std::vector<Node>& s = mine[static_cast<size_t>(lev)];
+      for (; !cand.empty(); cand.pop()) s.push_back(cand.top().second);
+      cur = s.back();  // the nearest: the next level's entry, as mutuallyConnectNewElement returns it
+    }
+  }
+  // their own lists, and the reverse links (neighbour, level, point) in the order the one-at-a-time
+  // build makes them per neighbour
+  struct Link {
+    Node to;
+    int lev;
+    Node from;
+  };
+  std::vector<Link> links;
+  for (index_t p = 0; p < B; ++p) {
+    const Node c = static_cast<Node>(b0 + p);
+    const auto& mine = selected[static_cast<size_t>(p)];
+    for (int lev = 0; lev < static_cast<int>(mine.size()); ++lev) {
+      const std::vector<Node>& s = mine[static_cast<size_t>(lev)];
+      auto* ll = g.get_linklist_at_level(c, lev);
+      g.setListCount(ll, static_cast<unsigned short>(s.size()));
+      std::copy(s.begin(), s.end(), reinterpret_cast<Node*>(ll + 1));
+      for (Node n : s) links.push_back({n, lev, c});
+    }
+  }
+  std::stable_sort(links.begin(), links.end(),
+                   [](const Link& a, const Link& b) { return a.lev != b.lev ? a.lev < b.lev : a.to < b.to; });
+  std::vector<size_t> starts;
+  for (size_t e = 0; e < links.size(); ++e)
+    if (e == 0 || links[e].to != links[e - 1].to || links[e].lev != links[e - 1].lev) starts.push_back(e);
+  starts.push_back(links.size());
+  const index_t groups = static_cast<index_t>(starts.size()) - 1;
+#pragma omp parallel for schedule(dynamic, 64) num_threads(nt)
+  for (index_t gi = 0; gi < groups; ++gi)
+    for (size_t e = starts[static_cast<size_t>(gi)]; e < starts[static_cast<size_t>(gi) + 1]; ++e) {
+      const Link& k = links[e];
+      const size_t cap = k.lev ? g.maxM_ : g.maxM0_;
+      auto* ll = g.get_linklist_at_level(k.to, k.lev);
+      Node* data = reinterpret_cast<Node*>(ll + 1);
+      const size_t size = g.getListCount(ll);
+      if (size < cap) {
+        data[size] = k.from;
+        g.setListCount(ll, static_cast<unsigned short>(size + 1));
+        continue;
+      }
+      const char* at = g.getDataByInternalId(k.to);
+      Candidates cand;
+      cand.emplace(g.fstdistfunc_(g.getDataByInternalId(k.from), at, g.dist_func_param_), k.from);
+      for (size_t j = 0; j < size; ++j)
+        cand.emplace(g.fstdistfunc_(g.getDataByInternalId(data[j]), at, g.dist_func_param_), data[j]);
+      g.getNeighborsByHeuristic2(cand, cap);
+      int n = 0;
+      for (; !cand.empty(); cand.pop()) data[n++] = cand.top().second;
+      g.setListCount(ll, static_cast<unsigned short>(n));
+    }
+  for (index_t p = 0; p < B; ++p)
+    if (level[static_cast<size_t>(p)] > g.maxlevel_) {
+      g.enterpoint_node_ = static_cast<Node>(b0 + p);
+      g.maxlevel_ = level[static_cast<size_t>(p)];
+    }
+}
+
 std::unique_ptr<Index> build_index(const MatrixD& X, unsigned long long seed, int nt, const ApproxKnnParams& params,
                                    ProgressTicker& ticker) {
   const index_t N = X.rows;
@@ -70,15 +212,30 @@ std::unique_ptr<Index> build_index(const MatrixD& X, unsigned long long seed, in
     to_float(X, 0, row);
     index->graph->addPoint(row.data(), 0);  // the entry point, as hnswlib's own parallel loader does
   }
-#pragma omp parallel num_threads(params.parallel_build ? nt : 1)
-  {
-    std::vector<float> row(static_cast<size_t>(d));
+  if (params.parallel_build) {
+#pragma omp parallel num_threads(nt)
+    {
+      std::vector<float> row(static_cast<size_t>(d));
 #pragma omp for schedule(dynamic, 64)
-    for (index_t i = 1; i < N; ++i) {
-      to_float(X, i, row);
-      index->graph->addPoint(row.data(), static_cast<size_t>(i));
-      ticker.tick(0);
+      for (index_t i = 1; i < N; ++i) {
+        to_float(X, i, row);
+        index->graph->addPoint(row.data(), static_cast<size_t>(i));
+        ticker.tick(0);
+      }
     }
+    return index;
+  }
+  std::vector<float> row(static_cast<size_t>(d));
+  index_t i = 1;
+  for (; i < std::min(N, kSequentialPoints); ++i) {
+    to_float(X, i, row);
+    index->graph->addPoint(row.data(), static_cast<size_t>(i));
+    ticker.tick(0);
+  }
+  while (i < N) {
+    const index_t end = std::min(N, i + std::min(kBatchMax, std::max<index_t>(1, i / kBatchFraction)));
+    insert_batch(*index->graph, X, i, end, nt);
+    for (; i < end; ++i) ticker.tick(0);
   }
   return index;
 }

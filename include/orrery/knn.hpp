@@ -76,8 +76,9 @@ struct ApproxKnnParams {
   int ef_construction = 100;
   // Candidate list while querying (hnswlib ef); at least k + 1 is used. The main recall/time knob.
   int ef_search = 150;
-  // Insert points from several threads: faster, but hnswlib's concurrent insertion makes the graph
-  // depend on thread timing, so the result is no longer reproducible. Off by default.
+  // Insert points with hnswlib's concurrent insertion: the graph then depends on thread timing, so
+  // the result is no longer reproducible, and it is no faster than the default's batches (bench).
+  // Off by default.
   bool parallel_build = false;
   // The paired searches only: with target_recall > 0 the recall is first estimated on recall_sample
   // seeded query points (estimate_knn_recall_paired's sample and count) at ef_search, and ef doubled,
@@ -100,15 +101,18 @@ struct ApproxKnnTuning {
 // each list sorted by (squared distance, index), squared distances recomputed exactly in double
 // for the neighbors found (the index itself compares float distances). The index holds a float
 // copy of X: scale X so that its squared coordinates fit a float (cli::float_safe_exponent).
-// Deterministic: points are inserted one by one in index order with hnswlib's level generator seeded
-// by `seed`, then queried independently in parallel, so the same X, k, seed and params give the
-// same graph for ANY thread count (unless params.parallel_build). Requires 1 <= k <= N - 1.
+// Deterministic: the first 2,048 points are inserted one by one in index order with hnswlib's level
+// generator seeded by `seed`, the rest in batches of fixed sizes (1/32 of the graph so far, at most
+// 4,096), each batch's points searched in parallel against the graph before it and then linked in
+// index order as hnswlib links them; then queried independently in parallel. So the same X, k, seed
+// and params give the same graph for ANY thread count (unless params.parallel_build). Requires
+// 1 <= k <= N - 1.
 // Memory: the index, about N (8 M + 4 d + 16) bytes, plus the graph's N k (8 + 8) bytes.
 KnnGraph approximate_knn(const MatrixD& X, int k, unsigned long long seed, int threads,
                          const ApproxKnnParams& params = {}, const KnnProgress& progress = {});
 
 // approximate_knn's search for query rows Q among the reference rows R (exact_knn_to's result up to
-// the lists' membership): R's graph built as there (one thread, seeded), the queries in parallel.
+// the lists' membership): R's graph built as there (seeded batches), the queries in parallel.
 KnnGraph approximate_knn_to(const MatrixD& R, const MatrixD& Q, int k, unsigned long long seed, int threads,
                             const ApproxKnnParams& params = {}, const KnnProgress& progress = {});
 // approximate_knn's search in the paired form of exact_knn_paired: the graph over R built as

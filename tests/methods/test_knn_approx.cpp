@@ -92,13 +92,17 @@ TEST(ApproximateKnn, DuplicatesAndTiesGiveTheExactDistances) {
 }
 
 TEST(ApproximateKnn, SameSeedSameGraphForAnyThreadCount) {
+  // 6,000 points: the first 2,048 inserted one by one, the rest in batches searched in parallel
   std::vector<int> label;
-  const MatrixD X = planted_clusters(2000, 8, 6, 3, &label);
-  const KnnGraph a = approximate_knn(X, 30, 11, 2), b = approximate_knn(X, 30, 11, 2), c = approximate_knn(X, 30, 11, 1);
+  const MatrixD X = planted_clusters(6000, 8, 6, 3, &label);
+  const KnnGraph a = approximate_knn(X, 30, 11, 2), b = approximate_knn(X, 30, 11, 2), c = approximate_knn(X, 30, 11, 1),
+                 d = approximate_knn(X, 30, 11, 3);
   EXPECT_EQ(a.index, b.index);
   EXPECT_EQ(a.dist2, b.dist2);
   EXPECT_EQ(a.index, c.index);
   EXPECT_EQ(a.dist2, c.dist2);
+  EXPECT_EQ(a.index, d.index);
+  EXPECT_EQ(a.dist2, d.dist2);
   // a different sample for the estimate, the same graph's estimate twice
   EXPECT_EQ(estimate_knn_recall(X, a, 100, 5, 2).recall, estimate_knn_recall(X, a, 100, 5, 1).recall);
 }

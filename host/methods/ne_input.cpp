@@ -111,7 +111,8 @@ std::vector<F> input_table(NeMethod m) {
   else
     t.push_back({"neighbors", &NeInputSpec::neighbors,
                  "The sparse affinities' neighbor search. exact: every pair, O(N^2 d); approximate: an HNSW graph "
-                 "(hnswlib, M 16, ef_construction 100, ef 150; reproducible for any thread count), its recall "
+                 "(hnswlib, M 16, ef_construction 50, built in parallel batches, reproducible for any thread count; "
+                 "queried at neighbor_ef, raised to neighbor_recall_target), its recall "
                  "estimated on 1,000 seeded points and written in the report as input.neighbor_recall; auto: exact "
                  "up to 5,000 points on the CPU (where the two cost the same), approximate above (2 cores, "
                  "Fashion-MNIST: 1.8x faster at 10,000 points, 9x at 70,000, recall@90 0.999), exact on a GPU "

@@ -110,8 +110,10 @@ ORRERY_CLONES void logs_into(const double* __restrict t, std::ptrdiff_t n, doubl
 }
 
 // One topic's W word probabilities from its logarithms at x0, x1, x2 and the jump's a: each
-// logarithm extrapolated (x0 - 2 a r + a^2 v), then exponentiated and normalised (no word's
-// probability becomes 0).
+// logarithm extrapolated (x0 - 2 a r + a^2 v), then exponentiated and normalised. No word's
+// probability falls below e^-60 of the topic's top word's over W: float's normal range for any W
+// below 10^10 (the CUDA engine holds theta in float, where a smaller one would be 0 and its
+// logarithm -inf), and far below anything an M-step gives (alpha / (total + alpha W)).
 ORRERY_CLONES void extrapolated_topic(const double* __restrict l0, const double* __restrict l1,
                                       const double* __restrict l2, double a, std::ptrdiff_t W,
                                       double* __restrict row) {
@@ -126,7 +128,7 @@ ORRERY_CLONES void extrapolated_topic(const double* __restrict l0, const double*
   ORRERY_SIMD(reduction(+ : sum))
   for (std::ptrdiff_t w = 0; w < W; ++w) {
     const double e = row[w] - top;
-    row[w] = math::exp_nonpositive(e > -700.0 ? e : -700.0);
+    row[w] = math::exp_nonpositive(e > -60.0 ? e : -60.0);
     sum += row[w];
   }
   ORRERY_SIMD()

@@ -15,6 +15,7 @@
 
 #include "check.cuh"
 #include "engines.cuh"
+#include "orrery/exact_sum.hpp"
 #include "orrery/math/pe.hpp"
 #include "reduce.cuh"
 
@@ -221,6 +222,35 @@ class CudaPeEngine final : public PeEngine {
     out.newton_steps = static_cast<index_t>(s[3]);
     out.max_newton_steps = static_cast<int>(s[4]);
     return out;
+  }
+
+  // solve_objects, then the class gradient and the objective of every kPeChunk objects (the block
+  // partials of its kPeChunk / kBlock blocks summed in order, on the host) added to `sums` one chunk
+  // at a time, as the CPU engine adds its chunks. A rank's objects start at a multiple of kPeChunk
+  // (pe_rank_block), so its blocks are the whole run's blocks from there, each object's Newton steps
+  // are its own, and the exact sums of the chunks are the same bits for any number of ranks.
+  PeSweep solve_objects_exact(const std::vector<double>& phi, const PeNewtonOptions& opt, ExactSum& sums) override {
+    static_assert(kPeChunk % kBlock == 0, "a chunk is whole blocks");
+    const int width = K_ * D_;
+    if (sums.size() != static_cast<size_t>(width) + 1)
+      internal_error("CudaPeEngine::solve_objects_exact: expected K x D + 1 sums");
+    std::vector<double> grad;
+    const PeSweep s = solve_objects(phi, opt, &grad);
+    std::vector<double> gp(static_cast<size_t>(blocks_) * width), obj(static_cast<size_t>(blocks_));
+    grad_partial_.download(gp.data(), gp.size());
+    stat_partial_.download(obj.data(), obj.size());  // statistic 0 (the objective) of every block
+    constexpr int kPerChunk = static_cast<int>(kPeChunk / kBlock);
+    std::vector<double> chunk(static_cast<size_t>(width) + 1);
+    for (int b0 = 0; b0 < blocks_; b0 += kPerChunk) {
+      std::fill(chunk.begin(), chunk.end(), 0.0);
+      for (int b = b0; b < std::min(blocks_, b0 + kPerChunk); ++b) {
+        const double* g = gp.data() + static_cast<size_t>(b) * width;
+        for (int i = 0; i < width; ++i) chunk[static_cast<size_t>(i)] += g[i];
+        chunk[static_cast<size_t>(width)] += obj[static_cast<size_t>(b)];
+      }
+      sums.add(chunk.data());
+    }
+    return s;
   }
 
   double objective(const std::vector<double>& phi) override {

@@ -6,6 +6,7 @@
 #include "run/pe_run.hpp"
 #include "run/plsv_run.hpp"
 #include "run/run_common.hpp"
+#include "orrery/backend.hpp"
 #include "orrery/hssne.hpp"
 #include "orrery/memory_plan.hpp"
 #include "orrery/nerv.hpp"
@@ -36,7 +37,8 @@ const std::vector<MethodEntry>& methods() {
        },
        {"objects.*", "classes.*", "map.svg", "map.html", "report.json"},
        check_pe_run, pe_page,
-       "posteriors with extreme ratios, or params eta_r, eta_phi or init_scale far from their defaults", true},
+       "posteriors with extreme ratios, or params eta_r, eta_phi or init_scale far from their defaults", true, false,
+       true},
       {"hssne", "Heavy-tailed symmetric SNE (alpha: 0 Gaussian, 1 t-SNE) with the fixed-point optimiser",
        {{"hssne", [] { return describe_fields(hssne_fields()); }},
         {"hssne_input", [] { return describe_fields(ne_input_fields(NeMethod::hssne), ne_input_defaults(NeMethod::hssne)); }}},
@@ -98,9 +100,12 @@ void check_run_ranks(const RunConfig& run, const MethodEntry& method, bool resum
     input_error(launched + "--resume is not supported with several ranks for " + run.method +
                 " (its checkpoints hold one process's state; those of " +
                 methods_with(&MethodEntry::resumes_across_ranks) + " hold every rank's)");
-  if (run.device == "cuda" || run.device.rfind("cuda:", 0) == 0)
-    input_error(launched + "device \"" + run.device + "\": sharding over GPUs needs NCCL, which is not built yet; use "
-                "\"device\": \"cpu\" or one process");
+  const bool on_gpu = run.device == "cuda" || run.device.rfind("cuda:", 0) == 0 ||
+                      (run.device == "auto" && !cuda_devices().empty());
+  if (on_gpu && !method.shards_on_gpus)
+    input_error(launched + "device \"" + run.device + "\": over several ranks only " +
+                methods_with(&MethodEntry::shards_on_gpus) + " run on GPUs (the others' device buffers need NCCL, "
+                "which is not built yet); use \"device\": \"cpu\" or one process");
 }
 
 const MethodEntry* find_method(const std::string& name) {

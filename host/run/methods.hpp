@@ -41,6 +41,9 @@ struct MethodEntry {
   // Whether a sharded run checkpoints and resumes (CheckpointControl): its state at a safe point is
   // whole on every rank, so rank 0 writes it, and any number of ranks resumes from it.
   bool resumes_across_ranks = false;
+  // Whether a sharded run may put its ranks on CUDA devices (rank_device): the engine's sums leave
+  // the device by chunk, so the ranks' collectives run on host buffers over MPI.
+  bool shards_on_gpus = false;
 };
 
 const std::vector<MethodEntry>& methods();
@@ -49,7 +52,8 @@ const MethodEntry* find_method(const std::string& name);
 // What a run over several ranks cannot do yet, refused before any input is read or any collective
 // is issued: every rank reads the same configuration and so refuses alike, and none is left waiting.
 // Input errors naming `comm`: a method that does not shard, a resume (checkpoints hold one process's
-// state), a CUDA device (sharding device buffers needs NCCL). With one rank, nothing is refused.
+// state), a CUDA device ("cuda", "cuda:N", or "auto" where there is one) for a method whose
+// engines cannot shard on one (those need NCCL, not built yet). With one rank, nothing is refused.
 void check_run_ranks(const RunConfig& run, const MethodEntry& method, bool resume);
 
 }  // namespace orrery::pipeline

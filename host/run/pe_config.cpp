@@ -205,12 +205,8 @@ PePrepared prepare_pe(const RunConfig& run) {
   p.started = std::chrono::steady_clock::now();
   p.cfg = read_pe_config(run);
   p.data = load_pe_data(p.cfg);
-  p.backend = make_backend(run.device, run.threads);
+  p.backend = make_backend(rank_device(run), run.threads);  // over several ranks, each its node's GPU in turn
   const MemoryInfo mem = p.backend->memory();
-  if (run.comm && run.comm->size() > 1 && mem.device_bytes > 0)  // every rank sees the same devices
-    input_error("comm: this run has " + std::to_string(run.comm->size()) + " ranks and device \"" + run.device +
-                "\" chose " + p.backend->name() + ": sharding over GPUs needs NCCL, which is not built yet; use "
-                "\"device\": \"cpu\" or one process");
   p.plan = plan_pe(p.data.objects, p.data.classes, mem.device_bytes > 0);
   check_memory_plan(p.plan, mem, mem.device_bytes > 0);
   return p;

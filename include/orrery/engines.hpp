@@ -90,9 +90,10 @@ class PeEngine {
   // solve_objects, with the class gradient (K x D, sums 0 .. KD-1) and the objective (sum KD) added
   // to `sums` (KD + 1 exact sums) instead of rounded here; the returned sweep's objective is this
   // engine's own. An engine that adds its chunk sums one by one (the CPU's) gives sums that do not
-  // depend on how chunk-aligned blocks of objects are spread over engines or ranks. The default
-  // adds the engine's rounded totals (what the CUDA engine does): its results are then the same for
-  // the same input, but bit-identity across numbers of ranks is not promised.
+  // depend on how chunk-aligned blocks of objects are spread over engines or ranks; the CUDA engine
+  // adds its chunks' sums too (each chunk's block partials summed in order). The default adds the
+  // engine's rounded totals: its results are then the same for the same input, but bit-identity
+  // across numbers of ranks is not promised.
   virtual PeSweep solve_objects_exact(const std::vector<double>& phi, const PeNewtonOptions& opt, ExactSum& sums);
 };
 

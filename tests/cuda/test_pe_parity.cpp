@@ -13,7 +13,9 @@
 
 #include "common/require_cuda.hpp"
 #include "orrery/backend.hpp"
+#include "orrery/engines.hpp"
 #include "orrery/error.hpp"
+#include "orrery/exact_sum.hpp"
 #include "orrery/pe.hpp"
 #include "large.hpp"
 #include "parity.hpp"
@@ -153,6 +155,44 @@ TEST(PeCudaFit, FullFitMatchesCpuFit) {
   const PeResult again = fit_pe(*gpu, in, prm, 1);
   EXPECT_EQ(again.object_coords.data, rg.object_coords.data) << "same seed, same device: same bits";
   EXPECT_EQ(again.class_coords.data, rg.class_coords.data) << "same seed, same device: same bits";
+}
+
+// The CUDA engine's exact sums (what fit_pe adds over ranks) are its chunks' sums, so engines over
+// chunk-aligned blocks of the objects give, merged, the whole engine's sums bit for bit, and the
+// same objects: what lets G ranks on GPUs give the one-GPU map (tests/comm/mpi/pe_ranks.sh with
+// PE_RANKS_DEVICE=cuda:0 checks the whole run).
+TEST(PeCudaFit, ChunkSumsDoNotDependOnTheSplit) {
+  ORRERY_REQUIRE_CUDA();
+  const Case c{5000, 12, 2, 7};
+  const Data d = make_data(c);
+  auto gpu = make_cuda_backend(0);
+  PeNewtonOptions opt;
+  const size_t kd = static_cast<size_t>(c.K * c.D);
+  const auto rows = [&](const MatrixD& M, index_t a, index_t b) {
+    MatrixD out(b - a, M.cols);
+    std::copy(M.data.begin() + a * M.cols, M.data.begin() + b * M.cols, out.data.begin());
+    return out;
+  };
+  ExactSum whole(kd + 1), split(kd + 1);
+  auto all = gpu->make_pe(d.P, d.lp, c.D, kEtaR);
+  all->set_objects(d.R);
+  all->solve_objects_exact(d.phi, opt, whole);
+  std::vector<double> objects;
+  const index_t edges[] = {0, kPeChunk, 4 * kPeChunk, c.N};  // 1,024, 3,072 and 904 objects
+  for (int b = 0; b < 3; ++b) {
+    auto part = gpu->make_pe(rows(d.P, edges[b], edges[b + 1]), d.lp, c.D, kEtaR);
+    part->set_objects(rows(d.R, edges[b], edges[b + 1]));
+    ExactSum mine(kd + 1);
+    part->solve_objects_exact(d.phi, opt, mine);
+    split.merge(mine);
+    const MatrixD r = part->objects();
+    objects.insert(objects.end(), r.data.begin(), r.data.end());
+  }
+  std::vector<double> a(kd + 1), b(kd + 1);
+  whole.results(a.data());
+  split.results(b.data());
+  EXPECT_EQ(a, b) << "class gradient and objective: three blocks against the whole";
+  EXPECT_EQ(objects, all->objects().data) << "objects: three blocks against the whole";
 }
 
 TEST(PeCudaErrors, MissingDeviceIndexIsAnError) {

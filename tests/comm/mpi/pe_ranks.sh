@@ -3,9 +3,11 @@
 # classes; awk's seeded generator, so no tools beyond the shell), runs `orrery run` in one process,
 # then under the launcher with each number of ranks given, and passes when every run's objects.npy
 # and classes.npy equal the one-process files byte for byte and when each run shows one progress
-# stream and writes one report (rank 0's, naming every rank). With N = "refuse": passes when a run
-# on a GPU (whose sharding needs NCCL, not built yet) under 2 ranks is refused with exit status 2
-# naming `comm`, writing nothing.
+# stream and writes one report (rank 0's, naming every rank). With N = "refuse": passes when a NeRV
+# run on a GPU (whose engines' sharding needs NCCL, not built yet) under 2 ranks is refused with exit
+# status 2 naming `comm`, writing nothing.
+# PE_RANKS_DEVICE (default cpu) is every run's device: "cuda:0" on a GPU machine checks ranks that
+# share one GPU (their sums leave it by chunk and meet over MPI) against one process on it.
 # Usage: pe_ranks.sh ORRERY N K "NP..." LAUNCHER NP_FLAG [LAUNCHER_FLAGS...]
 #        pe_ranks.sh ORRERY refuse - - LAUNCHER NP_FLAG [LAUNCHER_FLAGS...]
 set -uo pipefail
@@ -26,7 +28,7 @@ awk -v n="$n" -v k="$k" 'BEGIN { srand(7); for (i = 0; i < n; i++) { s = 0; c = 
 config() {  # config DIR: a PE run of a few tens of L-BFGS iterations writing into DIR
   printf '{"method": "pe", "input": {"posteriors": "post.csv", "normalize_rows": true},
   "params": {"max_iter": 40, "ftol": 0}, "output": {"dir": "%s", "format": "npy", "svg": false},
-  "device": "cpu", "threads": 1, "seed": 5}\n' "$1" >"$1.json"
+  "device": "%s", "threads": 1, "seed": 5}\n' "$1" "${PE_RANKS_DEVICE:-cpu}" >"$1.json"
 }
 launch() { "$launcher" "$np_flag" "$1" "${flags[@]}" "$orrery" "${@:2}"; }
 
@@ -57,6 +59,6 @@ printf '{"method": "nerv", "input": {"vectors": "post.csv"}, "output": {"dir": "
 launch 2 run gpu.json >gpu.log 2>&1
 rc=$?
 [ "$rc" -eq 2 ] || { cat gpu.log; fail "a GPU run under 2 ranks: exit status $rc, expected 2"; }
-grep -q "error: comm: .*sharding over GPUs needs NCCL" gpu.log || { cat gpu.log; fail "a GPU run under 2 ranks: no message naming comm"; }
+grep -q "error: comm: .*only pe run on GPUs" gpu.log || { cat gpu.log; fail "a GPU run under 2 ranks: no message naming comm"; }
 [ ! -e gpu ] || fail "a GPU run under 2 ranks wrote $(ls gpu)"
 echo "pe_ranks: a GPU run under 2 ranks refused (exit 2, naming comm), nothing written"

@@ -28,6 +28,7 @@
 #include "orrery/error.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/math/distance.hpp"
+#include "prep/clones.hpp"
 #include "prep/knn_row.hpp"
 
 namespace orrery {
@@ -50,10 +51,37 @@ struct ProgressTicker {
   }
 };
 
+// Squared Euclidean distance of two float rows, hnswlib's distance function, in the machine's vectors
+// (ORRERY_CLONES): hnswlib's own L2Space picks AVX only when the build targets it, and this build
+// targets the x86-64 baseline, so it ran in SSE, four floats at a time without FMA.
+ORRERY_CLONES float l2_squared(const void* a, const void* b, const void* dim) {
+  const float* __restrict x = static_cast<const float*>(a);
+  const float* __restrict y = static_cast<const float*>(b);
+  const size_t d = *static_cast<const size_t*>(dim);
+  float s = 0.0f;
+  ORRERY_SIMD(reduction(+ : s))
+  for (size_t i = 0; i < d; ++i) {
+    const float t = x[i] - y[i];
+    s += t * t;
+  }
+  return s;
+}
+
+class L2Space final : public hnswlib::SpaceInterface<float> {
+ public:
+  explicit L2Space(size_t dim) : dim_(dim) {}
+  size_t get_data_size() override { return dim_ * sizeof(float); }
+  hnswlib::DISTFUNC<float> get_dist_func() override { return &l2_squared; }
+  void* get_dist_func_param() override { return &dim_; }
+
+ private:
+  size_t dim_;
+};
+
 // An HNSW graph over the rows of X (the space must outlive it), points inserted in index order on
 // one thread unless params.parallel_build; progress ticks once per point.
 struct Index {
-  hnswlib::L2Space space;
+  L2Space space;
   std::unique_ptr<hnswlib::HierarchicalNSW<float>> graph;
   explicit Index(int d) : space(static_cast<size_t>(d)) {}
 };
@@ -240,12 +268,44 @@ std::unique_ptr<Index> build_index(const MatrixD& X, unsigned long long seed, in
   return index;
 }
 
+// The indexed points [first, first + count) as offsets from first, in breadth-first order over the
+// graph's bottom layer from the entry point (then from each point not reached, in index order):
+// consecutive points are graph neighbours, near one another, so queries taken in this order read
+// vectors and lists that the queries just before them brought into the cache. The order changes
+// which query runs when, never what a query finds.
+std::vector<index_t> locality_order(const Graph& g, index_t first, index_t count) {
+  const index_t N = static_cast<index_t>(g.cur_element_count);
+  std::vector<Node> bfs;
+  bfs.reserve(static_cast<size_t>(N));
+  std::vector<char> seen(static_cast<size_t>(N), 0);
+  const auto visit = [&](Node v) {
+    if (!seen[v]) seen[v] = 1, bfs.push_back(v);
+  };
+  visit(g.enterpoint_node_);
+  for (index_t start = 0; static_cast<index_t>(bfs.size()) < N; ++start) {
+    visit(static_cast<Node>(start));
+    for (size_t h = bfs.size() - 1; h < bfs.size(); ++h) {
+      const auto* list = g.get_linklist0(bfs[h]);
+      const int size = g.getListCount(const_cast<hnswlib::linklistsizeint*>(list));
+      const Node* nb = reinterpret_cast<const Node*>(list + 1);
+      for (int j = 0; j < size; ++j) visit(nb[j]);
+    }
+  }
+  std::vector<index_t> order;
+  order.reserve(static_cast<size_t>(count));
+  for (const Node v : bfs) {
+    const auto label = static_cast<index_t>(g.getExternalLabel(v));
+    if (label >= first && label < first + count) order.push_back(label - first);
+  }
+  return order;
+}
+
 // Each query row's k nearest among the indexed rows R, re-ranked in double; `self(i)` is the
 // reference row query i must not list (-1: none). A query that reaches fewer than k is searched
-// exactly.
+// exactly. Queries run in `order` (positions into Q) when it is given, else in index order.
 template <class Self>
 KnnGraph query_index(Index& index, const MatrixD& R, const MatrixD& Q, int k, int nt, const ApproxKnnParams& params,
-                     ProgressTicker& ticker, index_t offset, Self&& self) {
+                     ProgressTicker& ticker, index_t offset, Self&& self, const std::vector<index_t>* order = nullptr) {
   const index_t M = Q.rows;
   const int d = static_cast<int>(R.cols);
   index.graph->setEf(static_cast<size_t>(std::max(params.ef_search, k + 1)));
@@ -255,7 +315,8 @@ KnnGraph query_index(Index& index, const MatrixD& R, const MatrixD& Q, int k, in
     std::vector<float> row(static_cast<size_t>(d));
     std::vector<std::pair<double, index_t>> found;
 #pragma omp for schedule(dynamic, 64)
-    for (index_t i = 0; i < M; ++i) {
+    for (index_t at = 0; at < M; ++at) {
+      const index_t i = order ? (*order)[static_cast<size_t>(at)] : at;
       const index_t skip = self(i);
       to_float(Q, i, row);
       auto top = index.graph->searchKnn(row.data(), static_cast<size_t>(k) + (skip >= 0 ? 1 : 0));
@@ -394,7 +455,8 @@ KnnGraph approximate_knn_paired(const MatrixD& R, const MatrixD& Q, int k, unsig
   ticker.done = 0;
   ApproxKnnParams at = params;
   at.ef_search = tuned_ef(*index, R, Q, k, nt, params, seed, tuning);
-  KnnGraph g = query_index(*index, R, Q, k, nt, at, ticker, N, [](index_t i) { return i; });
+  const std::vector<index_t> order = locality_order(*index->graph, 0, N);
+  KnnGraph g = query_index(*index, R, Q, k, nt, at, ticker, N, [](index_t i) { return i; }, &order);
   if (progress) progress(2 * N, 2 * N);
   return g;
 }
@@ -414,7 +476,8 @@ KnnGraph approximate_knn_paired_rows(const MatrixD& R, const MatrixD& Q, int k, 
   std::copy(Q.row(first), Q.row(first) + count * Q.cols, mine.data.begin());
   ApproxKnnParams at = params;
   at.ef_search = tuned_ef(*index, R, Q, k, nt, params, seed, tuning);  // alike on every rank
-  KnnGraph g = query_index(*index, R, mine, k, nt, at, ticker, N, [first](index_t i) { return first + i; });
+  const std::vector<index_t> order = locality_order(*index->graph, first, count);
+  KnnGraph g = query_index(*index, R, mine, k, nt, at, ticker, N, [first](index_t i) { return first + i; }, &order);
   if (progress) progress(N + count, N + count);
   return g;
 }

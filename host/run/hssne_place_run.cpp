@@ -127,6 +127,7 @@ KnnGraph placement_neighbors(const MatrixD& reference, const MatrixD& points, in
   const int e = float_safe_exponent(R);
   const MatrixD Rs = e ? times_power_of_two(R, -e) : R, Q = e ? times_power_of_two(X, -e) : X;
   ApproxKnnParams prm;
+  prm.M = kAffinityLinks;  // the affinities' graph, queried at neighbor_ef
   prm.ef_search = cfg.input.neighbor_ef;
   return approximate_knn_to(Rs, Q, k, cfg.run.seed, threads, prm, StageProgress{tag, "approximate neighbors", quiet});
 }

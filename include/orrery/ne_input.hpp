@@ -75,6 +75,15 @@ inline constexpr index_t kNeighborRecallSample = 1000;
 // (2 cores, 70,000 Fashion-MNIST PCA-50, k = 90: build 2.5 s against 4.4 s at 100, recall 0.998 at
 // ef 150; bench/README.md `orrery_bench knn`).
 inline constexpr int kAffinityEfConstruction = 50;
+// ... with this many links per point (hnswlib M; 2 M on the bottom layer), and queried first at
+// kAffinityEf (input.neighbor_ef's default for HSSNE and NeRV). More links make each step of a query
+// dearer but the graph far better connected on data of high intrinsic dimension, so the recall
+// target is met at a shorter list (2 cores, k = 90, one invocation, search s with the build:
+// 70,000 Fashion-MNIST PCA-50 M 16 ef 150 4.61 s recall 0.9985, M 48 ef 100 3.96 s 0.9959; 200,000
+// points of the 50-D mixture M 16 ef 300 37.7 s 0.954, M 48 ef 100 28.9 s 0.9515;
+// bench/README.md `orrery_bench knn`). The index costs about 12 M + 4 d + 16 bytes a point.
+inline constexpr int kAffinityLinks = 48;
+inline constexpr int kAffinityEf = 100;
 
 struct NeInputSpec {
   std::string vectors, distances, affinity_matrix, labels;
@@ -114,12 +123,13 @@ struct NeSpec {
 // 0, snerv's "choose", passes). The one place that says so for every neighbor method.
 void check_perplexity_bound(double perplexity, index_t N, const std::string& source);
 
-// The affinities' approximate search as a run makes it from `in`: kAffinityEfConstruction's graph,
-// neighbor_ef's first query list, raised to neighbor_recall_target on kNeighborRecallSample points.
+// The affinities' approximate search as a run makes it from `in`: kAffinityLinks and
+// kAffinityEfConstruction's graph, neighbor_ef's first query list, raised to neighbor_recall_target on kNeighborRecallSample points.
 inline ApproxKnnParams affinity_search_params(const NeInputSpec& in) {
   ApproxKnnParams prm;
   prm.ef_search = in.neighbor_ef;
   prm.ef_construction = kAffinityEfConstruction;
+  prm.M = kAffinityLinks;
   prm.target_recall = in.neighbor_recall_target;
   prm.recall_sample = kNeighborRecallSample;
   return prm;

@@ -168,14 +168,11 @@ const std::vector<Field<NeInputSpec>>& ne_input_fields(NeMethod method) {
 }
 
 const NeInputSpec& ne_input_defaults(NeMethod method) {
-  static const NeInputSpec common = [] {
-    NeInputSpec s;
-    s.neighbor_ef = kAffinityEf;  // the affinities' graph (kAffinityLinks) needs a shorter list
-    return s;
-  }();
+  static const NeInputSpec common;
   static const NeInputSpec snerv = [] {
     NeInputSpec s;
     s.perplexity = 0.0;
+    s.neighbor_ef = ApproxKnnParams{}.ef_search;  // the candidate search's graph has the default 16 links
     return s;
   }();
   return method == NeMethod::snerv ? snerv : common;

@@ -97,7 +97,7 @@ struct NeInputSpec {
   AffinityMode affinities = AffinityMode::automatic;
   DuplicatesMode duplicates = DuplicatesMode::accept;
   NeighborsMode neighbors = NeighborsMode::automatic;  // hssne, nerv
-  int neighbor_ef = ApproxKnnParams{}.ef_search;       // the approximate search's candidate list
+  int neighbor_ef = kAffinityEf;       // the approximate search's candidate list
   double neighbor_recall_target = 0.95;                 // hssne, nerv: the affinities' search raises ef to it
   ClassMixtureParams metric;  // snerv
   VectorMetric vector_metric = VectorMetric::euclidean;  // hssne, nerv: input.metric

@@ -422,17 +422,15 @@ double NervCellsEvaluator<T>::run(const MatrixD& Y, double lambda, MatrixD* grad
     scatter_.assign(static_cast<size_t>(off[kScatterBlocks]), T(0));
     // over ranks: each takes a run of the blocks; their points' own terms and their windows are
     // then gathered, and every rank adds the windows in block order as one process does
-    const SplitParts blocks = SplitParts::of_blocks(comm_, kScatterBlocks, [](long long b) { return b; });
+    const SplitParts blocks = SplitParts::even(comm_, kScatterBlocks);
     const long long b0 = blocks.begin(), b1 = blocks.end();
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads_)
     for (long long b = b0; b < b1; ++b)
       scatter_range<T, D>(g, b * n / kScatterBlocks, (b + 1) * n / kScatterBlocks, lam, gs.data(),
                           scatter_.data() + off[static_cast<size_t>(b)], w0[static_cast<size_t>(b)],
                           wn[static_cast<size_t>(b)]);
-    SplitParts::of_blocks(comm_, kScatterBlocks, [&](long long b) { return b * n / kScatterBlocks; })
-        .gather(gs.data(), D);
-    SplitParts::of_blocks(comm_, kScatterBlocks, [&](long long b) { return off[static_cast<size_t>(b)]; })
-        .gather(scatter_.data(), 1);
+    blocks.in_items([&](long long b) { return b * n / kScatterBlocks; }).gather(gs.data(), D);
+    blocks.in_items([&](long long b) { return off[static_cast<size_t>(b)]; }).gather(scatter_.data(), 1);
     for (long long b = 0; b < kScatterBlocks; ++b) {
       const T* acc = scatter_.data() + off[static_cast<size_t>(b)];
       const long long base = w0[static_cast<size_t>(b)], m = wn[static_cast<size_t>(b)];

@@ -491,10 +491,15 @@ double evaluate_store(const Store& store, index_t n, const std::vector<double>& 
 }
 template <class T>
 double evaluate_store(const CellsStore& store, index_t, const std::vector<double>&, const MatrixD& Y, double lambda,
-                      MatrixD* grad, int, Comm* comm) {
-  store.eval.shard(comm);
-  return store.eval.evaluate(Y, lambda, grad);
+                      MatrixD* grad, int, Comm*) {
+  return store.eval.evaluate(Y, lambda, grad);  // split over the ranks shard_store gave it
 }
+
+// The ranks a store's evaluations are split over, told once: the exact stores take them with each
+// evaluation (cpu::evaluate's comm), the cell grid's evaluator keeps them.
+template <class Store>
+void shard_store(Store&, Comm*) {}
+inline void shard_store(CellsStore& store, Comm* comm) { store.eval.shard(comm); }
 
 // The engine over a store of the input in T (DenseLogStore, DenseStore<float>, SparseStore<T>, CellsStore).
 template <class T, class Store>
@@ -550,7 +555,10 @@ class CpuNervEngine final : public NervEngine {
   }
   // The evaluations' passes over the rows are split over the ranks; the five vectors, and so every
   // dot product and step, stay whole on every rank.
-  void shard(Comm& comm) override { comm_ = comm.size() > 1 ? &comm : nullptr; }
+  void shard(Comm& comm) override {
+    comm_ = comm.size() > 1 ? &comm : nullptr;
+    shard_store(store_, comm_);
+  }
 
  private:
   MatrixD& at(NervVector v) { return v_[static_cast<size_t>(v)]; }

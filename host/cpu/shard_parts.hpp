@@ -34,9 +34,15 @@ struct SplitParts {
   // in items: block b is [item(b), item(b + 1)).
   template <class ItemOf>
   static SplitParts of_blocks(Comm* comm, long long blocks, const ItemOf& item) {
-    SplitParts b = even(comm, blocks);
-    for (long long& v : b.bounds) v = item(v);
-    return b;
+    return even(comm, blocks).in_items(item);
+  }
+  // The same split with every bound b mapped to item(b): one split of blocks seen in another unit
+  // (the blocks' rows, or their windows' values).
+  template <class ItemOf>
+  SplitParts in_items(const ItemOf& item) const {
+    SplitParts s = *this;
+    for (long long& v : s.bounds) v = item(v);
+    return s;
   }
 
   // Every rank's part of data (`width` values an item, from item 0) replaced by its owner's. A

@@ -281,16 +281,19 @@ std::vector<index_t> locality_order(const Graph& g, index_t first, index_t count
   const auto visit = [&](Node v) {
     if (!seen[v]) seen[v] = 1, bfs.push_back(v);
   };
-  visit(g.enterpoint_node_);
-  for (index_t start = 0; static_cast<index_t>(bfs.size()) < N; ++start) {
-    visit(static_cast<Node>(start));
-    for (size_t h = bfs.size() - 1; h < bfs.size(); ++h) {
+  const auto spread_from = [&](Node root) {  // root and everything reachable from it not yet seen
+    const size_t from = bfs.size();
+    visit(root);
+    for (size_t h = from; h < bfs.size(); ++h) {
       const auto* list = g.get_linklist0(bfs[h]);
       const int size = g.getListCount(const_cast<hnswlib::linklistsizeint*>(list));
       const Node* nb = reinterpret_cast<const Node*>(list + 1);
       for (int j = 0; j < size; ++j) visit(nb[j]);
     }
-  }
+  };
+  if (N > 0) spread_from(static_cast<Node>(g.enterpoint_node_));
+  for (index_t v = 0; v < N; ++v)
+    if (!seen[static_cast<size_t>(v)]) spread_from(static_cast<Node>(v));
   std::vector<index_t> order;
   order.reserve(static_cast<size_t>(count));
   for (const Node v : bfs) {

@@ -190,6 +190,10 @@ class CudaPeEngine final : public PeEngine {
 
   PeSweep solve_objects(const std::vector<double>& phi, const PeNewtonOptions& opt,
                         std::vector<double>* class_grad) override {
+    if (N_ == 0) {  // a rank that owns no objects (more ranks than chunks): nothing to launch
+      if (class_grad) class_grad->assign(static_cast<size_t>(K_) * D_, 0.0);
+      return PeSweep{};
+    }
     upload_phi(phi);
     const float eps = static_cast<float>(opt.eps_r);
     if (D_ == 2)
@@ -254,6 +258,7 @@ class CudaPeEngine final : public PeEngine {
   }
 
   double objective(const std::vector<double>& phi) override {
+    if (N_ == 0) return 0.0;
     upload_phi(phi);
     if (D_ == 2)
       objective_kernel<2><<<blocks_, kBlock, smem_bytes_>>>(P_.get(), phi_.get(), lp_.get(), K_, N_, eta_r_, staged_,
@@ -299,7 +304,7 @@ std::unique_ptr<PeEngine> make_pe_engine(int device, const MatrixD& P, const std
                                          double eta_r) {
   ORRERY_CUDA_CHECK(cudaSetDevice(device));
   if (dim != 2 && dim != 3) internal_error("make_pe_engine: dim must be 2 or 3");
-  if (P.rows < 1 || P.cols < 2) internal_error("make_pe_engine: empty posteriors");
+  if (P.cols < 2) internal_error("make_pe_engine: fewer than 2 classes");  // 0 objects: a rank's empty block
   return std::make_unique<CudaPeEngine>(device, P, log_priors, dim, eta_r);
 }
 

@@ -20,7 +20,6 @@
 
 #include "methods/random.hpp"
 #include "optim/lbfgs.hpp"
-#include "orrery/backend.hpp"
 #include "orrery/clock.hpp"
 #include "orrery/error.hpp"
 #include "orrery/exact_sum.hpp"
@@ -217,11 +216,7 @@ PeResult fit_pe(Backend& backend, const PeInput& in, const PeParams& prm, unsign
   for (index_t n = 0; n < n_local; ++n)
     for (int k = 0; k < K; ++k)
       for (int d = 0; d < D; ++d) R0(n, d) += P_local(n, k) * phi[k * D + d];
-  // A rank with no objects (more ranks than chunks) has nothing to solve: a CPU engine over its
-  // empty block stands in for any backend (a device engine needs at least one object) and adds no
-  // chunk to the sums.
-  const std::unique_ptr<Backend> no_objects = n_local == 0 ? make_cpu_backend(1) : nullptr;
-  auto engine = (no_objects ? *no_objects : backend).make_pe(P_local, log_priors, D, prm.eta_r);
+  auto engine = backend.make_pe(P_local, log_priors, D, prm.eta_r);  // a rank may own no objects
   engine->set_objects(R0);
 
   PeResult res;

@@ -37,8 +37,11 @@ namespace {
 
 int nthreads(int t) { return t > 0 ? t : omp_get_max_threads(); }
 
+// Sized, and zeroed when they are not: cpu_sums writes every row it owns at every evaluation, and the
+// rows it does not own (another rank's) stay zero, so sums of the right size are left as they are.
 void resize_sums(HssneSums& s, index_t N, int D) {
-  for (auto* v : {&s.h, &s.p_log_h, &s.a, &s.hs}) v->assign(static_cast<size_t>(N), 0.0);
+  for (auto* v : {&s.h, &s.p_log_h, &s.a, &s.hs})
+    if (v->size() != static_cast<size_t>(N)) v->assign(static_cast<size_t>(N), 0.0);
   if (s.ay.rows != N || s.ay.cols != D) s.ay = MatrixD(N, D);
   if (s.hsy.rows != N || s.hsy.cols != D) s.hsy = MatrixD(N, D);
 }
@@ -86,28 +89,32 @@ ORRERY_ALWAYS_INLINE void repulsion_loop(const double* yt, index_t N, index_t i,
 }
 
 // Row i's attractive sums over its list (columns col[lo, hi), values val), as hssne_accumulate's
-// attraction but vectorised: the list's points are gathered from yt, and the logs are math/exp.hpp's,
-// not libm's scalar log1p, which cost more than the whole repulsion pass. With Log std::false_type
-// the objective's sum p log H is left out (p_log_h untouched), and with it the logarithms.
-template <int D, int kTail, class Col, class Log>
-ORRERY_ALWAYS_INLINE void attraction_loop(const double* yt, index_t N, index_t i, const Col* col,
-                                          const double* val, index_t lo, index_t hi, double alpha, Log,
-                                          math::HssneRow<double, D>& acc) {
+// attraction but vectorised: the list's points are gathered from the row-major map y (a point's
+// coordinates share a cache line, so a gather misses once, not once per dimension as from the map
+// by dimension), and the logs are math/exp.hpp's, not libm's scalar log1p, which cost more than the
+// whole repulsion pass. With Log std::false_type the objective's sum p log H is left out (p_log_h
+// untouched), and with it the logarithms.
+template <int D, int kTail, class Col, class Val, class Log>
+ORRERY_ALWAYS_INLINE void attraction_loop(const double* y, index_t i, const Col* col, const Val* val, index_t lo,
+                                          index_t hi, double alpha, Log, math::HssneRow<double, D>& acc) {
   constexpr bool kLog = Log::value;
-  const cpu::MapRow<double, D> r(yt, N, i);
-  const double *x0 = r.x0, *x1 = r.x1, *x2 = r.x2;
+  const double y0 = y[i * D], y1 = D > 1 ? y[i * D + 1] : 0.0, y2 = D > 2 ? y[i * D + 2] : 0.0;
   double a = 0.0, plh = 0.0, g0 = 0.0, g1 = 0.0, g2 = 0.0;
 #pragma omp simd reduction(+ : a, plh, g0, g1, g2)
   for (index_t q = lo; q < hi; ++q) {
-    const index_t j = col[q];
-    const double p = val[q];
-    const math::TailTerms<double> t = math::heavy_tail_terms<kTail>(r.tau(j), alpha);
+    const index_t j = static_cast<index_t>(col[q]) * D;
+    const double p = static_cast<double>(val[q]);
+    const double x0 = y[j], x1 = D > 1 ? y[j + 1] : 0.0, x2 = D > 2 ? y[j + 2] : 0.0;
+    double tau = (y0 - x0) * (y0 - x0);
+    if constexpr (D > 1) tau += (y1 - x1) * (y1 - x1);
+    if constexpr (D > 2) tau += (y2 - x2) * (y2 - x2);
+    const math::TailTerms<double> t = math::heavy_tail_terms<kTail>(tau, alpha);
     const double ps = p * t.s;
     a += ps;
     if constexpr (kLog) plh += p * t.log_h;
-    g0 += ps * x0[j];
-    if constexpr (D > 1) g1 += ps * x1[j];
-    if constexpr (D > 2) g2 += ps * x2[j];
+    g0 += ps * x0;
+    if constexpr (D > 1) g1 += ps * x1;
+    if constexpr (D > 2) g2 += ps * x2;
   }
   acc.a_sum += a;
   acc.p_log_h += plh;
@@ -166,13 +173,13 @@ ORRERY_CLONES void repulsion_from(const double* ft, index_t m, const double* y, 
   ORRERY_HSSNE_TAIL_DISPATCH(repulsion_from_loop, ft, m, y, alpha, acc);
 }
 
-template <int D, class Col>
-ORRERY_CLONES void attraction_row(const double* yt, index_t N, index_t i, const Col* col, const double* val,
-                                  index_t lo, index_t hi, double alpha, bool with_log, math::HssneRow<double, D>& acc) {
+template <int D, class Col, class Val>
+ORRERY_CLONES void attraction_row(const double* y, index_t i, const Col* col, const Val* val, index_t lo, index_t hi,
+                                  double alpha, bool with_log, math::HssneRow<double, D>& acc) {
   if (with_log) {
-    ORRERY_HSSNE_TAIL_DISPATCH(attraction_loop, yt, N, i, col, val, lo, hi, alpha, std::true_type{}, acc);
+    ORRERY_HSSNE_TAIL_DISPATCH(attraction_loop, y, i, col, val, lo, hi, alpha, std::true_type{}, acc);
   } else {
-    ORRERY_HSSNE_TAIL_DISPATCH(attraction_loop, yt, N, i, col, val, lo, hi, alpha, std::false_type{}, acc);
+    ORRERY_HSSNE_TAIL_DISPATCH(attraction_loop, y, i, col, val, lo, hi, alpha, std::false_type{}, acc);
   }
 }
 
@@ -193,18 +200,19 @@ ORRERY_CLONES void dense_row(const double* yt, index_t N, index_t i, const doubl
 struct Shard {
   Comm* comm = nullptr;
   const std::uint32_t* col32 = nullptr;  // P's columns in 32 bits (the engine's copy), else S's
+  const float* val32 = nullptr;           // with col32, P's values in float (S's values then empty)
   index_t first = 0, end = 0;
   std::vector<std::size_t> rows;  // every rank's row count, in rank order
 };
 
 template <int D>
 void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, const std::uint32_t* col32,
+              const float* val32,
               int threads, RepulsionGrid* grid, bool exact_when_cheaper, RepulsionTree* tree, RepulsionSums& rep,
               HssneSums& out, HssneStageTimes& times, index_t first, index_t end, bool objective) {
   const double t0 = omp_get_wtime();
   const index_t N = Y.rows;
   resize_sums(out, N, D);
-  const std::vector<double> yt = cpu::by_dimension<double>(Y);
   // A grid dearer than the pairs (a wide map of few points) gives way to the exact loop, or to the
   // tree where the engine has one and the tree costs less than the pairs. In 3-D the tree's cost is
   // weighed against the grid's at every map (a 3-D grid grows as the map's extent cubed, and the
@@ -237,6 +245,8 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
   }
   times.tree += t_tree;
   const bool summed = grid || tree;
+  // The map by dimension for the all-pairs loops (the attraction reads the row-major map).
+  const std::vector<double> yt = summed && !P ? std::vector<double>() : cpu::by_dimension<double>(Y);
   const double t1 = omp_get_wtime();
 #pragma omp parallel for schedule(static) num_threads(nthreads(threads))
   for (index_t i = first; i < end; ++i) {
@@ -253,8 +263,8 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
       } else {
         repulsion_row<D>(yt.data(), N, i, alpha, acc);
       }
-      if (col32) attraction_row<D>(yt.data(), N, i, col32, S->val.data(), lo, hi, alpha, objective, acc);
-      else attraction_row<D>(yt.data(), N, i, S->col.data(), S->val.data(), lo, hi, alpha, objective, acc);
+      if (col32) attraction_row<D>(Y.data.data(), i, col32, val32, lo, hi, alpha, objective, acc);
+      else attraction_row<D>(Y.data.data(), i, S->col.data(), S->val.data(), lo, hi, alpha, objective, acc);
     }
     const auto k = static_cast<size_t>(i);
     out.h[k] = acc.h_sum;
@@ -280,7 +290,7 @@ template <int D>
 HssneTotals cpu_evaluate(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, int threads,
                          RepulsionGrid* grid, bool exact_when_cheaper, RepulsionTree* tree, RepulsionSums& rep,
                          HssneSums& out, HssneStageTimes& times, const Shard& shard, bool objective) {
-  cpu_sums<D>(Y, alpha, P, S, shard.col32, threads, grid, exact_when_cheaper, tree, rep, out, times, shard.first,
+  cpu_sums<D>(Y, alpha, P, S, shard.col32, shard.val32, threads, grid, exact_when_cheaper, tree, rep, out, times, shard.first,
               shard.end, objective);
   HssneTotals t;
   t.z = rep.z_grid;
@@ -331,10 +341,10 @@ std::vector<index_t> breadth_first_order(const SparseAffinity& S) {
 }
 
 // P with its points renumbered: row r is S's row order[r], its columns rank[j] (rank = the inverse
-// of order), each row's entries sorted by column. With col32, the columns go there in 32 bits and
-// the result's own stay empty.
+// of order), each row's entries sorted by column. With col32 (and val32), the columns go there in
+// 32 bits and the values in float, and the result's own stay empty.
 SparseAffinity renumbered(const SparseAffinity& S, const std::vector<index_t>& order, const std::vector<index_t>& rank,
-                          int threads, std::vector<std::uint32_t>* col32) {
+                          int threads, std::vector<std::uint32_t>* col32, std::vector<float>* val32) {
   const index_t N = S.num_points;
   SparseAffinity L;
   L.num_points = N;
@@ -343,9 +353,13 @@ SparseAffinity renumbered(const SparseAffinity& S, const std::vector<index_t>& o
     const auto i = static_cast<size_t>(order[static_cast<size_t>(r)]);
     L.row_ptr[static_cast<size_t>(r + 1)] = L.row_ptr[static_cast<size_t>(r)] + (S.row_ptr[i + 1] - S.row_ptr[i]);
   }
-  if (col32) col32->resize(S.col.size());
-  else L.col.resize(S.col.size());
-  L.val.resize(S.val.size());
+  if (col32) {
+    col32->resize(S.col.size());
+    val32->resize(S.val.size());
+  } else {
+    L.col.resize(S.col.size());
+    L.val.resize(S.val.size());
+  }
 #pragma omp parallel for schedule(dynamic, 1024) num_threads(nthreads(threads))
   for (index_t r = 0; r < N; ++r) {
     const auto i = static_cast<size_t>(order[static_cast<size_t>(r)]);
@@ -355,9 +369,13 @@ SparseAffinity renumbered(const SparseAffinity& S, const std::vector<index_t>& o
     std::sort(row.begin(), row.end());
     auto at = static_cast<size_t>(L.row_ptr[static_cast<size_t>(r)]);
     for (const auto& [j, v] : row) {
-      if (col32) (*col32)[at] = static_cast<std::uint32_t>(j);
-      else L.col[at] = j;
-      L.val[at++] = v;
+      if (col32) {
+        (*col32)[at] = static_cast<std::uint32_t>(j);
+        (*val32)[at++] = static_cast<float>(v);
+      } else {
+        L.col[at] = j;
+        L.val[at++] = v;
+      }
     }
   }
   return L;
@@ -382,12 +400,16 @@ class CpuHssneEngine final : public HssneEngine {
       order_ = breadth_first_order(*S);
       std::vector<index_t> rank(order_.size());
       for (size_t r = 0; r < order_.size(); ++r) rank[static_cast<size_t>(order_[r])] = static_cast<index_t>(r);
-      // The columns in 32 bits where N allows: the attraction streams P's lists every evaluation,
-      // 12 bytes an entry instead of 16 (the same values, so the same sums).
+      // The columns in 32 bits where N allows, and the values in float: the attraction streams P's
+      // lists every evaluation and is bound by memory, so 8 bytes an entry instead of 16 (the sums
+      // stay double; a value moves by float's rounding, 6e-8 of itself).
       const bool compact = N_ <= static_cast<index_t>(std::numeric_limits<std::uint32_t>::max());
-      local_ = renumbered(*S, order_, rank, threads, compact ? &col32_ : nullptr);
+      local_ = renumbered(*S, order_, rank, threads, compact ? &col32_ : nullptr, compact ? &val32_ : nullptr);
       S_ = &local_;
-      if (compact) shard_.col32 = col32_.data();
+      if (compact) {
+        shard_.col32 = col32_.data();
+        shard_.val32 = val32_.data();
+      }
     }
   }
   std::string name() const override { return "cpu"; }
@@ -415,11 +437,13 @@ class CpuHssneEngine final : public HssneEngine {
       };
       if (col32_.empty()) {
         keep(local_.col);
+        keep(local_.val);
       } else {
         keep(col32_);
+        keep(val32_);
         shard_.col32 = col32_.data();
+        shard_.val32 = val32_.data();
       }
-      keep(local_.val);
       for (index_t& at : local_.row_ptr) at = std::clamp<index_t>(at - static_cast<index_t>(lo), 0, static_cast<index_t>(hi - lo));
     }
   }
@@ -437,6 +461,7 @@ class CpuHssneEngine final : public HssneEngine {
 
   HssneTotals propose(double c, double step, double beta) override {
     const double inv_z = 1.0 / cur_.z;
+#pragma omp parallel for schedule(static) num_threads(nthreads(threads_))
     for (index_t i = shard_.first; i < shard_.end; ++i) {
       const auto k = static_cast<size_t>(i);
       for (index_t d = 0; d < dim_; ++d)
@@ -461,8 +486,10 @@ class CpuHssneEngine final : public HssneEngine {
     cur_ = trial_totals_;
   }
 
+  // The steps are per coordinate, so the rows run in parallel (the same values for any thread count).
   HssneTotals gradient_step(double c, double momentum, double learning_rate, bool objective) override {
     const double inv_z = 1.0 / cur_.z;
+#pragma omp parallel for schedule(static) num_threads(nthreads(threads_))
     for (index_t i = shard_.first; i < shard_.end; ++i) {
       const auto k = static_cast<size_t>(i);
       for (index_t d = 0; d < dim_; ++d) {
@@ -559,6 +586,7 @@ class CpuHssneEngine final : public HssneEngine {
   std::unique_ptr<RepulsionTree> tree_;  // where the grid gives way (null: the exact loop there)
   HssneStageTimes times_;
   std::vector<std::uint32_t> col32_;  // local_'s columns in 32 bits (local_.col then empty)
+  std::vector<float> val32_;          // with col32_, local_'s values in float (local_.val then empty)
   bool exact_when_cheaper_ = false;
   RepulsionSums rep_;
   // The engine's numbering (empty: the caller's): order_[r] is the caller's point r; local_ is P

@@ -35,9 +35,14 @@ template <int D>
 void RepulsionTree::build(const MatrixD& Y) {
   constexpr int kMaxDepth = 48, kChildren = 1 << D;
   const index_t N = Y.rows;
+  // The points travel with their coordinates (xs_[r D + d] is point order_[r]'s), so that each
+  // level reads and moves them as contiguous runs instead of gathering rows of Y.
   order_.resize(static_cast<size_t>(N));
   scratch_.resize(static_cast<size_t>(N));
+  xs_.resize(static_cast<size_t>(N * D));
+  xs_scratch_.resize(static_cast<size_t>(N * D));
   for (index_t i = 0; i < N; ++i) order_[static_cast<size_t>(i)] = i;
+  std::copy(Y.data.begin(), Y.data.begin() + N * D, xs_.begin());
   struct Cube {
     double mid[3];
     double half;
@@ -59,6 +64,8 @@ void RepulsionTree::build(const MatrixD& Y) {
   // A split cell's children: [start[c], start[c + 1]); all zero for a cell not split.
   using Starts = std::array<index_t, kChildren + 1>;
   std::vector<Starts> starts;
+  double* xs = xs_.data();
+  double* xt = xs_scratch_.data();
   for (size_t level = 0; level < nodes_.size();) {
     const size_t level_end = nodes_.size(), count = level_end - level;
     starts.assign(count, Starts{});
@@ -68,11 +75,10 @@ void RepulsionTree::build(const MatrixD& Y) {
       const index_t b = node.begin, e = node.end;
       const Cube& cube = cubes[q];
       double com[3] = {0, 0, 0}, blo[3], bhi[3];
-      for (int d = 0; d < D; ++d) blo[d] = bhi[d] = Y(order_[static_cast<size_t>(b)], d);
+      for (int d = 0; d < D; ++d) blo[d] = bhi[d] = xs[b * D + d];
       for (index_t s = b; s < e; ++s) {
-        const index_t i = order_[static_cast<size_t>(s)];
         for (int d = 0; d < D; ++d) {
-          const double v = Y(i, d);
+          const double v = xs[s * D + d];
           com[d] += v;
           blo[d] = std::min(blo[d], v);
           bhi[d] = std::max(bhi[d], v);
@@ -86,22 +92,25 @@ void RepulsionTree::build(const MatrixD& Y) {
       }
       node.radius2 = r2;
       if (e - b <= kLeafPoints || cube.depth >= kMaxDepth || r2 == 0) continue;
-      // Counting sort of the cell's points into its children.
+      // Counting sort of the cell's points into its children (stable: each child keeps the
+      // points in the cell's order), their coordinates with them.
       Starts& start = starts[q - level];
-      auto child_of = [&](index_t i) {
+      auto child_of = [&](index_t s) {
         int c = 0;
-        for (int d = 0; d < D; ++d) c |= (Y(i, d) >= cube.mid[d] ? 1 : 0) << d;
+        for (int d = 0; d < D; ++d) c |= (xs[s * D + d] >= cube.mid[d] ? 1 : 0) << d;
         return c;
       };
-      for (index_t s = b; s < e; ++s) ++start[static_cast<size_t>(child_of(order_[static_cast<size_t>(s)]) + 1)];
+      for (index_t s = b; s < e; ++s) ++start[static_cast<size_t>(child_of(s) + 1)];
       for (int c = 0; c < kChildren; ++c) start[static_cast<size_t>(c + 1)] += start[static_cast<size_t>(c)];
       std::array<index_t, kChildren> fill{};
       for (int c = 0; c < kChildren; ++c) fill[static_cast<size_t>(c)] = b + start[static_cast<size_t>(c)];
       for (index_t s = b; s < e; ++s) {
-        const index_t i = order_[static_cast<size_t>(s)];
-        scratch_[static_cast<size_t>(fill[static_cast<size_t>(child_of(i))]++)] = i;
+        const index_t to = fill[static_cast<size_t>(child_of(s))]++;
+        scratch_[static_cast<size_t>(to)] = order_[static_cast<size_t>(s)];
+        for (int d = 0; d < D; ++d) xt[to * D + d] = xs[s * D + d];
       }
       std::copy(scratch_.begin() + b, scratch_.begin() + e, order_.begin() + b);
+      std::copy(xt + b * D, xt + e * D, xs + b * D);
     }
     for (size_t q = level; q < level_end; ++q) {
       const Starts& start = starts[q - level];
@@ -127,7 +136,7 @@ void RepulsionTree::build(const MatrixD& Y) {
   sorted_.resize(static_cast<size_t>(N * D));
 #pragma omp parallel for schedule(static) num_threads(nthreads(threads_))
   for (index_t r = 0; r < N; ++r)
-    for (int d = 0; d < D; ++d) sorted_[static_cast<size_t>(d * N + r)] = Y(order_[static_cast<size_t>(r)], d);
+    for (int d = 0; d < D; ++d) sorted_[static_cast<size_t>(d * N + r)] = xs[r * D + d];
 }
 
 namespace {
@@ -168,8 +177,10 @@ struct Sources {
 template <int D, bool kTsne, class R>
 ORRERY_ALWAYS_INLINE void add_pair(R y0, R y1, R y2, R s0, R s1, R s2, R mass, R alpha, R& h, R& hs, R& g0, R& g1,
                                    R& g2) {
-  const R o0 = y0 - s0, o1 = y1 - s1, o2 = D > 2 ? y2 - s2 : R(0);
-  const R tau = o0 * o0 + o1 * o1 + o2 * o2;
+  // In 2-D no third term: adding o2 * o2 = +0 changes no bit but costs a vector add a pair.
+  const R o0 = y0 - s0, o1 = y1 - s1;
+  R tau = o0 * o0 + o1 * o1;
+  if constexpr (D > 2) tau += (y2 - s2) * (y2 - s2);
   R kh, khs;
   kernels<kTsne>(tau, alpha, kh, khs);
   const R mhs = mass * khs;
@@ -369,10 +380,14 @@ double RepulsionTree::plan(const MatrixD& Y) {
 
 void RepulsionTree::sums_of_plan(RepulsionSums& out) {
   if (planned_ < 0) internal_error("RepulsionTree: sums_of_plan without a plan");
+  // Every owned point's sums are written; the others (another rank's) stay zero, so sums of the
+  // right size are not cleared again.
   const auto n = static_cast<size_t>(planned_);
-  out.h.assign(n, 0.0);
-  out.hs.assign(n, 0.0);
-  out.hsy = MatrixD(planned_, dim_, 0.0);
+  if (out.h.size() != n || out.hs.size() != n || out.hsy.rows != planned_ || out.hsy.cols != dim_) {
+    out.h.assign(n, 0.0);
+    out.hs.assign(n, 0.0);
+    out.hsy = MatrixD(planned_, dim_, 0.0);
+  }
   out.z_grid = 0;
   if (dim_ == 2) sum_points<2>(&out);
   else sum_points<3>(&out);

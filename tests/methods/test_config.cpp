@@ -195,11 +195,11 @@ TEST(MemoryPlan, RefusesWhatDoesNotFitAndNamesTheKey) {
   const MemoryPlan sparse = plan_neighbor_embedding(in, false);
   EXPECT_LT(sparse.host_peak(), 1e9) << "sparse affinities are O(N k)";
   EXPECT_NO_THROW(check_memory_plan(sparse, small, false));
-  // The CPU grid engine's renumbered copy of P (up to 2 N k entries of 12 bytes: 32-bit columns)
-  // and the grid's per-point arrays (N (24 p + 64) bytes at p = 4 nodes per axis).
+  // The CPU grid engine's renumbered copy of P (up to 2 N k entries of 8 bytes: 32-bit columns,
+  // float values) and the grid's per-point arrays (N (24 p + 64) bytes at p = 4 nodes per axis).
   in.grid_engine = true;
   EXPECT_NEAR(plan_neighbor_embedding(in, false).host_peak() - sparse.host_peak(),
-              24.0 * 70000.0 * 90.0 + 70000.0 * (24.0 * 4 + 64.0), 1.0);
+              16.0 * 70000.0 * 90.0 + 70000.0 * (24.0 * 4 + 64.0), 1.0);
   in.grid_engine = false;
   // On a device the engine's arrays count against its memory.
   in.method = NeMethod::nerv;

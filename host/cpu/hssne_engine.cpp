@@ -105,10 +105,8 @@ ORRERY_ALWAYS_INLINE void attraction_loop(const double* y, index_t i, const Col*
     const index_t j = static_cast<index_t>(col[q]) * D;
     const double p = static_cast<double>(val[q]);
     const double x0 = y[j], x1 = D > 1 ? y[j + 1] : 0.0, x2 = D > 2 ? y[j + 2] : 0.0;
-    double tau = (y0 - x0) * (y0 - x0);
-    if constexpr (D > 1) tau += (y1 - x1) * (y1 - x1);
-    if constexpr (D > 2) tau += (y2 - x2) * (y2 - x2);
-    const math::TailTerms<double> t = math::heavy_tail_terms<kTail>(tau, alpha);
+    const math::TailTerms<double> t =
+        math::heavy_tail_terms<kTail>(cpu::squared_offset<double, D>(y0, y1, y2, x0, x1, x2), alpha);
     const double ps = p * t.s;
     a += ps;
     if constexpr (kLog) plh += p * t.log_h;

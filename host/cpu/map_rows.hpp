@@ -18,6 +18,15 @@ std::vector<T> by_dimension(const MatrixD& Y) {
   return yt;
 }
 
+// |y - x|^2 for D <= 3 coordinates, in the loops' one order (no zero terms past D).
+template <class T, int D>
+ORRERY_ALWAYS_INLINE T squared_offset(T y0, T y1, T y2, T x0, T x1, T x2) {
+  T t = (y0 - x0) * (y0 - x0);
+  if constexpr (D > 1) t += (y1 - x1) * (y1 - x1);
+  if constexpr (D > 2) t += (y2 - x2) * (y2 - x2);
+  return t;
+}
+
 // Row i of a map by dimension with D <= 3: one pointer and one scalar of y_i per dimension (GCC sums
 // an array-section reduction lane by lane, so the loops keep one scalar per dimension too).
 template <class T, int D>
@@ -28,10 +37,7 @@ struct MapRow {
       : x0(yt), x1(D > 1 ? yt + N : yt), x2(D > 2 ? yt + 2 * N : yt), y0(x0[i]), y1(x1[i]), y2(x2[i]) {}
   // tau_ij = |y_i - y_j|^2
   ORRERY_ALWAYS_INLINE T tau(index_t j) const {
-    T t = (y0 - x0[j]) * (y0 - x0[j]);
-    if constexpr (D > 1) t += (y1 - x1[j]) * (y1 - x1[j]);
-    if constexpr (D > 2) t += (y2 - x2[j]) * (y2 - x2[j]);
-    return t;
+    return squared_offset<T, D>(y0, y1, y2, x0[j], D > 1 ? x1[j] : T(0), D > 2 ? x2[j] : T(0));
   }
 };
 

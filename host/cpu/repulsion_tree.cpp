@@ -35,14 +35,9 @@ template <int D>
 void RepulsionTree::build(const MatrixD& Y) {
   constexpr int kMaxDepth = 48, kChildren = 1 << D;
   const index_t N = Y.rows;
-  // The points travel with their coordinates (xs_[r D + d] is point order_[r]'s), so that each
-  // level reads and moves them as contiguous runs instead of gathering rows of Y.
   order_.resize(static_cast<size_t>(N));
   scratch_.resize(static_cast<size_t>(N));
-  xs_.resize(static_cast<size_t>(N * D));
-  xs_scratch_.resize(static_cast<size_t>(N * D));
   for (index_t i = 0; i < N; ++i) order_[static_cast<size_t>(i)] = i;
-  std::copy(Y.data.begin(), Y.data.begin() + N * D, xs_.begin());
   struct Cube {
     double mid[3];
     double half;
@@ -64,8 +59,6 @@ void RepulsionTree::build(const MatrixD& Y) {
   // A split cell's children: [start[c], start[c + 1]); all zero for a cell not split.
   using Starts = std::array<index_t, kChildren + 1>;
   std::vector<Starts> starts;
-  double* xs = xs_.data();
-  double* xt = xs_scratch_.data();
   for (size_t level = 0; level < nodes_.size();) {
     const size_t level_end = nodes_.size(), count = level_end - level;
     starts.assign(count, Starts{});
@@ -75,10 +68,11 @@ void RepulsionTree::build(const MatrixD& Y) {
       const index_t b = node.begin, e = node.end;
       const Cube& cube = cubes[q];
       double com[3] = {0, 0, 0}, blo[3], bhi[3];
-      for (int d = 0; d < D; ++d) blo[d] = bhi[d] = xs[b * D + d];
+      for (int d = 0; d < D; ++d) blo[d] = bhi[d] = Y(order_[static_cast<size_t>(b)], d);
       for (index_t s = b; s < e; ++s) {
+        const index_t i = order_[static_cast<size_t>(s)];
         for (int d = 0; d < D; ++d) {
-          const double v = xs[s * D + d];
+          const double v = Y(i, d);
           com[d] += v;
           blo[d] = std::min(blo[d], v);
           bhi[d] = std::max(bhi[d], v);
@@ -92,25 +86,22 @@ void RepulsionTree::build(const MatrixD& Y) {
       }
       node.radius2 = r2;
       if (e - b <= kLeafPoints || cube.depth >= kMaxDepth || r2 == 0) continue;
-      // Counting sort of the cell's points into its children (stable: each child keeps the
-      // points in the cell's order), their coordinates with them.
+      // Counting sort of the cell's points into its children.
       Starts& start = starts[q - level];
-      auto child_of = [&](index_t s) {
+      auto child_of = [&](index_t i) {
         int c = 0;
-        for (int d = 0; d < D; ++d) c |= (xs[s * D + d] >= cube.mid[d] ? 1 : 0) << d;
+        for (int d = 0; d < D; ++d) c |= (Y(i, d) >= cube.mid[d] ? 1 : 0) << d;
         return c;
       };
-      for (index_t s = b; s < e; ++s) ++start[static_cast<size_t>(child_of(s) + 1)];
+      for (index_t s = b; s < e; ++s) ++start[static_cast<size_t>(child_of(order_[static_cast<size_t>(s)]) + 1)];
       for (int c = 0; c < kChildren; ++c) start[static_cast<size_t>(c + 1)] += start[static_cast<size_t>(c)];
       std::array<index_t, kChildren> fill{};
       for (int c = 0; c < kChildren; ++c) fill[static_cast<size_t>(c)] = b + start[static_cast<size_t>(c)];
       for (index_t s = b; s < e; ++s) {
-        const index_t to = fill[static_cast<size_t>(child_of(s))]++;
-        scratch_[static_cast<size_t>(to)] = order_[static_cast<size_t>(s)];
-        for (int d = 0; d < D; ++d) xt[to * D + d] = xs[s * D + d];
+        const index_t i = order_[static_cast<size_t>(s)];
+        scratch_[static_cast<size_t>(fill[static_cast<size_t>(child_of(i))]++)] = i;
       }
       std::copy(scratch_.begin() + b, scratch_.begin() + e, order_.begin() + b);
-      std::copy(xt + b * D, xt + e * D, xs + b * D);
     }
     for (size_t q = level; q < level_end; ++q) {
       const Starts& start = starts[q - level];
@@ -136,7 +127,7 @@ void RepulsionTree::build(const MatrixD& Y) {
   sorted_.resize(static_cast<size_t>(N * D));
 #pragma omp parallel for schedule(static) num_threads(nthreads(threads_))
   for (index_t r = 0; r < N; ++r)
-    for (int d = 0; d < D; ++d) sorted_[static_cast<size_t>(d * N + r)] = xs[r * D + d];
+    for (int d = 0; d < D; ++d) sorted_[static_cast<size_t>(d * N + r)] = Y(order_[static_cast<size_t>(r)], d);
 }
 
 namespace {

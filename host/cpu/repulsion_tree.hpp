@@ -89,7 +89,6 @@ class RepulsionTree {
   index_t row_first_ = 0, row_end_ = std::numeric_limits<index_t>::max();  // only_rows
   std::vector<Node> nodes_;
   std::vector<index_t> order_, scratch_;
-  std::vector<double> xs_, xs_scratch_;  // build's: the points' coordinates in order_, point by point
   std::vector<double> sorted_;  // the points in order_, by dimension: sorted_[d N + r]
 };
 

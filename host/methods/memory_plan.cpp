@@ -91,11 +91,11 @@ MemoryPlan plan_neighbor_embedding(const NePlanInput& in, bool device) {
       p.add({"the interpolation grid's per-point arrays, up to N (24 p + 64) bytes", "params.interp_nodes",
              "fewer nodes per box (p)" + fewer, n * (24.0 * in.grid_nodes + 64.0), 0.0});
     }
-    // order, scratch, the sorted coordinates and the build's two copies of them (16 + 24 D bytes a
-    // point, D <= 3), the cells (~N / 16 of 64 bytes): the tree engine's, or auto's beside the grid
+    // order, scratch and the sorted coordinates (16 + 8 D bytes a point), the cells (~N / 16 of 64
+    // bytes): the tree engine's, or auto's beside the grid
     if (!in.dense && !device && (in.tree_engine || (in.grid_engine && in.repulsion_auto)))
-      p.add({"the Barnes-Hut tree, about 92 N bytes", "params.repulsion", "\"interpolated\" (the grid alone)" + fewer,
-             92.0 * n, 0.0});
+      p.add({"the Barnes-Hut tree, about 48 N bytes", "params.repulsion", "\"interpolated\" (the grid alone)" + fewer,
+             48.0 * n, 0.0});
     if (!in.dense && device && in.grid_engine)
       p.add({"the interpolation grid's per-point arrays on the GPU, up to N (24 p + 64) bytes", "params.interp_nodes",
              "fewer nodes per box (p)" + fewer, 0.0, n * (24.0 * in.grid_nodes + 64.0)});

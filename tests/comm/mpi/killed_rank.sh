@@ -23,13 +23,15 @@ awk 'BEGIN { srand(5); for (i = 0; i < 2000; i++) { line = "";
 printf '{"method": "hssne", "input": {"vectors": "x.csv", "perplexity": 10, "affinities": "sparse"},
   "params": {"repulsion": "exact", "max_iter": 100000000, "tol": 0}, "output": {"dir": "out", "format": "npy"},
   "device": "cpu", "threads": 1, "seed": 3, "comm_timeout": 3}\n' >run.json
-"$launcher" "$np_flag" 2 "${flags[@]}" "$orrery" run run.json >run.log 2>&1 &
+# The config by its path in this test's own folder, so that the search for rank 1 below finds this
+# run's process and not that of another test running the same script at the same time.
+"$launcher" "$np_flag" 2 "${flags[@]}" "$orrery" run "$work/run.json" >run.log 2>&1 &
 launched=$!
 
 # rank 1's process: the orrery child whose environment says so (Open MPI's, or PMI's under srun)
 for _ in $(seq 1 300); do
   if grep -q '^\[hssne\] iter     0 ' run.log; then
-    for p in $(pgrep -f "$orrery run run.json"); do
+    for p in $(pgrep -f "$orrery run $work/run.json"); do
       if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qE '^(OMPI_COMM_WORLD_RANK|PMI_RANK|PMIX_RANK)=1$'; then
         rank_one=$p
       fi

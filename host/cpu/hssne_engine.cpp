@@ -30,6 +30,7 @@
 #include "orrery/interp_plan.hpp"
 #include "orrery/math/exp.hpp"
 #include "orrery/math/neighbor.hpp"
+#include "prep/breadth_first.hpp"
 #include "prep/clones.hpp"
 
 namespace orrery::cpu {
@@ -195,17 +196,22 @@ ORRERY_CLONES void dense_row(const double* yt, index_t N, index_t i, const doubl
 // attraction alone; the same with a tree (repulsion_tree.hpp), used where the grid gives way.
 // A sharded engine's part (CpuHssneEngine::shard): rows [first, end) are this rank's; without a
 // communicator, every row.
+// P's lists in 8 bytes an entry: columns in 32 bits, values in float (the engine's renumbered copy,
+// whose own col and val then stay empty).
+struct CompactLists {
+  std::vector<std::uint32_t> col;
+  std::vector<float> val;
+};
+
 struct Shard {
   Comm* comm = nullptr;
-  const std::uint32_t* col32 = nullptr;  // P's columns in 32 bits (the engine's copy), else S's
-  const float* val32 = nullptr;           // with col32, P's values in float (S's values then empty)
+  const CompactLists* compact = nullptr;  // P's lists, else S's col and val
   index_t first = 0, end = 0;
   std::vector<std::size_t> rows;  // every rank's row count, in rank order
 };
 
 template <int D>
-void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, const std::uint32_t* col32,
-              const float* val32,
+void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, const CompactLists* compact,
               int threads, RepulsionGrid* grid, bool exact_when_cheaper, RepulsionTree* tree, RepulsionSums& rep,
               HssneSums& out, HssneStageTimes& times, index_t first, index_t end, bool objective) {
   const double t0 = omp_get_wtime();
@@ -261,7 +267,8 @@ void cpu_sums(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffi
       } else {
         repulsion_row<D>(yt.data(), N, i, alpha, acc);
       }
-      if (col32) attraction_row<D>(Y.data.data(), i, col32, val32, lo, hi, alpha, objective, acc);
+      if (compact)
+        attraction_row<D>(Y.data.data(), i, compact->col.data(), compact->val.data(), lo, hi, alpha, objective, acc);
       else attraction_row<D>(Y.data.data(), i, S->col.data(), S->val.data(), lo, hi, alpha, objective, acc);
     }
     const auto k = static_cast<size_t>(i);
@@ -288,7 +295,7 @@ template <int D>
 HssneTotals cpu_evaluate(const MatrixD& Y, double alpha, const MatrixD* P, const SparseAffinity* S, int threads,
                          RepulsionGrid* grid, bool exact_when_cheaper, RepulsionTree* tree, RepulsionSums& rep,
                          HssneSums& out, HssneStageTimes& times, const Shard& shard, bool objective) {
-  cpu_sums<D>(Y, alpha, P, S, shard.col32, shard.val32, threads, grid, exact_when_cheaper, tree, rep, out, times, shard.first,
+  cpu_sums<D>(Y, alpha, P, S, shard.compact, threads, grid, exact_when_cheaper, tree, rep, out, times, shard.first,
               shard.end, objective);
   HssneTotals t;
   t.z = rep.z_grid;
@@ -319,30 +326,17 @@ HssneTotals cpu_evaluate(const MatrixD& Y, double alpha, const MatrixD* P, const
 // the attraction's gathers over a map larger than the caches hit lines already loaded (10^6
 // points of a 20-cluster mixture: 2.6x faster in one evaluation with the clusters contiguous).
 std::vector<index_t> breadth_first_order(const SparseAffinity& S) {
-  const index_t N = S.num_points;
-  std::vector<index_t> order;
-  order.reserve(static_cast<size_t>(N));
-  std::vector<unsigned char> seen(static_cast<size_t>(N), 0);
-  for (index_t root = 0; root < N; ++root) {
-    if (seen[static_cast<size_t>(root)]) continue;
-    seen[static_cast<size_t>(root)] = 1;
-    order.push_back(root);
-    for (size_t head = order.size() - 1; head < order.size(); ++head) {
-      const auto i = static_cast<size_t>(order[head]);
-      for (index_t q = S.row_ptr[i]; q < S.row_ptr[i + 1]; ++q) {
-        const auto j = static_cast<size_t>(S.col[static_cast<size_t>(q)]);
-        if (!seen[j]) seen[j] = 1, order.push_back(static_cast<index_t>(j));
-      }
-    }
-  }
-  return order;
+  return breadth_first(S.num_points, 0, [&S](index_t i, const auto& visit) {
+    for (index_t q = S.row_ptr[static_cast<size_t>(i)]; q < S.row_ptr[static_cast<size_t>(i) + 1]; ++q)
+      visit(S.col[static_cast<size_t>(q)]);
+  });
 }
 
 // P with its points renumbered: row r is S's row order[r], its columns rank[j] (rank = the inverse
-// of order), each row's entries sorted by column. With col32 (and val32), the columns go there in
-// 32 bits and the values in float, and the result's own stay empty.
+// of order), each row's entries sorted by column. With compact, the lists go there and the
+// result's own col and val stay empty.
 SparseAffinity renumbered(const SparseAffinity& S, const std::vector<index_t>& order, const std::vector<index_t>& rank,
-                          int threads, std::vector<std::uint32_t>* col32, std::vector<float>* val32) {
+                          int threads, CompactLists* compact) {
   const index_t N = S.num_points;
   SparseAffinity L;
   L.num_points = N;
@@ -351,9 +345,9 @@ SparseAffinity renumbered(const SparseAffinity& S, const std::vector<index_t>& o
     const auto i = static_cast<size_t>(order[static_cast<size_t>(r)]);
     L.row_ptr[static_cast<size_t>(r + 1)] = L.row_ptr[static_cast<size_t>(r)] + (S.row_ptr[i + 1] - S.row_ptr[i]);
   }
-  if (col32) {
-    col32->resize(S.col.size());
-    val32->resize(S.val.size());
+  if (compact) {
+    compact->col.resize(S.col.size());
+    compact->val.resize(S.val.size());
   } else {
     L.col.resize(S.col.size());
     L.val.resize(S.val.size());
@@ -367,9 +361,9 @@ SparseAffinity renumbered(const SparseAffinity& S, const std::vector<index_t>& o
     std::sort(row.begin(), row.end());
     auto at = static_cast<size_t>(L.row_ptr[static_cast<size_t>(r)]);
     for (const auto& [j, v] : row) {
-      if (col32) {
-        (*col32)[at] = static_cast<std::uint32_t>(j);
-        (*val32)[at++] = static_cast<float>(v);
+      if (compact) {
+        compact->col[at] = static_cast<std::uint32_t>(j);
+        compact->val[at++] = static_cast<float>(v);
       } else {
         L.col[at] = j;
         L.val[at++] = v;
@@ -402,12 +396,9 @@ class CpuHssneEngine final : public HssneEngine {
       // lists every evaluation and is bound by memory, so 8 bytes an entry instead of 16 (the sums
       // stay double; a value moves by float's rounding, 6e-8 of itself).
       const bool compact = N_ <= static_cast<index_t>(std::numeric_limits<std::uint32_t>::max());
-      local_ = renumbered(*S, order_, rank, threads, compact ? &col32_ : nullptr, compact ? &val32_ : nullptr);
+      local_ = renumbered(*S, order_, rank, threads, compact ? &compact_ : nullptr);
       S_ = &local_;
-      if (compact) {
-        shard_.col32 = col32_.data();
-        shard_.val32 = val32_.data();
-      }
+      if (compact) shard_.compact = &compact_;
     }
   }
   std::string name() const override { return "cpu"; }
@@ -433,14 +424,12 @@ class CpuHssneEngine final : public HssneEngine {
         std::remove_reference_t<decltype(v)>(v.begin() + static_cast<std::ptrdiff_t>(lo),
                                              v.begin() + static_cast<std::ptrdiff_t>(hi)).swap(v);
       };
-      if (col32_.empty()) {
+      if (shard_.compact) {
+        keep(compact_.col);
+        keep(compact_.val);
+      } else {
         keep(local_.col);
         keep(local_.val);
-      } else {
-        keep(col32_);
-        keep(val32_);
-        shard_.col32 = col32_.data();
-        shard_.val32 = val32_.data();
       }
       for (index_t& at : local_.row_ptr) at = std::clamp<index_t>(at - static_cast<index_t>(lo), 0, static_cast<index_t>(hi - lo));
     }
@@ -583,8 +572,7 @@ class CpuHssneEngine final : public HssneEngine {
   std::unique_ptr<RepulsionGrid> grid_;  // null: exact repulsion over all pairs
   std::unique_ptr<RepulsionTree> tree_;  // where the grid gives way (null: the exact loop there)
   HssneStageTimes times_;
-  std::vector<std::uint32_t> col32_;  // local_'s columns in 32 bits (local_.col then empty)
-  std::vector<float> val32_;          // with col32_, local_'s values in float (local_.val then empty)
+  CompactLists compact_;  // local_'s lists, where N fits 32 bits (local_.col and .val then empty)
   bool exact_when_cheaper_ = false;
   RepulsionSums rep_;
   // The engine's numbering (empty: the caller's): order_[r] is the caller's point r; local_ is P

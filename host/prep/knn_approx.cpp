@@ -28,6 +28,7 @@
 #include "orrery/error.hpp"
 #include "orrery/knn.hpp"
 #include "orrery/math/distance.hpp"
+#include "prep/breadth_first.hpp"
 #include "prep/clones.hpp"
 #include "prep/knn_row.hpp"
 
@@ -275,29 +276,17 @@ std::unique_ptr<Index> build_index(const MatrixD& X, unsigned long long seed, in
 // which query runs when, never what a query finds.
 std::vector<index_t> locality_order(const Graph& g, index_t first, index_t count) {
   const index_t N = static_cast<index_t>(g.cur_element_count);
-  std::vector<Node> bfs;
-  bfs.reserve(static_cast<size_t>(N));
-  std::vector<char> seen(static_cast<size_t>(N), 0);
-  const auto visit = [&](Node v) {
-    if (!seen[v]) seen[v] = 1, bfs.push_back(v);
-  };
-  const auto spread_from = [&](Node root) {  // root and everything reachable from it not yet seen
-    const size_t from = bfs.size();
-    visit(root);
-    for (size_t h = from; h < bfs.size(); ++h) {
-      const auto* list = g.get_linklist0(bfs[h]);
-      const int size = g.getListCount(const_cast<hnswlib::linklistsizeint*>(list));
-      const Node* nb = reinterpret_cast<const Node*>(list + 1);
-      for (int j = 0; j < size; ++j) visit(nb[j]);
-    }
-  };
-  if (N > 0) spread_from(static_cast<Node>(g.enterpoint_node_));
-  for (index_t v = 0; v < N; ++v)
-    if (!seen[static_cast<size_t>(v)]) spread_from(static_cast<Node>(v));
+  const std::vector<index_t> bfs =
+      breadth_first(N, static_cast<index_t>(g.enterpoint_node_), [&g](index_t v, const auto& visit) {
+        const auto* list = g.get_linklist0(static_cast<Node>(v));
+        const int size = g.getListCount(const_cast<hnswlib::linklistsizeint*>(list));
+        const Node* nb = reinterpret_cast<const Node*>(list + 1);
+        for (int j = 0; j < size; ++j) visit(static_cast<index_t>(nb[j]));
+      });
   std::vector<index_t> order;
   order.reserve(static_cast<size_t>(count));
-  for (const Node v : bfs) {
-    const auto label = static_cast<index_t>(g.getExternalLabel(v));
+  for (const index_t v : bfs) {
+    const auto label = static_cast<index_t>(g.getExternalLabel(static_cast<Node>(v)));
     if (label >= first && label < first + count) order.push_back(label - first);
   }
   return order;

@@ -157,6 +157,12 @@ class MpiComm final : public Comm {
     check(MPI_Comm_set_errhandler(watch_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
     check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+    // The ranks that share this one's memory are its node's, whatever the launcher (no environment
+    // variable of one launcher or another to read).
+    MPI_Comm node;
+    check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+    check(MPI_Comm_rank(node, &node_rank_), "MPI_Comm_rank");
+    MPI_Comm_free(&node);
   }
   ~MpiComm() override {
     if (!mpi_finalized()) {
@@ -168,6 +174,7 @@ class MpiComm final : public Comm {
   std::string name() const override { return "mpi"; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  int node_rank() const override { return node_rank_; }
   void barrier() override {
     MPI_Request request;
     check(MPI_Ibarrier(comm_, &request), "MPI_Barrier");
@@ -325,7 +332,7 @@ class MpiComm final : public Comm {
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm watch_ = MPI_COMM_NULL;  // the questions and answers about waiting ranks, apart from the run's messages
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, node_rank_ = 0;
   double timeout_;                // seconds a collective may wait for the last rank (0: no limit)
   std::uint64_t collective_ = 0;  // collectives waited for so far (alike on every rank)
   std::uint64_t asked_ = 0;       // the collective of this rank's last question

@@ -10,6 +10,7 @@
 
 #include "cpu/engines.hpp"
 #include "orrery/backend.hpp"
+#include "orrery/comm.hpp"
 #include "orrery/engines.hpp"
 #include "orrery/error.hpp"
 #include "orrery/knn.hpp"
@@ -160,6 +161,17 @@ std::unique_ptr<Backend> make_backend(const std::string& device, int threads) {
     return make_cuda_backend(std::stoi(idx));
   }
   input_error("device: expected auto, cpu, cuda or cuda:N, found \"" + device + "\"");
+}
+
+std::string device_for_rank(const std::string& device, int ranks, int node_rank, const std::vector<DeviceInfo>& gpus) {
+  if (ranks <= 1 || (device != "cuda" && device != "auto") || gpus.empty()) return device;
+  const auto turn = static_cast<size_t>(std::max(0, node_rank)) % gpus.size();
+  return "cuda:" + std::to_string(gpus[turn].index);
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& device, int threads, const Comm& comm) {
+  if (comm.size() <= 1 || (device != "cuda" && device != "auto")) return make_backend(device, threads);
+  return make_backend(device_for_rank(device, comm.size(), comm.node_rank(), cuda_devices()), threads);
 }
 
 }  // namespace orrery

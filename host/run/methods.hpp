@@ -41,7 +41,7 @@ struct MethodEntry {
   // Whether a sharded run checkpoints and resumes (CheckpointControl): its state at a safe point is
   // whole on every rank, so rank 0 writes it, and any number of ranks resumes from it.
   bool resumes_across_ranks = false;
-  // Whether a sharded run may put its ranks on CUDA devices (rank_device): the engine's sums leave
+  // Whether a sharded run may put its ranks on CUDA devices (make_backend over the run's Comm): the engine's sums leave
   // the device by chunk, so the ranks' collectives run on host buffers over MPI.
   bool shards_on_gpus = false;
 };

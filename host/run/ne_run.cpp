@@ -92,7 +92,7 @@ NePrepared prepare_ne(const RunConfig& run) {
   NePrepared p;
   p.cfg = read_ne_config(run);
   p.d = load_ne_data(p.cfg);
-  p.backend = make_backend(run.device, run.threads);
+  p.backend = make_backend(run.device, run.threads, run_comm(run));
   p.mem = p.backend->memory();
   p.plan = plan_ne_run(p.cfg, p.d.points(), p.mem, p.device(), p.d.X.cols);
   check_memory_plan(p.plan.memory, p.mem, p.device());

@@ -205,7 +205,7 @@ PePrepared prepare_pe(const RunConfig& run) {
   p.started = std::chrono::steady_clock::now();
   p.cfg = read_pe_config(run);
   p.data = load_pe_data(p.cfg);
-  p.backend = make_backend(rank_device(run), run.threads);  // over several ranks, each its node's GPU in turn
+  p.backend = make_backend(run.device, run.threads, run_comm(run));  // over several ranks, each its node's GPU in turn
   const MemoryInfo mem = p.backend->memory();
   p.plan = plan_pe(p.data.objects, p.data.classes, mem.device_bytes > 0);
   check_memory_plan(p.plan, mem, mem.device_bytes > 0);

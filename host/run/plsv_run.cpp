@@ -184,7 +184,7 @@ PlsvPrepared prepare_plsv(const RunConfig& run) {
   PlsvPrepared p;
   p.in = read_input(run);
   p.L = load(p.in);
-  p.backend = make_backend(run.device, run.threads);
+  p.backend = make_backend(run.device, run.threads, run_comm(run));
   p.topics = p.in.input.model.empty() ? p.in.params.topics : static_cast<int>(p.L.model.topic_coords.rows);
   p.plan = check_plan(p.in, p.L, p.topics, *p.backend);
   return p;

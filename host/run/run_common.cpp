@@ -8,8 +8,6 @@
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
@@ -158,22 +156,6 @@ Comm& run_comm(const RunConfig& run) {
   if (run.comm) return *run.comm;
   static const std::unique_ptr<Comm> single = make_single_comm();  // holds no state: shared by every run
   return *single;
-}
-
-std::string rank_device(const RunConfig& run) {
-  const Comm& comm = run_comm(run);
-  if (comm.size() <= 1 || (run.device != "cuda" && run.device != "auto")) return run.device;
-  const std::vector<DeviceInfo> gpus = cuda_devices();
-  if (gpus.empty()) return run.device;  // "auto": the CPU; "cuda": make_backend says why not
-  int local = comm.rank();
-  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"}) {
-    const char* v = std::getenv(var);
-    if (v && *v && std::strspn(v, "0123456789") == std::strlen(v) && std::strlen(v) < 7) {
-      local = std::atoi(v);
-      break;
-    }
-  }
-  return "cuda:" + std::to_string(gpus[static_cast<size_t>(local) % gpus.size()].index);
 }
 
 void add_coordinates(io::OutputSet& out, json& outputs, const RunConfig& run, const std::string& name,

@@ -53,12 +53,6 @@ std::vector<std::string> read_point_names(const std::string& path, index_t n, in
 // The run's communicator: run.comm, or one process when it has none.
 Comm& run_comm(const RunConfig& run);
 
-// The device this rank runs on: run.device, except that over several ranks "cuda" (and "auto" where
-// there are GPUs) gives each rank a GPU of its node in turn: cuda:(local rank mod the GPUs it sees),
-// the local rank from the launcher (OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, MPI_LOCALRANKID,
-// PMI_LOCAL_RANK; else the rank). "cuda:N" puts every rank on GPU N.
-std::string rank_device(const RunConfig& run);
-
 // Runs `step` (reading inputs, preparing) on every rank of the run, then agrees on how it went:
 // when it failed on any rank, every rank throws (a failing rank its own error, the others an error
 // of the same kind naming the first rank that failed), so that no rank goes on to a collective the

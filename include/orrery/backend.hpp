@@ -14,6 +14,7 @@
 
 namespace orrery {
 
+class Comm;
 struct Corpus;
 struct KnnGraph;
 struct RankRows;
@@ -133,6 +134,14 @@ std::string cuda_status();               // one line: why CUDA is or is not usab
 
 // device: "auto" (CUDA when a device is present, else CPU), "cpu", "cuda", "cuda:N".
 std::unique_ptr<Backend> make_backend(const std::string& device, int threads);
+// The backend of one rank of a run over comm: with several ranks, "cuda" (and "auto" where the node
+// has GPUs) gives each rank a GPU of its node in turn (device_for_rank); otherwise make_backend's.
+std::unique_ptr<Backend> make_backend(const std::string& device, int threads, const Comm& comm);
+// The device a rank takes: "cuda:I" for "cuda", or "auto" with `gpus` not empty, when there are
+// several ranks, I the index of gpus[node_rank mod gpus.size()] (so the ranks on one machine spread
+// over its GPUs, and share them when there are more ranks than GPUs); `device` as given otherwise
+// ("cuda:N" puts every rank on GPU N; "cuda" with no GPU is left for make_backend to refuse).
+std::string device_for_rank(const std::string& device, int ranks, int node_rank, const std::vector<DeviceInfo>& gpus);
 
 // With the environment variable ORRERY_GUARD_BUFFERS=1 every device buffer carries guard bytes
 // before and after its elements, checked when it is read back or freed. The first violation seen

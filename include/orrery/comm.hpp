@@ -35,6 +35,10 @@ class Comm {
   virtual std::string name() const = 0;  // "single" or "mpi"
   virtual int rank() const = 0;          // 0 .. size() - 1
   virtual int size() const = 0;
+  // This rank's place among the ranks on its own machine (0 .. ranks there - 1): what shares out a
+  // node's GPUs (make_backend). An implementation that cannot tell takes every rank to be on one
+  // machine.
+  virtual int node_rank() const { return rank(); }
   virtual void barrier() = 0;
   // Ends every process of the run with exit status `code` after writing "rank R of S aborts:
   // message" to stderr: for a rank that cannot go on while the others wait in a collective.

@@ -162,6 +162,7 @@ class MpiComm final : public Comm {
     MPI_Comm node;
     check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
     check(MPI_Comm_rank(node, &node_rank_), "MPI_Comm_rank");
+    check(MPI_Comm_size(node, &node_size_), "MPI_Comm_size");
     MPI_Comm_free(&node);
   }
   ~MpiComm() override {
@@ -175,6 +176,7 @@ class MpiComm final : public Comm {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int node_rank() const override { return node_rank_; }
+  int node_size() const override { return node_size_; }
   void barrier() override {
     MPI_Request request;
     check(MPI_Ibarrier(comm_, &request), "MPI_Barrier");
@@ -332,7 +334,7 @@ class MpiComm final : public Comm {
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm watch_ = MPI_COMM_NULL;  // the questions and answers about waiting ranks, apart from the run's messages
-  int rank_ = 0, size_ = 1, node_rank_ = 0;
+  int rank_ = 0, size_ = 1, node_rank_ = 0, node_size_ = 1;
   double timeout_;                // seconds a collective may wait for the last rank (0: no limit)
   std::uint64_t collective_ = 0;  // collectives waited for so far (alike on every rank)
   std::uint64_t asked_ = 0;       // the collective of this rank's last question

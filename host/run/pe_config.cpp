@@ -208,7 +208,7 @@ PePrepared prepare_pe(const RunConfig& run) {
   p.backend = make_backend(run.device, run.threads, run_comm(run));  // over several ranks, each its node's GPU in turn
   const MemoryInfo mem = p.backend->memory();
   p.plan = plan_pe(p.data.objects, p.data.classes, mem.device_bytes > 0);
-  check_memory_plan(p.plan, mem, mem.device_bytes > 0);
+  check_rank_memory(p.plan, mem, mem.device_bytes > 0, run);
   return p;
 }
 

@@ -148,14 +148,15 @@ Loaded load(const PlsvRunInput& in) {
 // The run's memory plan, checked against what the backend has (an input error when short). When
 // the vocabulary's arrays are what does not fit, the message says what set W: a sparse file's
 // largest word id (2e9 in a file of a few words asks for tens of GiB), a header, the model's.
-MemoryPlan check_plan(const PlsvRunInput& in, const Loaded& L, int topics, const Backend& backend) {
+MemoryPlan check_plan(const PlsvRunInput& in, const Loaded& L, int topics, const Backend& backend,
+                      const RunConfig& run) {
   const MemoryInfo mem = backend.memory();
   const bool device = mem.device_bytes > 0;
   const bool extrapolation = in.input.model.empty() && in.params.extrapolation == PlsvExtrapolation::squarem;
   const MemoryPlan plan =
       plan_plsv(L.corpus.num_docs(), L.corpus.num_words, topics, L.corpus.nnz(), device, extrapolation);
   try {
-    check_memory_plan(plan, mem, device);
+    check_rank_memory(plan, mem, device, run);
   } catch (const Error& e) {
     const std::string m = e.what();
     if (e.kind() != ErrorKind::input || m.compare(0, 13, "input.corpus:") != 0) throw;
@@ -186,7 +187,7 @@ PlsvPrepared prepare_plsv(const RunConfig& run) {
   p.L = load(p.in);
   p.backend = make_backend(run.device, run.threads, run_comm(run));
   p.topics = p.in.input.model.empty() ? p.in.params.topics : static_cast<int>(p.L.model.topic_coords.rows);
-  p.plan = check_plan(p.in, p.L, p.topics, *p.backend);
+  p.plan = check_plan(p.in, p.L, p.topics, *p.backend, run);
   return p;
 }
 

@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdarg>
 #include <cstdint>
@@ -149,6 +150,27 @@ void fit_on_every_rank(Comm& comm, const std::function<void()>& fit) {
   } catch (const std::exception& e) {
     if (comm.size() > 1) comm.abort(1, e.what());
     throw;
+  }
+}
+
+void check_rank_memory(const MemoryPlan& plan, const MemoryInfo& mem, bool device, const RunConfig& run) {
+  const Comm& comm = run_comm(run);
+  const int node = std::max(1, comm.node_size());
+  const int gpu = device ? ranks_sharing_device(run.device, node, comm.node_rank(), cuda_devices()) : 1;
+  if (comm.size() <= 1 || (node <= 1 && gpu <= 1)) return check_memory_plan(plan, mem, device);
+  MemoryInfo share = mem;
+  share.host_bytes /= node;
+  share.device_bytes /= gpu;
+  try {
+    check_memory_plan(plan, share, device);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::input) throw;
+    std::string why = std::string(e.what()) + " (rank " + std::to_string(comm.rank()) + " of " +
+                      std::to_string(comm.size()) + ": ";
+    if (node > 1) why += "the " + std::to_string(node) + " ranks on its machine each plan within 1/" + std::to_string(node) + " of its free memory";
+    if (node > 1 && gpu > 1) why += ", and ";
+    if (gpu > 1) why += "the " + std::to_string(gpu) + " ranks on its GPU within 1/" + std::to_string(gpu) + " of the GPU's";
+    input_error(why + "; fewer ranks a machine, or more machines, give each more)");
   }
 }
 

@@ -11,6 +11,7 @@
 #include "orrery/backend.hpp"
 #include "orrery/clock.hpp"
 #include "orrery/comm.hpp"
+#include "orrery/memory_plan.hpp"
 
 namespace orrery::pipeline {
 
@@ -52,6 +53,13 @@ std::vector<std::string> read_point_names(const std::string& path, index_t n, in
 
 // The run's communicator: run.comm, or one process when it has none.
 Comm& run_comm(const RunConfig& run);
+
+// check_memory_plan for one rank of the run: the ranks on one machine (Comm::node_size) each plan
+// within an equal share of the memory it has free, and the ranks on one GPU (ranks_sharing_device)
+// within an equal share of the GPU's, so that together they fit; a refusal names the rank. No
+// collective: each rank checks its own share (on_every_rank then stops the others). One process:
+// check_memory_plan.
+void check_rank_memory(const MemoryPlan& plan, const MemoryInfo& mem, bool device, const RunConfig& run);
 
 // Runs `step` (reading inputs, preparing) on every rank of the run, then agrees on how it went:
 // when it failed on any rank, every rank throws (a failing rank its own error, the others an error

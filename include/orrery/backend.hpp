@@ -142,6 +142,10 @@ std::unique_ptr<Backend> make_backend(const std::string& device, int threads, co
 // over its GPUs, and share them when there are more ranks than GPUs); `device` as given otherwise
 // ("cuda:N" puts every rank on GPU N; "cuda" with no GPU is left for make_backend to refuse).
 std::string device_for_rank(const std::string& device, int ranks, int node_rank, const std::vector<DeviceInfo>& gpus);
+// How many of the node_size ranks on a machine run on the GPU that device_for_rank gives rank
+// node_rank there (itself included): node_size for "cuda:N", those whose turn falls on the same GPU
+// for "cuda" and "auto"; 1 on the CPU or for one rank.
+int ranks_sharing_device(const std::string& device, int node_size, int node_rank, const std::vector<DeviceInfo>& gpus);
 
 // With the environment variable ORRERY_GUARD_BUFFERS=1 every device buffer carries guard bytes
 // before and after its elements, checked when it is read back or freed. The first violation seen

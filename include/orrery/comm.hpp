@@ -39,6 +39,8 @@ class Comm {
   // node's GPUs (make_backend). An implementation that cannot tell takes every rank to be on one
   // machine.
   virtual int node_rank() const { return rank(); }
+  // The number of ranks on this rank's machine, itself included (what share of its memory is its).
+  virtual int node_size() const { return size(); }
   virtual void barrier() = 0;
   // Ends every process of the run with exit status `code` after writing "rank R of S aborts:
   // message" to stderr: for a rank that cannot go on while the others wait in a collective.

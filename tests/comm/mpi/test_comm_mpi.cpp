@@ -66,6 +66,7 @@ TEST(CommMpi, RanksOfTheLaunch) {
   EXPECT_EQ(automatic->rank(), c.rank());
   // The launches of these tests are on one machine: every rank's place on its node is its rank.
   EXPECT_EQ(c.node_rank(), c.rank());
+  EXPECT_EQ(c.node_size(), c.size());
   if (const char* r = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) {
     EXPECT_EQ(c.node_rank(), std::atoi(r));
   }

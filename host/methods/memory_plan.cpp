@@ -84,8 +84,9 @@ MemoryPlan plan_neighbor_embedding(const NePlanInput& in, bool device) {
     if (!in.dense && device) p.add({"the HSSNE engine's lists", "input.perplexity", "a smaller perplexity" + fewer, 0.0, 32.0 * n * k});
     if (!in.dense && !device && (in.grid_engine || in.tree_engine))
       p.add({std::string("the ") + (in.grid_engine ? "grid" : "tree") +
-                 " engine's copy of P in breadth-first order, up to 16 N k bytes (32-bit columns, float values)",
-             "input.perplexity", "a smaller perplexity" + fewer, 16.0 * n * k, 0.0});
+                 " engine's copy of P in breadth-first order, up to 16 N k bytes (32-bit columns, float values)" +
+                 (in.ranks > 1 ? ", this rank's 1/" + std::to_string(in.ranks) + " of it" : ""),
+             "input.perplexity", "a smaller perplexity" + fewer, 16.0 * n * k / std::max(1, in.ranks), 0.0});
     if (!in.dense && !device && in.grid_engine) {
       // per point: D p stencil weights, D centred coordinates, cell, order and sorted cell, the sums h, hs
       p.add({"the interpolation grid's per-point arrays, up to N (24 p + 64) bytes", "params.interp_nodes",

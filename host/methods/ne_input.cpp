@@ -178,11 +178,12 @@ const NeInputSpec& ne_input_defaults(NeMethod method) {
   return method == NeMethod::snerv ? snerv : common;
 }
 
-NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bool device, index_t dims) {
+NePlan plan_ne_run(const NeSpec& cfg, index_t N, const MemoryInfo& available, bool device, index_t dims, int ranks) {
   const NeInputSpec& in = cfg.input;
   NePlanInput p;
   p.method = cfg.method;
   p.points = N;
+  p.ranks = ranks;
   p.perplexity = in.perplexity > 0 ? in.perplexity : std::max(2.0, static_cast<double>(N - 1) / 3.0);
   if (p.method == NeMethod::snerv && in.perplexity <= 0)  // the default's largest value (snerv_perplexity)
     p.perplexity = std::max(2.0, std::min(static_cast<double>(N - 1) / 3.0, kSnervMaxDefaultPerplexity));

@@ -94,7 +94,7 @@ NePrepared prepare_ne(const RunConfig& run) {
   p.d = load_ne_data(p.cfg);
   p.backend = make_backend(run.device, run.threads, run_comm(run));
   p.mem = p.backend->memory();
-  p.plan = plan_ne_run(p.cfg, p.d.points(), p.mem, p.device(), p.d.X.cols);
+  p.plan = plan_ne_run(p.cfg, p.d.points(), p.mem, p.device(), p.d.X.cols, run_comm(run).size());
   check_rank_memory(p.plan.memory, p.mem, p.device(), run);
   return p;
 }

@@ -65,6 +65,9 @@ struct NePlanInput {
   bool tree_engine = false;  // HSSNE's repulsion tree (the CPU engine's tree at every map)
   bool repulsion_auto = false;  // HSSNE's repulsion auto: the CPU engine may also build a tree
   int grid_nodes = 4;
+  // The ranks of a sharded run: the CPU engine's renumbered copy of P keeps only this rank's rows
+  // (1 / ranks of it); everything else is planned whole on every rank.
+  int ranks = 1;
 };
 MemoryPlan plan_neighbor_embedding(const NePlanInput& in, bool device);
 

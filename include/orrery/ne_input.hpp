@@ -173,7 +173,8 @@ struct NePlan {
   bool metric_candidates = false;  // snerv: the metric's candidate re-ranking (SnervNeighbors::candidates)
   MemoryPlan memory;
 };
-NePlan plan_ne_run(const NeSpec& spec, index_t N, const MemoryInfo& available, bool device, index_t dims = 0);
+NePlan plan_ne_run(const NeSpec& spec, index_t N, const MemoryInfo& available, bool device, index_t dims = 0,
+                   int ranks = 1);
 
 // What the sparse affinities' neighbor search did, for the run report.
 struct NeighborSearch {

@@ -200,6 +200,11 @@ TEST(MemoryPlan, RefusesWhatDoesNotFitAndNamesTheKey) {
   in.grid_engine = true;
   EXPECT_NEAR(plan_neighbor_embedding(in, false).host_peak() - sparse.host_peak(),
               16.0 * 70000.0 * 90.0 + 70000.0 * (24.0 * 4 + 64.0), 1.0);
+  // Over 4 ranks each keeps its quarter of that copy; the rest is planned whole on every rank.
+  in.ranks = 4;
+  EXPECT_NEAR(plan_neighbor_embedding(in, false).host_peak() - sparse.host_peak(),
+              16.0 * 70000.0 * 90.0 / 4 + 70000.0 * (24.0 * 4 + 64.0), 1.0);
+  in.ranks = 1;
   in.grid_engine = false;
   // On a device the engine's arrays count against its memory.
   in.method = NeMethod::nerv;

@@ -170,16 +170,20 @@ std::string device_for_rank(const std::string& device, int ranks, int node_rank,
 }
 
 int ranks_sharing_device(const std::string& device, int node_size, int node_rank, const std::vector<DeviceInfo>& gpus) {
-  if (node_size <= 1 || device == "cpu" || gpus.empty()) return 1;
-  if (device != "cuda" && device != "auto") return node_size;  // "cuda:N": all of them
-  const int g = static_cast<int>(gpus.size()), mine = std::max(0, node_rank) % g;
+  if (device == "cpu" || gpus.empty()) return 1;
+  const std::string mine = device_for_rank(device, node_size, node_rank, gpus);
   int sharing = 0;
-  for (int r = 0; r < node_size; ++r) sharing += r % g == mine;
-  return sharing;
+  for (int r = 0; r < node_size; ++r) sharing += device_for_rank(device, node_size, r, gpus) == mine;
+  return std::max(1, sharing);
+}
+
+int ranks_sharing_device(const std::string& device, const Comm& comm) {
+  if (comm.size() <= 1 || device == "cpu") return 1;
+  return ranks_sharing_device(device, comm.node_size(), comm.node_rank(), cuda_devices());
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& device, int threads, const Comm& comm) {
-  if (comm.size() <= 1 || (device != "cuda" && device != "auto")) return make_backend(device, threads);
+  if (comm.size() <= 1 || device == "cpu") return make_backend(device, threads);
   return make_backend(device_for_rank(device, comm.size(), comm.node_rank(), cuda_devices()), threads);
 }
 

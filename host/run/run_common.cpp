@@ -156,7 +156,7 @@ void fit_on_every_rank(Comm& comm, const std::function<void()>& fit) {
 void check_rank_memory(const MemoryPlan& plan, const MemoryInfo& mem, bool device, const RunConfig& run) {
   const Comm& comm = run_comm(run);
   const int node = std::max(1, comm.node_size());
-  const int gpu = device ? ranks_sharing_device(run.device, node, comm.node_rank(), cuda_devices()) : 1;
+  const int gpu = device ? ranks_sharing_device(run.device, comm) : 1;
   if (comm.size() <= 1 || (node <= 1 && gpu <= 1)) return check_memory_plan(plan, mem, device);
   MemoryInfo share = mem;
   share.host_bytes /= node;

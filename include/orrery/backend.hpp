@@ -146,6 +146,8 @@ std::string device_for_rank(const std::string& device, int ranks, int node_rank,
 // node_rank there (itself included): node_size for "cuda:N", those whose turn falls on the same GPU
 // for "cuda" and "auto"; 1 on the CPU or for one rank.
 int ranks_sharing_device(const std::string& device, int node_size, int node_rank, const std::vector<DeviceInfo>& gpus);
+// The same for this rank of comm, over the GPUs this process sees.
+int ranks_sharing_device(const std::string& device, const Comm& comm);
 
 // With the environment variable ORRERY_GUARD_BUFFERS=1 every device buffer carries guard bytes
 // before and after its elements, checked when it is read back or freed. The first violation seen

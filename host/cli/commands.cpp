@@ -130,15 +130,9 @@ int cmd_run(const std::vector<std::string>& args, bool validate_only) {
   // below come before any collective, so no rank waits for one that gave up.
   const std::unique_ptr<Comm> comm = make_comm(cfg.comm_mode, cfg.comm_timeout);
   cfg.comm = comm.get();
-  check_run_ranks(cfg, *method, resume);
-  if (comm->size() > 1 && !method->resumes_across_ranks) {
-    // No checkpoints across ranks, so no signal handlers: a signal ends every rank through the
-    // launcher, as it would any MPI program.
-    method->run(cfg, quiet, nullptr);
-    return 0;
-  }
+  check_run_ranks(cfg, *method);
   // Several ranks: each reads a checkpoint to resume from, rank 0 alone writes one (the method's
-  // state is whole on every rank at a safe point).
+  // state is gathered whole on every rank at a safe point).
   const bool lead = comm->rank() == 0;
   install_stop_signals();
   CheckpointControl control(cfg, resume, quiet || !lead);

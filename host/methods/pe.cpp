@@ -19,6 +19,7 @@
 #include <random>
 
 #include "methods/random.hpp"
+#include "methods/row_blocks.hpp"
 #include "optim/lbfgs.hpp"
 #include "orrery/clock.hpp"
 #include "orrery/error.hpp"
@@ -191,7 +192,6 @@ PeResult fit_pe(Backend& backend, const PeInput& in, const PeParams& prm, unsign
   const auto t0 = Clock::now();
   const std::unique_ptr<Comm> own_comm = comm_given ? nullptr : make_single_comm();
   Comm& comm = comm_given ? *comm_given : *own_comm;
-  if (comm.size() > 1 && control) internal_error("fit_pe: checkpoints and resume hold one process's state");
   const int K = static_cast<int>(in.posteriors.cols), D = prm.dim;
   const index_t N = in.posteriors.rows;
   if (N < 1 || K < 2) input_error("posteriors: PE needs at least 1 object and 2 classes");
@@ -203,11 +203,7 @@ PeResult fit_pe(Backend& backend, const PeInput& in, const PeParams& prm, unsign
   const PeBlock block = pe_rank_block(N, comm.rank(), comm.size());
   const index_t n_local = block.end - block.begin;
   MatrixD P_block;
-  if (comm.size() > 1) {
-    P_block = MatrixD(n_local, K);
-    std::copy(in.posteriors.data.begin() + block.begin * K, in.posteriors.data.begin() + block.end * K,
-              P_block.data.begin());
-  }
+  if (comm.size() > 1) P_block = rows_of(in.posteriors, block);
   const MatrixD& P_local = comm.size() > 1 ? P_block : in.posteriors;
 
   // Start every object at the posterior-weighted mean of the classes: inside the convex hull
@@ -287,10 +283,14 @@ PeResult fit_pe(Backend& backend, const PeInput& in, const PeParams& prm, unsign
     if (progress) progress(e);
   };
   // A checkpoint holds, besides L-BFGS's state, the object coordinates its last evaluation left
-  // (the next Newton solves start from them), the counters and the trace.
+  // (the next Newton solves start from them; every rank's, gathered, so that it resumes under any
+  // number of ranks), the counters and the trace.
+  const auto all_objects = [&] {
+    return gather_rows(comm, engine->objects(), N, [&](int r) { return pe_rank_block(N, r, comm.size()); });
+  };
   constexpr size_t kTraceColumns = 7;  // a PeTraceEntry's fields, in order
   const auto save = [&](RunState& s) {
-    s.put("pe.objects", engine->objects());
+    s.put("pe.objects", all_objects());
     s.put("pe.newton_total", static_cast<double>(newton_total));
     s.put("pe.evaluations", evaluations);
     s.put("pe.max_grad_sq", last.max_grad_sq);
@@ -302,7 +302,8 @@ PeResult fit_pe(Backend& backend, const PeInput& in, const PeParams& prm, unsign
     s.put("pe.trace", trace);
   };
   if (const RunState* saved = resume_state(control)) {
-    engine->set_objects(saved->matrix("pe.objects", n_local, D));
+    const MatrixD all = saved->matrix("pe.objects", N, D);
+    engine->set_objects(comm.size() > 1 ? rows_of(all, block) : all);
     newton_total = static_cast<index_t>(saved->scalar("pe.newton_total"));
     evaluations = saved->count("pe.evaluations");
     last.max_grad_sq = saved->scalar("pe.max_grad_sq");
@@ -348,22 +349,15 @@ PeResult fit_pe(Backend& backend, const PeInput& in, const PeParams& prm, unsign
   res.class_coords.data = phi;
   res.seconds_fit = seconds_since(t1);
   // Every rank gets the whole map (and every rank's share and time, for the report).
-  std::vector<std::size_t> counts(static_cast<size_t>(comm.size())), ones(counts.size(), 1);
-  res.rank_objects.resize(counts.size());
+  const auto ranks = static_cast<size_t>(comm.size());
+  res.rank_objects.resize(ranks);
   for (int r = 0; r < comm.size(); ++r) {
     const PeBlock b = pe_rank_block(N, r, comm.size());
     res.rank_objects[static_cast<size_t>(r)] = b.end - b.begin;
-    counts[static_cast<size_t>(r)] = static_cast<size_t>((b.end - b.begin) * D);
   }
-  if (comm.size() == 1) {
-    res.object_coords = engine->objects();
-  } else {
-    const MatrixD mine = engine->objects();
-    res.object_coords = MatrixD(N, D);
-    comm.allgatherv(mine.data.data(), mine.data.size(), res.object_coords.data.data(), counts);
-  }
-  res.rank_seconds_fit.resize(counts.size());
-  comm.allgatherv(&res.seconds_fit, 1, res.rank_seconds_fit.data(), ones);
+  res.object_coords = all_objects();
+  res.rank_seconds_fit.resize(ranks);
+  comm.allgatherv(&res.seconds_fit, 1, res.rank_seconds_fit.data(), std::vector<std::size_t>(ranks, 1));
   for (double v : res.object_coords.data)
     if (!std::isfinite(v)) internal_error("PE produced non-finite object coordinates");
   return res;

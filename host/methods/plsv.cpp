@@ -17,6 +17,7 @@
 #include <random>
 
 #include "methods/random.hpp"
+#include "methods/row_blocks.hpp"
 #include "optim/lbfgs.hpp"
 #include "orrery/clock.hpp"
 #include "orrery/error.hpp"
@@ -198,24 +199,9 @@ std::vector<index_t> seed_documents(const Corpus& c, int Z, std::mt19937_64& rng
   return seeds;
 }
 
-// Every rank's block of rows (plsv_rank_block's, in rank order) as one N-row matrix on every rank.
-MatrixD gather_rows(Comm& comm, const MatrixD& mine, index_t N) {
-  if (comm.size() == 1) return mine;
-  std::vector<std::size_t> counts(static_cast<size_t>(comm.size()));
-  for (int r = 0; r < comm.size(); ++r) {
-    const PlsvBlock b = plsv_rank_block(N, r, comm.size());
-    counts[static_cast<size_t>(r)] = static_cast<size_t>((b.end - b.begin) * mine.cols);
-  }
-  MatrixD all(N, mine.cols);
-  comm.allgatherv(mine.data.data(), mine.data.size(), all.data.data(), counts);
-  return all;
-}
-
-// Rows [b.begin, b.end) of M.
-MatrixD rows_of(const MatrixD& M, PlsvBlock b) {
-  MatrixD out(b.end - b.begin, M.cols);
-  std::copy(M.data.begin() + b.begin * M.cols, M.data.begin() + b.end * M.cols, out.data.begin());
-  return out;
+// Every rank's documents' rows (plsv_rank_block's, in rank order) as one N-row matrix on every rank.
+MatrixD gather_docs(Comm& comm, const MatrixD& mine, index_t N) {
+  return gather_rows(comm, mine, N, [&](int r) { return plsv_rank_block(N, r, comm.size()); });
 }
 
 struct Start {
@@ -278,7 +264,7 @@ Start initial_state(Backend& backend, const Corpus& c, const PlsvParams& prm, un
     for (int z = 0; z < Z; ++z) l[z] /= t;
   }
   PeInput pin;
-  pin.posteriors = gather_rows(comm, mine, N);
+  pin.posteriors = gather_docs(comm, mine, N);
   double mean_len = 0.0;
   for (double v : c.count) mean_len += v;
   mean_len /= static_cast<double>(N);
@@ -433,19 +419,26 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, Comm& comm, const PlsvParams
   Point x0, x1, fallback;
   bool has_fallback = false, cycle_relocated = false, after_em = false;
   double step_max = 1.0, fallback_lp = 0.0;
-  const index_t local_docs = eng.docs().rows;
+  // A checkpoint holds every rank's documents (gathered; every rank captures), so it resumes under
+  // any number of ranks: each takes its block back.
+  const PlsvBlock block = plsv_rank_block(N, comm.rank(), comm.size());
+  const auto whole_docs = [&](const MatrixD& mine) { return gather_docs(comm, mine, N); };
+  const auto my_docs = [&](const RunState& st, const std::string& key) {
+    const MatrixD all = st.matrix(key, N, D);
+    return comm.size() > 1 ? rows_of(all, block) : all;
+  };
   const auto put_point = [&](RunState& st, const std::string& key, const Point& x) {
-    st.put(key + ".docs", x.docs);
+    st.put(key + ".docs", whole_docs(x.docs));
     st.put(key + ".theta", x.theta);
     st.put(key + ".phi", x.phi);
   };
   const auto get_point = [&](const RunState& st, const std::string& key) {
-    Point x{st.matrix(key + ".docs", local_docs, D), st.matrix(key + ".theta", Z, c.num_words), st.get(key + ".phi")};
+    Point x{my_docs(st, key + ".docs"), st.matrix(key + ".theta", Z, c.num_words), st.get(key + ".phi")};
     if (x.phi.size() != zd) internal_error("checkpoint: PLSV's topic coordinates are not Z x D");
     return x;
   };
   if (const RunState* saved = resume_state(control)) {
-    eng.set_docs(saved->matrix("plsv.docs", N, D));
+    eng.set_docs(my_docs(*saved, "plsv.docs"));
     eng.set_theta(saved->matrix("plsv.theta", Z, c.num_words));
     phi = saved->get("plsv.phi");
     if (phi.size() != zd) internal_error("checkpoint: PLSV's topic coordinates are not Z x D");
@@ -477,7 +470,7 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, Comm& comm, const PlsvParams
   }
   const auto capture = [&](int next) {
     RunState s;
-    s.put("plsv.docs", eng.docs());
+    s.put("plsv.docs", whole_docs(eng.docs()));
     s.put("plsv.theta", eng.theta());
     s.put("plsv.phi", phi);
     s.put("plsv.prev", prev);
@@ -610,7 +603,7 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, Comm& comm, const PlsvParams
   }
   res.seconds_fit = seconds_since(t1);
   // Every rank gets the whole map (and every rank's share and time, for the report).
-  res.doc_coords = gather_rows(comm, eng.docs(), N);
+  res.doc_coords = gather_docs(comm, eng.docs(), N);
   res.model.topic_coords = MatrixD(Z, D);
   res.model.topic_coords.data = phi;
   res.model.theta = eng.theta();
@@ -651,12 +644,9 @@ struct Sharded {
   Corpus local;  // the block's documents when there are several ranks; one process reads the caller's
   std::unique_ptr<PlsvEngine> engine;
 
-  Sharded(Backend& backend, const Corpus& corpus, int topics, int dim, Comm* given, RunControl* control,
-          const char* what) {
+  Sharded(Backend& backend, const Corpus& corpus, int topics, int dim, Comm* given) {
     own_comm = given ? nullptr : make_single_comm();
     comm = given ? given : own_comm.get();
-    if (comm->size() > 1 && control)
-      internal_error(std::string(what) + ": checkpoints and resume hold one process's state");
     if (topics < 2) input_error("params.topics: PLSV needs at least 2 topics, found " + std::to_string(topics));
     if (dim != 2 && dim != 3) internal_error("plsv: dim must be 2 or 3");
     if (corpus.num_docs() < 1 || corpus.num_words < 1) input_error("corpus: no documents or no words to fit");
@@ -679,7 +669,7 @@ PlsvBlock plsv_rank_block(index_t documents, int rank, int ranks) {
 PlsvResult fit_plsv(Backend& backend, const Corpus& c, const PlsvParams& prm, unsigned long long seed,
                     const PlsvProgress& progress, RunControl* control, Comm* comm) {
   const auto t0 = Clock::now();
-  Sharded s(backend, c, prm.topics, prm.dim, comm, control, "fit_plsv");
+  Sharded s(backend, c, prm.topics, prm.dim, comm);
   // A resumed fit takes X, theta and Phi from the checkpoint: its start (a PE fit) is not redone.
   if (resume_state(control)) return run_em(*s.engine, c, *s.comm, prm, {}, true, progress, t0, control);
   const Start start = initial_state(backend, c, prm, seed, *s.comm);
@@ -697,7 +687,7 @@ PlsvResult fold_in_plsv(Backend& backend, const Corpus& c, const PlsvModel& mode
   if (model.theta.rows != prm.topics || model.theta.cols != c.num_words)
     input_error("model: theta is " + std::to_string(model.theta.rows) + " x " + std::to_string(model.theta.cols) +
                 ", expected " + std::to_string(prm.topics) + " topics x " + std::to_string(c.num_words) + " words");
-  Sharded s(backend, c, prm.topics, prm.dim, comm, control, "fold_in_plsv");
+  Sharded s(backend, c, prm.topics, prm.dim, comm);
   s.engine->set_docs(MatrixD(s.block.end - s.block.begin, prm.dim, 0.0));
   s.engine->set_theta(model.theta);
   s.engine->relocate_docs(model.topic_coords.data, prm.gamma_per_topic * prm.topics);

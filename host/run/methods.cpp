@@ -37,8 +37,7 @@ const std::vector<MethodEntry>& methods() {
        },
        {"objects.*", "classes.*", "map.svg", "map.html", "report.json"},
        check_pe_run, pe_page,
-       "posteriors with extreme ratios, or params eta_r, eta_phi or init_scale far from their defaults", true, false,
-       true},
+       "posteriors with extreme ratios, or params eta_r, eta_phi or init_scale far from their defaults", true, true},
       {"hssne", "Heavy-tailed symmetric SNE (alpha: 0 Gaussian, 1 t-SNE) with the fixed-point optimiser",
        {{"hssne", [] { return describe_fields(hssne_fields()); }},
         {"hssne_input", [] { return describe_fields(ne_input_fields(NeMethod::hssne), ne_input_defaults(NeMethod::hssne)); }}},
@@ -48,18 +47,18 @@ const std::vector<MethodEntry>& methods() {
        check_ne_run, ne_page,
        "input values or affinities of extreme magnitude, or params init_scale, learning_rate or exaggeration far from "
        "their defaults",
-       true, true},
+       true},
       {"nerv", "Neighbor retrieval visualisation: precision/recall trade-off lambda, conjugate gradient",
        {{"nerv", [] { return describe_fields(nerv_fields()); }},
         {"nerv_input", [] { return describe_fields(ne_input_fields(NeMethod::nerv), ne_input_defaults(NeMethod::nerv)); }}},
        validate_ne, run_ne, {"embedding.*", "map.svg", "map.html", "report.json"}, check_ne_run, ne_page,
-       "input values of extreme magnitude, or params init_scale far from its default", true, true},
+       "input values of extreme magnitude, or params init_scale far from its default", true},
       {"snerv", "Supervised NeRV: NeRV on learning-metric distances from a class-posterior model of the labels",
        {{"nerv", [] { return describe_fields(nerv_fields()); }},
         {"snerv_input", [] { return describe_fields(ne_input_fields(NeMethod::snerv), ne_input_defaults(NeMethod::snerv)); }},
         {"metric", [] { return describe_fields(class_mixture_fields()); }}},
        validate_ne, run_ne, {"embedding.*", "map.svg", "map.html", "report.json"}, check_ne_run, ne_page,
-       "input values of extreme magnitude, or params init_scale far from its default", true, true},
+       "input values of extreme magnitude, or params init_scale far from its default", true},
       {"plsv", "Probabilistic latent semantic visualisation: documents and topics of a corpus in one map (MAP-EM)",
        {{"plsv", [] { return describe_fields(plsv_fields()); }},
         {"plsv_input", [] { return describe_fields(plsv_input_fields()); }},
@@ -88,7 +87,7 @@ std::string methods_with(bool MethodEntry::*which) {
 
 }  // namespace
 
-void check_run_ranks(const RunConfig& run, const MethodEntry& method, bool resume) {
+void check_run_ranks(const RunConfig& run, const MethodEntry& method) {
   const int ranks = run_comm(run).size();
   if (ranks <= 1) return;
   const std::string launched = "comm: this run has " + std::to_string(ranks) + " ranks (" + run_comm(run).name() + "), but ";
@@ -96,10 +95,6 @@ void check_run_ranks(const RunConfig& run, const MethodEntry& method, bool resum
     input_error(launched + run.method + " runs in one process; " + methods_with(&MethodEntry::shards) +
                 " shard over MPI (start one "
                 "process, or set \"comm\": \"single\" and launch one)");
-  if (resume && !method.resumes_across_ranks)
-    input_error(launched + "--resume is not supported with several ranks for " + run.method +
-                " (its checkpoints hold one process's state; those of " +
-                methods_with(&MethodEntry::resumes_across_ranks) + " hold every rank's)");
   const bool on_gpu = run.device == "cuda" || run.device.rfind("cuda:", 0) == 0 ||
                       (run.device == "auto" && !cuda_devices().empty());
   if (on_gpu && !method.shards_on_gpus)

@@ -106,8 +106,9 @@ PeBlock pe_rank_block(index_t objects, int rank, int ranks);
 // With a communicator of several ranks (null: one process), every rank passes the same input and
 // parameters and its engine holds only its block of objects (pe_rank_block); the sums over objects
 // are exact (orrery/exact_sum.hpp), so on the CPU the result equals the one-process result bit for
-// bit, whatever the number of ranks, and every rank returns all of it. Several ranks take no
-// control (checkpoints hold one process's state): an internal error.
+// bit, whatever the number of ranks, and every rank returns all of it. Every rank takes a control
+// or none; its captured state holds every rank's objects (gathered at the safe point), so a run
+// stopped under G ranks resumes under any number.
 PeResult fit_pe(Backend& backend, const PeInput& input, const PeParams& params, unsigned long long seed,
                 const PeProgress& progress = {}, RunControl* control = nullptr, Comm* comm = nullptr);
 

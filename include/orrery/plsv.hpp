@@ -154,8 +154,8 @@ PlsvBlock plsv_rank_block(index_t documents, int rank, int ranks);
 // document solves run on each rank's documents, and the sums over documents that the topic steps
 // need are exact (orrery/exact_sum.hpp; the word-topic statistics in fixed point), so on the CPU
 // the result equals the one-process result bit for bit, whatever the number of ranks, and every rank
-// returns all of it. Several ranks take no control (checkpoints hold one process's state): an
-// internal error.
+// returns all of it. Every rank takes a control or none; its captured state holds every rank's
+// documents (gathered at the safe point), so a run stopped under G ranks resumes under any number.
 PlsvResult fit_plsv(Backend& backend, const Corpus& corpus, const PlsvParams& params, unsigned long long seed,
                     const PlsvProgress& progress = {}, RunControl* control = nullptr, Comm* comm = nullptr);
 

@@ -224,7 +224,7 @@ py::tuple run(const py::dict& config, const Inputs&, bool quiet, const py::objec
   const std::unique_ptr<Comm> comm = comm_for(rc.comm_mode, rc.comm_timeout);
   rc.comm = comm.get();
   try {
-    pipeline::check_run_ranks(rc, *method, false);
+    pipeline::check_run_ranks(rc, *method);
   } catch (const Error& e) {
     throw py::value_error(e.what());
   }

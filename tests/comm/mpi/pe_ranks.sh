@@ -6,6 +6,10 @@
 # stream and writes one report (rank 0's, naming every rank). With N = "refuse": passes when a NeRV
 # run on a GPU (whose engines' sharding needs NCCL, not built yet) under 2 ranks is refused with exit
 # status 2 naming `comm`, writing nothing.
+# With RESUME_AFTER=I in the environment, each run under NP ranks is first stopped after L-BFGS
+# iteration I under the first NP of the list (ORRERY_STOP_AT_ITERATION: exit 130, a checkpoint and
+# nothing else) and then resumed under NP (`--resume`): its files must equal the one-process run's
+# all the same, and the checkpoint must be gone.
 # PE_RANKS_DEVICE (default cpu) is every run's device: "cuda:0" on a GPU machine checks ranks that
 # share one GPU (their sums leave it by chunk and meet over MPI) against one process on it.
 # Usage: pe_ranks.sh ORRERY N K "NP..." LAUNCHER NP_FLAG [LAUNCHER_FLAGS...]
@@ -36,21 +40,29 @@ config one
 start=$(date +%s.%N)
 [ "$refuse" -eq 1 ] || "$orrery" run one.json 2>one.log || { cat one.log; fail "the one-process run failed"; }
 [ "$refuse" -eq 1 ] || echo "pe_ranks: N = $n, one process: $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f s\n", e - s }')"
+resume=${RESUME_AFTER:-} first=${nps%% *} started='^\[pe\] iter    0 '
+[ -z "$resume" ] || started='^\[orrery\] resuming after iteration '
 for np in $nps; do
   config "np$np"
+  if [ -n "$resume" ]; then
+    ORRERY_STOP_AT_ITERATION=$resume launch "$first" run "np$np.json" >"np$np.stop.log" 2>&1
+    rc=$?
+    [ "$rc" -eq 130 ] || { cat "np$np.stop.log"; fail "the run stopped under $first ranks exited $rc, expected 130"; }
+    [ "$(ls "np$np")" = checkpoint.orrery ] || fail "the run stopped under $first ranks left: $(ls "np$np")"
+  fi
   start=$(date +%s.%N)
-  launch "$np" run "np$np.json" 2>"np$np.log" || { cat "np$np.log"; fail "mpirun -np $np failed"; }
+  launch "$np" run "np$np.json" ${resume:+--resume} 2>"np$np.log" || { cat "np$np.log"; fail "mpirun -np $np failed"; }
   took=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f s", e - s }')
   for f in objects.npy classes.npy; do
-    cmp -s "one/$f" "np$np/$f" || fail "$np ranks: $f differs from the one-process run"
+    cmp -s "one/$f" "np$np/$f" || fail "$np ranks: $f differs from the one-process run${resume:+ (stopped after iteration $resume under $first ranks, resumed)}"
   done
-  [ "$(grep -c '^\[pe\] iter    0 ' "np$np.log")" -eq 1 ] || { cat "np$np.log"; fail "$np ranks: not one progress stream"; }
+  [ "$(grep -c "$started" "np$np.log")" -eq 1 ] || { cat "np$np.log"; fail "$np ranks: not one progress stream"; }
   [ "$(grep -c '^\[pe\] wrote ' "np$np.log")" -eq 1 ] || { cat "np$np.log"; fail "$np ranks: not one writer"; }
   [ "$(ls "np$np")" = "$(printf 'classes.npy\nobjects.npy\nreport.json')" ] || fail "$np ranks: unexpected files: $(ls "np$np")"
   grep -q "\"ranks\": $np," "np$np/report.json" || fail "$np ranks: the report does not record $np ranks"
   grep -q '"name": "mpi"' "np$np/report.json" || fail "$np ranks: the report does not name the mpi communicator"
   rows=$(tr -d ' \n' <"np$np/report.json" | grep -o '"rows":\[[0-9,]*\]')
-  echo "pe_ranks: N = $n, $np ranks ($rows): identical objects.npy and classes.npy, one report ($took)"
+  echo "pe_ranks: N = $n, $np ranks ($rows)${resume:+, resumed after iteration $resume under $first}: identical objects.npy and classes.npy, one report ($took)"
 done
 
 [ "$refuse" -eq 1 ] || exit 0

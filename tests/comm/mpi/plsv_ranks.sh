@@ -6,6 +6,10 @@
 # one-process files byte for byte and when each run shows one progress stream and writes one report
 # (rank 0's, naming every rank). Then a fold-in of the same corpus into the one-process model, under
 # the largest number of ranks given, must equal the one-process fold-in alike.
+# With RESUME_AFTER=I in the environment, each fit under NP ranks is first stopped after EM iteration
+# I under the first NP of the list (ORRERY_STOP_AT_ITERATION: exit 130, a checkpoint and nothing
+# else) and then resumed under NP (`--resume`); its files must equal the one-process run's all the
+# same (no fold-in then).
 # Documents are sharded in blocks of 1024 (kPlsvChunk): N = 2049 gives 2 ranks 1024 and 1025
 # documents, 3 ranks 1024, 1024 and 1, and 4 ranks none, 1024, 1024 and 1.
 # Usage: plsv_ranks.sh ORRERY N "NP..." LAUNCHER NP_FLAG [LAUNCHER_FLAGS...]
@@ -41,13 +45,14 @@ check() {
   for f in "$@"; do
     cmp -s "$one/$f" "$dir/$f" || fail "$np ranks: $dir/$f differs from the one-process run"
   done
-  [ "$(grep -c '^\[plsv\] iter    0 ' "$dir.log")" -eq 1 ] || { cat "$dir.log"; fail "$np ranks: not one progress stream"; }
+  [ "$(grep -c "$started" "$dir.log")" -eq 1 ] || { cat "$dir.log"; fail "$np ranks: not one progress stream"; }
   [ "$(grep -c '^\[plsv\] wrote ' "$dir.log")" -eq 1 ] || { cat "$dir.log"; fail "$np ranks: not one writer"; }
   [ "$(ls "$dir")" = "$(printf '%s\n' "$@" report.json | sort)" ] || fail "$np ranks: unexpected files: $(ls "$dir")"
   grep -q "\"ranks\": $np," "$dir/report.json" || fail "$np ranks: the report does not record $np ranks"
   grep -q '"name": "mpi"' "$dir/report.json" || fail "$np ranks: the report does not name the mpi communicator"
 }
 
+resume=${RESUME_AFTER:-} first=${nps%% *} started='^\[plsv\] iter    0 '
 config one
 start=$(date +%s.%N)
 "$orrery" run one.json 2>one.log || { cat one.log; fail "the one-process run failed"; }
@@ -55,17 +60,24 @@ echo "plsv_ranks: N = $n, one process: $(seconds "$start")"
 last=""
 for np in $nps; do
   config "np$np"
+  if [ -n "$resume" ]; then
+    ORRERY_STOP_AT_ITERATION=$resume launch "$first" run "np$np.json" >"np$np.stop.log" 2>&1
+    rc=$?
+    [ "$rc" -eq 130 ] || { cat "np$np.stop.log"; fail "the run stopped under $first ranks exited $rc, expected 130"; }
+    [ "$(ls "np$np")" = checkpoint.orrery ] || fail "the run stopped under $first ranks left: $(ls "np$np")"
+    started='^\[orrery\] resuming after iteration '
+  fi
   start=$(date +%s.%N)
-  launch "$np" run "np$np.json" 2>"np$np.log" || { cat "np$np.log"; fail "mpirun -np $np failed"; }
+  launch "$np" run "np$np.json" ${resume:+--resume} 2>"np$np.log" || { cat "np$np.log"; fail "mpirun -np $np failed"; }
   took=$(seconds "$start")
   check "$np" "np$np" one documents.npy theta.npy topics.npy
   rows=$(tr -d ' \n' <"np$np/report.json" | grep -o '"rows":\[[0-9,]*\]')
-  echo "plsv_ranks: N = $n, $np ranks ($rows): identical documents.npy, topics.npy and theta.npy, one report ($took)"
+  echo "plsv_ranks: N = $n, $np ranks ($rows)${resume:+, resumed after iteration $resume under $first}: identical documents.npy, topics.npy and theta.npy, one report ($took)"
   last=$np
 done
 
 # Fold-in: the one-process model fixed, documents placed over ranks.
-[ -n "$last" ] || exit 0
+[ -n "$last" ] && [ -z "$resume" ] || exit 0
 config fold_one one
 "$orrery" run fold_one.json 2>fold_one.log || { cat fold_one.log; fail "the one-process fold-in failed"; }
 config "fold_np$last" one

@@ -241,8 +241,8 @@ struct NervCellsDevice::Impl {
   long long n = 0;
   int dim = 2;
   double cutoff = 0.0, h0 = 0.0;
-  DeviceBuffer<long long> row_ptr, col, t_ptr, t_row, t_entry;
-  DeviceBuffer<float> p, lp, lpf, beta;
+  DeviceBuffer<long long> row_ptr, col, t_ptr, t_row;
+  DeviceBuffer<float> p, lp, lpf, beta, t_p, t_lp;
   // per evaluation
   DeviceBuffer<float> yo[3], ys[3], beta_s, lpf_s, dmin_s, r2_s, colr2_s, lz_s, klqp_s, psum_s, qs_s;
   DeviceBuffer<float> dmin_o, r2_o, lz_o, klqp_o, psum_o, qs_o, cell_r2, box_part;
@@ -292,21 +292,13 @@ NervCellsDevice::NervCellsDevice(const SparseAffinity& P, const std::vector<doub
     pv[e] = static_cast<float>(P.val[e]);
     lpv[e] = static_cast<float>(math::nerv_log_prob(P.val[e], kNervProbabilityFloor));
   }
-  std::vector<long long> tp(un + 1, 0), tr(nnz), te(nnz);
-  for (long long j : cl) ++tp[static_cast<size_t>(j) + 1];
-  for (size_t i = 0; i < un; ++i) tp[i + 1] += tp[i];
-  std::vector<long long> fill(tp.begin(), tp.end() - 1);
-  for (size_t i = 0; i < un; ++i)
-    for (long long e = rp[i]; e < rp[i + 1]; ++e) {
-      const long long at = fill[static_cast<size_t>(cl[static_cast<size_t>(e)])]++;
-      tr[static_cast<size_t>(at)] = static_cast<long long>(i);
-      te[static_cast<size_t>(at)] = e;
-    }
+  const math::NervListsTranspose<float, long long> tr = math::nerv_lists_transpose(m.n, rp, cl, pv, lpv);
   m.row_ptr.upload(rp.data(), rp.size());
   m.col.upload(cl.data(), cl.size());
-  m.t_ptr.upload(tp.data(), tp.size());
-  m.t_row.upload(tr.data(), tr.size());
-  m.t_entry.upload(te.data(), te.size());
+  m.t_ptr.upload(tr.ptr.data(), tr.ptr.size());
+  m.t_row.upload(tr.row.data(), tr.row.size());
+  m.t_p.upload(tr.p.data(), tr.p.size());
+  m.t_lp.upload(tr.lp.data(), tr.lp.size());
   m.p.upload(pv.data(), pv.size());
   m.lp.upload(lpv.data(), lpv.size());
   m.lpf.upload(lpfv.data(), lpfv.size());
@@ -443,7 +435,8 @@ double NervCellsDevice::Impl::run(const double* y, double lambda, double* grad) 
   rows.lp = lp.get();
   rows.t_ptr = t_ptr.get();
   rows.t_row = t_row.get();
-  rows.t_entry = t_entry.get();
+  rows.t_p = t_p.get();
+  rows.t_lp = t_lp.get();
   rows.wide = wide.get();
   rows.num_wide = num_wide;
   finish_kernel<D><<<nb, kThreads>>>(rows, n, z.get(), t.get(), lambda, lz_o.get(), klqp_o.get(), psum_o.get(),

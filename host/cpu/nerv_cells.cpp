@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "cpu/shard_parts.hpp"
@@ -115,13 +116,13 @@ ORRERY_CLONES void scatter_range(const Cells<T, D>& g, long long k0, long long k
 }
 
 template <class T, int D>
-ORRERY_CLONES void listed_gradient_range(const math::NervCellsRows<T, D>& r, long long i0, long long i1, T lambda,
+ORRERY_CLONES void listed_gradient_range(const math::NervCellsRows<T, D, std::int32_t>& r, long long i0, long long i1, T lambda,
                                          double* out) {
   for (long long i = i0; i < i1; ++i) math::nerv_cells_listed_gradient(r, i, lambda, out + i * D);
 }
 
 template <class T, int D>
-ORRERY_CLONES void listed_sums_range(const math::NervCellsRows<T, D>& r, long long i0, long long i1,
+ORRERY_CLONES void listed_sums_range(const math::NervCellsRows<T, D, std::int32_t>& r, long long i0, long long i1,
                                      math::ListedSums* out) {
   for (long long i = i0; i < i1; ++i) out[i] = math::nerv_cells_listed_sums(r, i);
 }
@@ -155,6 +156,8 @@ NervCellsEvaluator<T>::NervCellsEvaluator(const SparseAffinity& P, const std::ve
   if (dim != 2 && dim != 3) internal_error("nerv (approximate pairs): the map must be 2-D or 3-D");
   if (!(cutoff > 0)) internal_error("nerv (approximate pairs): the cutoff must be positive");
   if (static_cast<index_t>(beta.size()) != n_ || n_ < 2) internal_error("nerv (approximate pairs): P and beta disagree");
+  if (n_ > std::numeric_limits<std::int32_t>::max())
+    input_error("nerv (approximate pairs): at most 2,147,483,647 points on the CPU, found " + std::to_string(n_));
   const std::vector<double> floors = nerv_row_log_floors(P);  // checks the CSR
   const size_t nnz = P.col.size();
   row_ptr_.assign(P.row_ptr.begin(), P.row_ptr.end());
@@ -171,19 +174,7 @@ NervCellsEvaluator<T>::NervCellsEvaluator(const SparseAffinity& P, const std::ve
     if (!(beta[i] > 0) || !std::isfinite(beta[i])) internal_error("nerv (approximate pairs): a bandwidth is not positive");
     beta_[i] = static_cast<T>(beta[i]);
   }
-  // the transpose, each point's listing rows ascending
-  t_ptr_.assign(static_cast<size_t>(n_) + 1, 0);
-  for (long long j : col_) ++t_ptr_[static_cast<size_t>(j) + 1];
-  for (index_t i = 0; i < n_; ++i) t_ptr_[static_cast<size_t>(i) + 1] += t_ptr_[static_cast<size_t>(i)];
-  t_row_.resize(nnz);
-  t_entry_.resize(nnz);
-  std::vector<long long> fill(t_ptr_.begin(), t_ptr_.end() - 1);
-  for (index_t i = 0; i < n_; ++i)
-    for (long long e = row_ptr_[static_cast<size_t>(i)]; e < row_ptr_[static_cast<size_t>(i) + 1]; ++e) {
-      const long long at = fill[static_cast<size_t>(col_[static_cast<size_t>(e)])]++;
-      t_row_[static_cast<size_t>(at)] = i;
-      t_entry_[static_cast<size_t>(at)] = e;
-    }
+  transpose_ = math::nerv_lists_transpose(n_, row_ptr_, col_, p_, lp_);
   std::vector<double> sorted(beta);
   std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
   h0_ = math::cells_side(cutoff, sorted[sorted.size() / 2]);
@@ -284,7 +275,7 @@ double NervCellsEvaluator<T>::run(const MatrixD& Y, double lambda, MatrixD* grad
   for (long long k = 0; k < n; ++k) {
     const T r2 = r2_s_[static_cast<size_t>(k)];
     colr2_s_[static_cast<size_t>(k)] = r2 > wide_r2 ? -1.0f : r2;
-    if (r2 > wide_r2) wide_.push_back(perm_[static_cast<size_t>(k)]);
+    if (r2 > wide_r2) wide_.push_back(static_cast<std::int32_t>(perm_[static_cast<size_t>(k)]));
   }
   std::sort(wide_.begin(), wide_.end());
   for (long long c = 0; c < ncells; ++c)
@@ -332,7 +323,7 @@ double NervCellsEvaluator<T>::run(const MatrixD& Y, double lambda, MatrixD* grad
       items(zs), items(ts), items(pairs));
   scatter(dmin_o_, dmin_s_);
   scatter(r2_o_, r2_s_);
-  math::NervCellsRows<T, D> rows{};
+  math::NervCellsRows<T, D, std::int32_t> rows{};
   for (int a = 0; a < 3; ++a) rows.y[a] = yo_[a < D ? a : 0].data();
   rows.beta = beta_.data();
   rows.dmin = dmin_o_.data();
@@ -342,9 +333,10 @@ double NervCellsEvaluator<T>::run(const MatrixD& Y, double lambda, MatrixD* grad
   rows.col = col_.data();
   rows.p = p_.data();
   rows.lp = lp_.data();
-  rows.t_ptr = t_ptr_.data();
-  rows.t_row = t_row_.data();
-  rows.t_entry = t_entry_.data();
+  rows.t_ptr = transpose_.ptr.data();
+  rows.t_row = transpose_.row.data();
+  rows.t_p = transpose_.p.data();
+  rows.t_lp = transpose_.lp.data();
   rows.wide = wide_.data();
   rows.num_wide = static_cast<long long>(wide_.size());
   std::vector<double> cost(un);

@@ -2,9 +2,11 @@
 // host each evaluation, the sweeps in parallel over points, every sum in a fixed order.
 #pragma once
 #include <array>
+#include <cstdint>
 #include <vector>
 
 #include "orrery/affinity.hpp"
+#include "orrery/math/nerv_cells.hpp"
 #include "orrery/types.hpp"
 
 namespace orrery {
@@ -42,14 +44,17 @@ class NervCellsEvaluator {
   double cutoff_, h0_;
   double mean_row_pairs_ = 0.0;
   // input (float), by row; the transpose of the lists
-  std::vector<long long> row_ptr_, col_, t_ptr_, t_row_, t_entry_;
+  std::vector<long long> row_ptr_;
+  std::vector<std::int32_t> col_;  // 32-bit, so that the loops over the lists vectorise
   std::vector<T> p_, lp_, lpf_, beta_;
+  math::NervListsTranspose<T, std::int32_t> transpose_;
   // per evaluation, input order
   std::array<std::vector<T>, 3> yo_;
   std::vector<T> dmin_o_, r2_o_, lz_o_, klqp_o_, psum_o_, qs_o_;
   // per evaluation, cell order
   std::array<std::vector<T>, 3> ys_;
-  std::vector<long long> perm_, start_, wide_;
+  std::vector<long long> perm_, start_;
+  std::vector<std::int32_t> wide_;
   std::vector<T> beta_s_, lpf_s_, dmin_s_, r2_s_, colr2_s_, lz_s_, klqp_s_, psum_s_, qs_s_;
   std::vector<T> cell_r2_, reach2_, scatter_;
 };

@@ -108,11 +108,13 @@ MemoryPlan plan_neighbor_embedding(const NePlanInput& in, bool device) {
       p.add({std::string("the NeRV engine's ") + (in.nerv_double ? "log P, N^2 doubles" : "P and log P, 2 N^2 floats"),
              "input.affinities", "use \"sparse\"" + fewer, 8.0 * nn, 0.0});
     else if (in.nerv_approximate)
-      // the lists in float with 8-byte columns and their transpose (32 bytes an entry), about 60
-      // values per point (coordinates by dimension in two orders, the rows' scalars in both,
-      // permutation, sums and gradient parts) and up to 4 cells per point (start, radius, reach)
-      p.add({"the approximate NeRV engine's lists, per-point arrays and cell grid, about N (32 k + 400) bytes",
-             "input.perplexity", "a smaller perplexity" + fewer, device ? 24.0 * n * k : n * (32.0 * k + 400.0),
+      // the lists in float and their transpose (p and log p copied into its order), with 4-byte
+      // columns on the CPU (24 bytes an entry) and 8-byte ones on the GPU (32), about 60 values per
+      // point (coordinates by dimension in two orders, the rows' scalars in both, permutation, sums
+      // and gradient parts) and up to 4 cells per point (start, radius, reach)
+      p.add({std::string("the approximate NeRV engine's lists, per-point arrays and cell grid, about N (") +
+                 (device ? "32" : "24") + " k + 400) bytes",
+             "input.perplexity", "a smaller perplexity" + fewer, device ? 24.0 * n * k : n * (24.0 * k + 400.0),
              device ? n * (32.0 * k + 400.0) : 0.0});
     else
       p.add({"the NeRV engine's rows and their transposes" +

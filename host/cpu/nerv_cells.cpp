@@ -156,8 +156,11 @@ NervCellsEvaluator<T>::NervCellsEvaluator(const SparseAffinity& P, const std::ve
   if (dim != 2 && dim != 3) internal_error("nerv (approximate pairs): the map must be 2-D or 3-D");
   if (!(cutoff > 0)) internal_error("nerv (approximate pairs): the cutoff must be positive");
   if (static_cast<index_t>(beta.size()) != n_ || n_ < 2) internal_error("nerv (approximate pairs): P and beta disagree");
-  if (n_ > std::numeric_limits<std::int32_t>::max())
-    input_error("nerv (approximate pairs): at most 2,147,483,647 points on the CPU, found " + std::to_string(n_));
+  // 32-bit columns, and offsets into the rows packed kRowFields a row
+  if (n_ > std::numeric_limits<std::int32_t>::max() / math::kRowFields)
+    input_error("nerv (approximate pairs): at most " +
+                std::to_string(std::numeric_limits<std::int32_t>::max() / math::kRowFields) +
+                " points on the CPU, found " + std::to_string(n_));
   const std::vector<double> floors = nerv_row_log_floors(P);  // checks the CSR
   const size_t nnz = P.col.size();
   row_ptr_.assign(P.row_ptr.begin(), P.row_ptr.end());
@@ -375,6 +378,40 @@ double NervCellsEvaluator<T>::run(const MatrixD& Y, double lambda, MatrixD* grad
   rows.kl_qp = klqp_o_.data();
   rows.p_sum = psum_o_.data();
   rows.q_scale = qs_o_.data();
+  {  // the wide rows' values, packed (math::NervWideField)
+    const size_t nw = wide_.size();
+    wide_packed_.resize(nw * math::kWideFields);
+    T* f = wide_packed_.data();
+    for (size_t w = 0; w < nw; ++w) {
+      const auto j = static_cast<size_t>(wide_[w]);
+      for (int a = 0; a < 3; ++a) f[(math::kWideY0 + a) * nw + w] = yo_[a < D ? a : 0][j];
+      f[math::kWideBeta * nw + w] = beta_[j];
+      f[math::kWideDmin * nw + w] = dmin_o_[j];
+      f[math::kWideR2 * nw + w] = r2_o_[j];
+      f[math::kWideQScale * nw + w] = qs_o_[j];
+      f[math::kWideLz * nw + w] = lz_o_[j];
+      f[math::kWidePSum * nw + w] = psum_o_[j];
+      f[math::kWideKlQp * nw + w] = klqp_o_[j];
+      f[math::kWideLpf * nw + w] = lpf_[j];
+    }
+    rows.wide_packed = f;
+  }
+  {  // every row's values, packed (math::NervRowField)
+    row_packed_.resize(un * math::kRowFields);
+    T* f = row_packed_.data();
+#pragma omp parallel for schedule(static) num_threads(threads_)
+    for (long long i = 0; i < n; ++i) {
+      const auto ui = static_cast<size_t>(i);
+      T* q = f + ui * math::kRowFields;
+      for (int a = 0; a < 3; ++a) q[math::kRowY0 + a] = yo_[a < D ? a : 0][ui];
+      q[math::kRowBeta] = beta_[ui];
+      q[math::kRowDmin] = dmin_o_[ui];
+      q[math::kRowR2] = r2_o_[ui];
+      q[math::kRowQScale] = qs_o_[ui];
+      q[math::kRowLpf] = lpf_[ui];
+    }
+    rows.row_packed = f;
+  }
   gather(lz_s_, lz_o_);
   gather(klqp_s_, klqp_o_);
   gather(psum_s_, psum_o_);

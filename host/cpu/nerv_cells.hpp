@@ -56,7 +56,7 @@ class NervCellsEvaluator {
   std::vector<long long> perm_, start_;
   std::vector<std::int32_t> wide_;
   std::vector<T> beta_s_, lpf_s_, dmin_s_, r2_s_, colr2_s_, lz_s_, klqp_s_, psum_s_, qs_s_;
-  std::vector<T> cell_r2_, reach2_, scatter_;
+  std::vector<T> cell_r2_, reach2_, scatter_, wide_packed_, row_packed_;
 };
 
 extern template class NervCellsEvaluator<float>;

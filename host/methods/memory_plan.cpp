@@ -111,10 +111,11 @@ MemoryPlan plan_neighbor_embedding(const NePlanInput& in, bool device) {
       // the lists in float and their transpose (p and log p copied into its order), with 4-byte
       // columns on the CPU (24 bytes an entry) and 8-byte ones on the GPU (32), about 60 values per
       // point (coordinates by dimension in two orders, the rows' scalars in both, permutation, sums
-      // and gradient parts) and up to 4 cells per point (start, radius, reach)
+      // and gradient parts; on the CPU 8 more, the rows' values packed) and up to 4 cells per point
+      // (start, radius, reach)
       p.add({std::string("the approximate NeRV engine's lists, per-point arrays and cell grid, about N (") +
-                 (device ? "32" : "24") + " k + 400) bytes",
-             "input.perplexity", "a smaller perplexity" + fewer, device ? 24.0 * n * k : n * (24.0 * k + 400.0),
+                 (device ? "32 k + 400" : "24 k + 432") + ") bytes",
+             "input.perplexity", "a smaller perplexity" + fewer, device ? 24.0 * n * k : n * (24.0 * k + 432.0),
              device ? n * (32.0 * k + 400.0) : 0.0});
     else
       p.add({"the NeRV engine's rows and their transposes" +

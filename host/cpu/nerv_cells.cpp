@@ -378,7 +378,9 @@ double NervCellsEvaluator<T>::run(const MatrixD& Y, double lambda, MatrixD* grad
   rows.kl_qp = klqp_o_.data();
   rows.p_sum = psum_o_.data();
   rows.q_scale = qs_o_.data();
-  {  // the wide rows' values, packed (math::NervWideField)
+  // The packed values (math::NervWideField, NervRowField); the gathering evaluator reads the
+  // separate arrays, as the CUDA kernels do, so that the tests cover both.
+  if (!gather_) {  // the wide rows' values, packed
     const size_t nw = wide_.size();
     wide_packed_.resize(nw * math::kWideFields);
     T* f = wide_packed_.data();
@@ -396,7 +398,7 @@ double NervCellsEvaluator<T>::run(const MatrixD& Y, double lambda, MatrixD* grad
     }
     rows.wide_packed = f;
   }
-  {  // every row's values, packed (math::NervRowField)
+  if (!gather_) {  // every row's values, packed
     row_packed_.resize(un * math::kRowFields);
     T* f = row_packed_.data();
 #pragma omp parallel for schedule(static) num_threads(threads_)

@@ -22,7 +22,8 @@ class NervCellsEvaluator {
   // P: sparse conditional rows (validated as nerv.hpp's sparse form), beta: per-point precisions,
   // cutoff: c in nats (> 0), dim 2 or 3. P and beta are copied into T.
   // gather: each point's column terms by its own sweep (the CUDA kernels' way, twice the pair terms;
-  // tests) instead of scattered from the rows that own them.
+  // tests) instead of scattered from the rows that own them, and the listed terms read from the
+  // separate per-row arrays, as the kernels read them, instead of the packed rows.
   NervCellsEvaluator(const SparseAffinity& P, const std::vector<double>& beta, double cutoff, int dim, int threads,
                      bool gather = false);
   // E at Y (N x D) and, with grad, dE/dY; row_costs (optional) gets each row's cost.

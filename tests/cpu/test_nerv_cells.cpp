@@ -214,7 +214,8 @@ TEST(NervCells, ApproximateFitLowersCostKeepsClassesAndRepeats) {
 }
 
 TEST(NervCells, ScatteredColumnTermsEqualTheGatheredOnes) {
-  // the CPU scatters each pair's column share; the CUDA kernels gather it (math/nerv_cells.hpp)
+  // the CPU scatters each pair's column share and reads the listed terms' rows packed; the CUDA
+  // kernels gather the column share and read the separate arrays (math/nerv_cells.hpp)
   const AffinityResult a = affinities_sparse(clusters(500, 5, 43), 8.0);
   std::vector<double> beta = a.beta;
   for (size_t i = 0; i < beta.size(); i += 3) beta[i] *= 0.05;  // wide rows beyond the list's limit too

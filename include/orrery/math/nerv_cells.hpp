@@ -423,23 +423,56 @@ struct ListedSums {
   double t = 0.0, u = 0.0, p = 0.0;
 };
 
+// How the listed loops read a row's values: through the separate arrays, or packed by row
+// (NervCellsRows::row_packed). at(j) is where row j's values are; the loops are written once.
+template <class T, class Index>
+struct RowsByArray {
+  const T *x0, *x1, *x2, *beta_, *dmin_, *r2_, *q_scale_, *lpf_;
+  ORRERY_HD_INLINE Index at(Index j) const { return j; }
+  ORRERY_HD_INLINE T y0(Index b) const { return x0[b]; }
+  ORRERY_HD_INLINE T y1(Index b) const { return x1[b]; }
+  ORRERY_HD_INLINE T y2(Index b) const { return x2[b]; }
+  ORRERY_HD_INLINE T beta(Index b) const { return beta_[b]; }
+  ORRERY_HD_INLINE T dmin(Index b) const { return dmin_[b]; }
+  ORRERY_HD_INLINE T r2(Index b) const { return r2_[b]; }
+  ORRERY_HD_INLINE T q_scale(Index b) const { return q_scale_[b]; }
+  ORRERY_HD_INLINE T lpf(Index b) const { return lpf_[b]; }
+};
+template <class T, class Index>
+struct RowsPacked {
+  const T* q;
+  ORRERY_HD_INLINE Index at(Index j) const { return j * Index(kRowFields); }  // (CPU: N < 2^31 / kRowFields)
+  ORRERY_HD_INLINE T y0(Index b) const { return q[b + kRowY0]; }
+  ORRERY_HD_INLINE T y1(Index b) const { return q[b + kRowY1]; }
+  ORRERY_HD_INLINE T y2(Index b) const { return q[b + kRowY2]; }
+  ORRERY_HD_INLINE T beta(Index b) const { return q[b + kRowBeta]; }
+  ORRERY_HD_INLINE T dmin(Index b) const { return q[b + kRowDmin]; }
+  ORRERY_HD_INLINE T r2(Index b) const { return q[b + kRowR2]; }
+  ORRERY_HD_INLINE T q_scale(Index b) const { return q[b + kRowQScale]; }
+  ORRERY_HD_INLINE T lpf(Index b) const { return q[b + kRowLpf]; }
+};
+template <class T, int D, class Index>
+ORRERY_HD_INLINE RowsByArray<T, Index> rows_by_array(const NervCellsRows<T, D, Index>& r) {
+  return {r.y[0], r.y[D > 1 ? 1 : 0], r.y[D > 2 ? 2 : 0], r.beta, r.dmin, r.r2, r.q_scale, r.lpf};
+}
+
 // The loops below run over a list's entries in T with ORRERY_SIMD reductions (gathers of the
 // listed points), then add to double.
-template <class T, int D, class Index>
-ORRERY_HD_INLINE ListedSums nerv_cells_listed_sums(const NervCellsRows<T, D, Index>& r, long long i) {
-  const T b = r.beta[i], dm = r.dmin[i], r2 = r.r2[i], lpf = r.lpf[i];
-  const T p0 = r.y[0][i], p1 = r.y[D > 1 ? 1 : 0][i], p2 = r.y[D > 2 ? 2 : 0][i];
-  const T *x0 = r.y[0], *x1 = r.y[D > 1 ? 1 : 0], *x2 = r.y[D > 2 ? 2 : 0];
+template <class T, int D, class Index, class Rows>
+ORRERY_HD_INLINE ListedSums nerv_cells_listed_sums_from(const NervCellsRows<T, D, Index>& r, const Rows& v, long long i) {
+  const Index self = v.at(static_cast<Index>(i));
+  const T b = v.beta(self), dm = v.dmin(self), r2 = v.r2(self), lpf = v.lpf(self);
+  const T p0 = v.y0(self), p1 = D > 1 ? v.y1(self) : T(0), p2 = D > 2 ? v.y2(self) : T(0);
   const Index* col = r.col;
   const T *pv = r.p, *lpv = r.lp;
   T st = 0, su = 0, sp = 0;
   const long long e0 = r.row_ptr[i], e1 = r.row_ptr[i + 1];
   ORRERY_SIMD(reduction(+ : st, su, sp))
   for (long long e = e0; e < e1; ++e) {
-    const Index j = col[e];
-    T d = (p0 - x0[j]) * (p0 - x0[j]);
-    if constexpr (D > 1) d += (p1 - x1[j]) * (p1 - x1[j]);
-    if constexpr (D > 2) d += (p2 - x2[j]) * (p2 - x2[j]);
+    const Index j = v.at(col[e]);
+    T d = (p0 - v.y0(j)) * (p0 - v.y0(j));
+    if constexpr (D > 1) d += (p1 - v.y1(j)) * (p1 - v.y1(j));
+    if constexpr (D > 2) d += (p2 - v.y2(j)) * (p2 - v.y2(j));
     const T w = exp_nonpositive(hd_min(-b * (d - dm), T(0)));
     const NervRowTerms<T> t = nerv_row_listed(w, d, b, pv[e], lpv[e], lpf);
     st += d <= r2 ? t.wt : T(0);
@@ -449,6 +482,11 @@ ORRERY_HD_INLINE ListedSums nerv_cells_listed_sums(const NervCellsRows<T, D, Ind
   ListedSums s;
   s.t = static_cast<double>(st), s.u = static_cast<double>(su), s.p = static_cast<double>(sp);
   return s;
+}
+// (The separate arrays: the coordinates' two of them stay in a faster cache than the packed rows.)
+template <class T, int D, class Index>
+ORRERY_HD_INLINE ListedSums nerv_cells_listed_sums(const NervCellsRows<T, D, Index>& r, long long i) {
+  return nerv_cells_listed_sums_from(r, rows_by_array(r), i);
 }
 
 // c_ij(p, lp) - c_ij(0, lpf) of a row's scalars (its beta, dmin, R^2, q scale and floor log) for a
@@ -469,24 +507,24 @@ ORRERY_HD_INLINE T nerv_cells_wide_c(T d, T bj, T dmin, T r2, T q_scale, T lz, T
   return (other & (d <= r2)) ? c0 : T(0);
 }
 
-// What the sweep leaves out of dE/dy_i / 2: the listed corrections of row i and of the rows listing
-// i, and the floor column terms of the wide rows; added to out[a] in double. The arrays are read
-// through local pointers: loaded through `r` inside the loops they kept GCC from vectorising them.
-template <class T, int D, class Index>
-ORRERY_HD_INLINE void nerv_cells_listed_gradient(const NervCellsRows<T, D, Index>& r, long long i, T lambda, double* out) {
-  const T p0 = r.y[0][i], p1 = r.y[D > 1 ? 1 : 0][i], p2 = r.y[D > 2 ? 2 : 0][i];
-  const T *x0 = r.y[0], *x1 = r.y[D > 1 ? 1 : 0], *x2 = r.y[D > 2 ? 2 : 0];
-  const T *beta = r.beta, *dmin = r.dmin, *r2 = r.r2, *q_scale = r.q_scale, *lpf = r.lpf;
-  T s0 = 0, s1 = 0, s2 = 0;
+// Row i's own list and the rows listing i: their c_ij (y_i - y_j) summed into s. The own list reads
+// the separate arrays (two coordinates per listed point, which stay in a faster cache than the
+// packed rows); the rows listing i read their seven values through v.
+template <class T, int D, class Index, class Rows>
+ORRERY_HD_INLINE void nerv_cells_listed_terms(const NervCellsRows<T, D, Index>& r, const Rows& v, long long i, T lambda,
+                                              T& s0, T& s1, T& s2) {
+  const RowsByArray<T, Index> a = rows_by_array(r);
+  const Index self = static_cast<Index>(i);
+  const T p0 = a.y0(self), p1 = D > 1 ? a.y1(self) : T(0), p2 = D > 2 ? a.y2(self) : T(0);
   {  // row i's own list
     const long long e0 = r.row_ptr[i], e1 = r.row_ptr[i + 1];
     const Index* col = r.col;
     const T *pv = r.p, *lpv = r.lp;
-    const T bi = beta[i], dmi = dmin[i], r2i = r2[i], qsi = q_scale[i], lpfi = lpf[i];
+    const T bi = a.beta(self), dmi = a.dmin(self), r2i = a.r2(self), qsi = a.q_scale(self), lpfi = a.lpf(self);
     ORRERY_SIMD(reduction(+ : s0, s1, s2))
     for (long long e = e0; e < e1; ++e) {
       const Index j = col[e];
-      const T u0 = p0 - x0[j], u1 = D > 1 ? p1 - x1[j] : T(0), u2 = D > 2 ? p2 - x2[j] : T(0);
+      const T u0 = p0 - a.y0(j), u1 = D > 1 ? p1 - a.y1(j) : T(0), u2 = D > 2 ? p2 - a.y2(j) : T(0);
       const T d = u0 * u0 + u1 * u1 + u2 * u2;
       const T c = nerv_cells_listed_c(bi, dmi, r2i, qsi, lpfi, d, pv[e], lpv[e], lambda);
       s0 += c * u0, s1 += c * u1, s2 += c * u2;
@@ -496,27 +534,31 @@ ORRERY_HD_INLINE void nerv_cells_listed_gradient(const NervCellsRows<T, D, Index
     const long long t0 = r.t_ptr[i], t1 = r.t_ptr[i + 1];
     const Index* t_row = r.t_row;
     const T *tp = r.t_p, *tlp = r.t_lp;
-    if (const T* q = r.row_packed) {
-      ORRERY_SIMD(reduction(+ : s0, s1, s2))
-      for (long long t = t0; t < t1; ++t) {
-        const T* qj = q + t_row[t] * Index(kRowFields);  // (the CPU's N stays below 2^31 / kRowFields)
-        const T u0 = p0 - qj[kRowY0], u1 = D > 1 ? p1 - qj[kRowY1] : T(0), u2 = D > 2 ? p2 - qj[kRowY2] : T(0);
-        const T d = u0 * u0 + u1 * u1 + u2 * u2;
-        const T c = nerv_cells_listed_c(qj[kRowBeta], qj[kRowDmin], qj[kRowR2], qj[kRowQScale], qj[kRowLpf], d, tp[t],
-                                        tlp[t], lambda);
-        s0 += c * u0, s1 += c * u1, s2 += c * u2;
-      }
-    } else {
     ORRERY_SIMD(reduction(+ : s0, s1, s2))
     for (long long t = t0; t < t1; ++t) {
-      const Index j = t_row[t];
-      const T u0 = p0 - x0[j], u1 = D > 1 ? p1 - x1[j] : T(0), u2 = D > 2 ? p2 - x2[j] : T(0);
+      const Index j = v.at(t_row[t]);
+      const T u0 = p0 - v.y0(j), u1 = D > 1 ? p1 - v.y1(j) : T(0), u2 = D > 2 ? p2 - v.y2(j) : T(0);
       const T d = u0 * u0 + u1 * u1 + u2 * u2;
-      const T c = nerv_cells_listed_c(beta[j], dmin[j], r2[j], q_scale[j], lpf[j], d, tp[t], tlp[t], lambda);
+      const T c = nerv_cells_listed_c(v.beta(j), v.dmin(j), v.r2(j), v.q_scale(j), v.lpf(j), d, tp[t], tlp[t], lambda);
       s0 += c * u0, s1 += c * u1, s2 += c * u2;
     }
-    }
   }
+}
+
+// What the sweep leaves out of dE/dy_i / 2: the listed corrections of row i and of the rows listing
+// i, and the floor column terms of the wide rows; added to out[a] in double. The arrays are read
+// through local pointers (or the accessors above): loaded through `r` inside the loops they kept
+// GCC from vectorising them.
+template <class T, int D, class Index>
+ORRERY_HD_INLINE void nerv_cells_listed_gradient(const NervCellsRows<T, D, Index>& r, long long i, T lambda, double* out) {
+  T s0 = 0, s1 = 0, s2 = 0;
+  if (r.row_packed)
+    nerv_cells_listed_terms(r, RowsPacked<T, Index>{r.row_packed}, i, lambda, s0, s1, s2);
+  else
+    nerv_cells_listed_terms(r, rows_by_array(r), i, lambda, s0, s1, s2);
+  const T p0 = r.y[0][i], p1 = r.y[D > 1 ? 1 : 0][i], p2 = r.y[D > 2 ? 2 : 0][i];
+  const T *x0 = r.y[0], *x1 = r.y[D > 1 ? 1 : 0], *x2 = r.y[D > 2 ? 2 : 0];
+  const T *beta = r.beta, *dmin = r.dmin, *r2 = r.r2, *q_scale = r.q_scale, *lpf = r.lpf;
   // the wide rows' floor terms, i in their S_j
   const long long nw = r.num_wide;
   const Index* wide = r.wide;

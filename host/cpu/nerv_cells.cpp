@@ -116,8 +116,8 @@ ORRERY_CLONES void scatter_range(const Cells<T, D>& g, long long k0, long long k
 }
 
 template <class T, int D>
-ORRERY_CLONES void listed_gradient_range(const math::NervCellsRows<T, D, std::int32_t>& r, long long i0, long long i1, T lambda,
-                                         double* out) {
+ORRERY_CLONES void listed_gradient_range(const math::NervCellsRows<T, D, std::int32_t>& r, long long i0, long long i1,
+                                         T lambda, double* out) {
   for (long long i = i0; i < i1; ++i) math::nerv_cells_listed_gradient(r, i, lambda, out + i * D);
 }
 
@@ -380,7 +380,7 @@ double NervCellsEvaluator<T>::run(const MatrixD& Y, double lambda, MatrixD* grad
   rows.q_scale = qs_o_.data();
   // The packed values (math::NervWideField, NervRowField); the gathering evaluator reads the
   // separate arrays, as the CUDA kernels do, so that the tests cover both.
-  if (!gather_) {  // the wide rows' values, packed
+  if (!gather_) {  // the wide rows' values, packed by field
     const size_t nw = wide_.size();
     wide_packed_.resize(nw * math::kWideFields);
     T* f = wide_packed_.data();
@@ -397,14 +397,13 @@ double NervCellsEvaluator<T>::run(const MatrixD& Y, double lambda, MatrixD* grad
       f[math::kWideLpf * nw + w] = lpf_[j];
     }
     rows.wide_packed = f;
-  }
-  if (!gather_) {  // every row's values, packed
+    // every row's values, packed
     row_packed_.resize(un * math::kRowFields);
-    T* f = row_packed_.data();
+    T* rp = row_packed_.data();
 #pragma omp parallel for schedule(static) num_threads(threads_)
     for (long long i = 0; i < n; ++i) {
       const auto ui = static_cast<size_t>(i);
-      T* q = f + ui * math::kRowFields;
+      T* q = rp + ui * math::kRowFields;
       for (int a = 0; a < 3; ++a) q[math::kRowY0 + a] = yo_[a < D ? a : 0][ui];
       q[math::kRowBeta] = beta_[ui];
       q[math::kRowDmin] = dmin_o_[ui];
@@ -412,7 +411,7 @@ double NervCellsEvaluator<T>::run(const MatrixD& Y, double lambda, MatrixD* grad
       q[math::kRowQScale] = qs_o_[ui];
       q[math::kRowLpf] = lpf_[ui];
     }
-    rows.row_packed = f;
+    rows.row_packed = rp;
   }
   gather(lz_s_, lz_o_);
   gather(klqp_s_, klqp_o_);

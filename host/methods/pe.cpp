@@ -302,8 +302,7 @@ PeResult fit_pe(Backend& backend, const PeInput& in, const PeParams& prm, unsign
     s.put("pe.trace", trace);
   };
   if (const RunState* saved = resume_state(control)) {
-    const MatrixD all = saved->matrix("pe.objects", N, D);
-    engine->set_objects(comm.size() > 1 ? rows_of(all, block) : all);
+    engine->set_objects(rows_of(saved->matrix("pe.objects", N, D), block));
     newton_total = static_cast<index_t>(saved->scalar("pe.newton_total"));
     evaluations = saved->count("pe.evaluations");
     last.max_grad_sq = saved->scalar("pe.max_grad_sq");

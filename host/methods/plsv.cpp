@@ -423,10 +423,7 @@ PlsvResult run_em(PlsvEngine& eng, const Corpus& c, Comm& comm, const PlsvParams
   // any number of ranks: each takes its block back.
   const PlsvBlock block = plsv_rank_block(N, comm.rank(), comm.size());
   const auto whole_docs = [&](const MatrixD& mine) { return gather_docs(comm, mine, N); };
-  const auto my_docs = [&](const RunState& st, const std::string& key) {
-    const MatrixD all = st.matrix(key, N, D);
-    return comm.size() > 1 ? rows_of(all, block) : all;
-  };
+  const auto my_docs = [&](const RunState& st, const std::string& key) { return rows_of(st.matrix(key, N, D), block); };
   const auto put_point = [&](RunState& st, const std::string& key, const Point& x) {
     st.put(key + ".docs", whole_docs(x.docs));
     st.put(key + ".theta", x.theta);

@@ -37,9 +37,9 @@ struct MethodEntry {
   // What makes a fit of the method run off to Inf or NaN, as far as the user can change it.
   const char* divergence_causes;
   // Whether a run may span several ranks (RunConfig::comm): the method shards its rows over them.
+  // Such a run checkpoints and resumes as one process does: the state at a safe point is gathered
+  // whole on every rank, rank 0 writes it, and any number of ranks resumes from it.
   bool shards = false;
-  // (A sharded run checkpoints and resumes as one process does: every method's state at a safe point
-  // is gathered whole on every rank, rank 0 writes it, and any number of ranks resumes from it.)
   // Whether a sharded run may put its ranks on CUDA devices (make_backend over the run's Comm): the engine's sums leave
   // the device by chunk, so the ranks' collectives run on host buffers over MPI.
   bool shards_on_gpus = false;
@@ -50,8 +50,9 @@ const MethodEntry* find_method(const std::string& name);
 
 // What a run over several ranks cannot do yet, refused before any input is read or any collective
 // is issued: every rank reads the same configuration and so refuses alike, and none is left waiting.
-// Input errors naming `comm`: a method that does not shard, a CUDA device ("cuda", "cuda:N", or "auto" where there is one) for a method whose
-// engines cannot shard on one (those need NCCL, not built yet). With one rank, nothing is refused.
+// Input errors naming `comm`: a method that does not shard, a CUDA device ("cuda", "cuda:N", or
+// "auto" where there is one) for a method whose engines cannot shard on one (those need NCCL, not
+// built yet). With one rank, nothing is refused.
 void check_run_ranks(const RunConfig& run, const MethodEntry& method);
 
 }  // namespace orrery::pipeline

@@ -428,15 +428,30 @@ struct ListedSums {
 template <class T, class Index>
 struct RowsByArray {
   const T *x0, *x1, *x2, *beta_, *dmin_, *r2_, *q_scale_, *lpf_;
+  const T *lz_, *p_sum_, *kl_qp_;  // the finished rows' sums (the wide rows' column terms read them)
   ORRERY_HD_INLINE Index at(Index j) const { return j; }
-  ORRERY_HD_INLINE T y0(Index b) const { return x0[b]; }
-  ORRERY_HD_INLINE T y1(Index b) const { return x1[b]; }
-  ORRERY_HD_INLINE T y2(Index b) const { return x2[b]; }
-  ORRERY_HD_INLINE T beta(Index b) const { return beta_[b]; }
-  ORRERY_HD_INLINE T dmin(Index b) const { return dmin_[b]; }
-  ORRERY_HD_INLINE T r2(Index b) const { return r2_[b]; }
-  ORRERY_HD_INLINE T q_scale(Index b) const { return q_scale_[b]; }
-  ORRERY_HD_INLINE T lpf(Index b) const { return lpf_[b]; }
+  template <class I>
+  ORRERY_HD_INLINE T y0(I b) const { return x0[b]; }
+  template <class I>
+  ORRERY_HD_INLINE T y1(I b) const { return x1[b]; }
+  template <class I>
+  ORRERY_HD_INLINE T y2(I b) const { return x2[b]; }
+  template <class I>
+  ORRERY_HD_INLINE T beta(I b) const { return beta_[b]; }
+  template <class I>
+  ORRERY_HD_INLINE T dmin(I b) const { return dmin_[b]; }
+  template <class I>
+  ORRERY_HD_INLINE T r2(I b) const { return r2_[b]; }
+  template <class I>
+  ORRERY_HD_INLINE T q_scale(I b) const { return q_scale_[b]; }
+  template <class I>
+  ORRERY_HD_INLINE T lpf(I b) const { return lpf_[b]; }
+  template <class I>
+  ORRERY_HD_INLINE T lz(I b) const { return lz_[b]; }
+  template <class I>
+  ORRERY_HD_INLINE T p_sum(I b) const { return p_sum_[b]; }
+  template <class I>
+  ORRERY_HD_INLINE T kl_qp(I b) const { return kl_qp_[b]; }
 };
 template <class T, class Index>
 struct RowsPacked {
@@ -453,7 +468,17 @@ struct RowsPacked {
 };
 template <class T, int D, class Index>
 ORRERY_HD_INLINE RowsByArray<T, Index> rows_by_array(const NervCellsRows<T, D, Index>& r) {
-  return {r.y[0], r.y[D > 1 ? 1 : 0], r.y[D > 2 ? 2 : 0], r.beta, r.dmin, r.r2, r.q_scale, r.lpf};
+  return {r.y[0], r.y[D > 1 ? 1 : 0], r.y[D > 2 ? 2 : 0], r.beta, r.dmin, r.r2, r.q_scale, r.lpf,
+          r.lz, r.p_sum, r.kl_qp};
+}
+// The same view of the wide rows' values packed by field (NervCellsRows::wide_packed), wide row w at w.
+template <class T, int D, class Index>
+ORRERY_HD_INLINE RowsByArray<T, Index> wide_by_field(const NervCellsRows<T, D, Index>& r) {
+  const T* f = r.wide_packed;
+  const long long nw = r.num_wide;
+  return {f + kWideY0 * nw,     f + kWideY1 * nw, f + kWideY2 * nw,  f + kWideBeta * nw,
+          f + kWideDmin * nw,   f + kWideR2 * nw, f + kWideQScale * nw, f + kWideLpf * nw,
+          f + kWideLz * nw,     f + kWidePSum * nw, f + kWideKlQp * nw};
 }
 
 // The loops below run over a list's entries in T with ORRERY_SIMD reductions (gathers of the
@@ -545,6 +570,26 @@ ORRERY_HD_INLINE void nerv_cells_listed_terms(const NervCellsRows<T, D, Index>& 
   }
 }
 
+// The wide rows' floor terms, i in their S_j: c_ji (y_i - y_j) summed into s, wide row w's values
+// read through v at at(w).
+template <class T, int D, class Index, class At>
+ORRERY_HD_INLINE void nerv_cells_wide_terms(const NervCellsRows<T, D, Index>& r, const RowsByArray<T, Index>& v,
+                                            const At& at, long long i, T lambda, T& s0, T& s1, T& s2) {
+  const T p0 = r.y[0][i], p1 = r.y[D > 1 ? 1 : 0][i], p2 = r.y[D > 2 ? 2 : 0][i];
+  const long long nw = r.num_wide;
+  const Index* wide = r.wide;
+  const Index self = static_cast<Index>(i);
+  ORRERY_SIMD(reduction(+ : s0, s1, s2))
+  for (long long w = 0; w < nw; ++w) {
+    const auto j = at(w);  // w itself for the packed fields: contiguous loads
+    const T u0 = p0 - v.y0(j), u1 = D > 1 ? p1 - v.y1(j) : T(0), u2 = D > 2 ? p2 - v.y2(j) : T(0);
+    const T d = u0 * u0 + u1 * u1 + u2 * u2;
+    const T c = nerv_cells_wide_c(d, v.beta(j), v.dmin(j), v.r2(j), v.q_scale(j), v.lz(j), v.p_sum(j), v.kl_qp(j),
+                                  v.lpf(j), lambda, wide[w] != self);
+    s0 += c * u0, s1 += c * u1, s2 += c * u2;
+  }
+}
+
 // What the sweep leaves out of dE/dy_i / 2: the listed corrections of row i and of the rows listing
 // i, and the floor column terms of the wide rows; added to out[a] in double. The arrays are read
 // through local pointers (or the accessors above): loaded through `r` inside the loops they kept
@@ -556,37 +601,12 @@ ORRERY_HD_INLINE void nerv_cells_listed_gradient(const NervCellsRows<T, D, Index
     nerv_cells_listed_terms(r, RowsPacked<T, Index>{r.row_packed}, i, lambda, s0, s1, s2);
   else
     nerv_cells_listed_terms(r, rows_by_array(r), i, lambda, s0, s1, s2);
-  const T p0 = r.y[0][i], p1 = r.y[D > 1 ? 1 : 0][i], p2 = r.y[D > 2 ? 2 : 0][i];
-  const T *x0 = r.y[0], *x1 = r.y[D > 1 ? 1 : 0], *x2 = r.y[D > 2 ? 2 : 0];
-  const T *beta = r.beta, *dmin = r.dmin, *r2 = r.r2, *q_scale = r.q_scale, *lpf = r.lpf;
-  // the wide rows' floor terms, i in their S_j
-  const long long nw = r.num_wide;
+  // the wide rows' floor terms: packed by field, wide row w at w; or through the arrays, at wide[w]
   const Index* wide = r.wide;
-  const Index self = static_cast<Index>(i);
-  if (const T* f = r.wide_packed) {
-    const T *wy0 = f + kWideY0 * nw, *wy1 = f + kWideY1 * nw, *wy2 = f + kWideY2 * nw, *wb = f + kWideBeta * nw,
-            *wdm = f + kWideDmin * nw, *wr2 = f + kWideR2 * nw, *wqs = f + kWideQScale * nw, *wlz = f + kWideLz * nw,
-            *wps = f + kWidePSum * nw, *wkl = f + kWideKlQp * nw, *wlpf = f + kWideLpf * nw;
-    ORRERY_SIMD(reduction(+ : s0, s1, s2))
-    for (long long w = 0; w < nw; ++w) {
-      const T u0 = p0 - wy0[w], u1 = D > 1 ? p1 - wy1[w] : T(0), u2 = D > 2 ? p2 - wy2[w] : T(0);
-      const T d = u0 * u0 + u1 * u1 + u2 * u2;
-      const T c = nerv_cells_wide_c(d, wb[w], wdm[w], wr2[w], wqs[w], wlz[w], wps[w], wkl[w], wlpf[w], lambda,
-                                    wide[w] != self);
-      s0 += c * u0, s1 += c * u1, s2 += c * u2;
-    }
-  } else {
-    const T *lz = r.lz, *p_sum = r.p_sum, *kl_qp = r.kl_qp;
-    ORRERY_SIMD(reduction(+ : s0, s1, s2))
-    for (long long w = 0; w < nw; ++w) {
-      const Index j = wide[w];
-      const T u0 = p0 - x0[j], u1 = D > 1 ? p1 - x1[j] : T(0), u2 = D > 2 ? p2 - x2[j] : T(0);
-      const T d = u0 * u0 + u1 * u1 + u2 * u2;
-      const T c = nerv_cells_wide_c(d, beta[j], dmin[j], r2[j], q_scale[j], lz[j], p_sum[j], kl_qp[j], lpf[j], lambda,
-                                    j != self);
-      s0 += c * u0, s1 += c * u1, s2 += c * u2;
-    }
-  }
+  if (r.wide_packed)
+    nerv_cells_wide_terms(r, wide_by_field(r), [](long long w) { return w; }, i, lambda, s0, s1, s2);
+  else
+    nerv_cells_wide_terms(r, rows_by_array(r), [wide](long long w) { return wide[w]; }, i, lambda, s0, s1, s2);
   out[0] += static_cast<double>(s0);
   if (D > 1) out[1] += static_cast<double>(s1);
   if (D > 2) out[2] += static_cast<double>(s2);
